@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy"
+	"github.com/urfave/cli/v2"
+)
+
+// demoConfig is the embedded configuration of `fulcrum demo`.
+//
+//go:embed demo.toml
+var demoConfig []byte
+
+// demoLatencies are the response delays of the three built-in upstreams, so
+// that the timers in the access log differ visibly.
+var demoLatencies = []time.Duration{0, 20 * time.Millisecond, 80 * time.Millisecond}
+
+func demoCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:  "demo",
+		Usage: "run a self-contained demo: three upstreams behind the proxy",
+		Description: "Starts three built-in upstream HTTP servers (with 0, 20 and 80 ms of latency)\n" +
+			"and the proxy from an embedded configuration, prints what to try, and runs\n" +
+			"until Ctrl-C. Nothing is read from or written to disk.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "address of the demo's HTTP frontend"},
+		},
+		Action: func(c *cli.Context) error {
+			return runDemo(c.Context, c.String("listen"), stdout, stderr, nil)
+		},
+	}
+}
+
+// runDemo starts the upstreams and the proxy and serves until a signal or
+// ctx ends. started, if non-nil, is called once the proxy listens.
+func runDemo(ctx context.Context, listen string, stdout, stderr io.Writer, started func(*proxy.Proxy)) error {
+	cfg, err := conf.Parse("demo.toml", demoConfig)
+	if err != nil {
+		return cli.Exit("fulcrum: embedded demo config: "+err.Error(), 1)
+	}
+	be := cfg.Backends[0]
+	for i, s := range be.Servers {
+		addr, stop, err := startDemoUpstream(s.Name, demoLatencies[i])
+		if err != nil {
+			return cli.Exit("fulcrum: demo upstream: "+err.Error(), 1)
+		}
+		defer stop()
+		s.Address = addr
+	}
+	cfg.Frontends[0].Binds = []string{listen}
+	return serve(ctx, cfg, stderr, func(p *proxy.Proxy) {
+		addr := p.Frontends[0].Addrs()[0].String()
+		fmt.Fprintf(stdout, `
+fulcrum demo is running: frontend "www" on http://%[1]s, balancing
+roundrobin over three built-in upstreams s1 (weight 2, 0 ms), s2 (weight 1,
+20 ms) and s3 (weight 1, 80 ms). The access log goes to stderr.
+
+Try:
+  curl -s http://%[1]s/                       # one request, see which server answered
+  for i in $(seq 8); do curl -s http://%[1]s/; done   # 4 x s1, 2 x s2, 2 x s3
+  curl -si http://%[1]s/ | grep -i x-served-by
+  curl -s -H 'Connection: close' http://%[1]s/hello
+
+The stats page and the admin socket come with their own features; they are
+not part of this demo yet. Press Ctrl-C to stop.
+`, addr)
+		if started != nil {
+			started(p)
+		}
+	})
+}
+
+// startDemoUpstream starts one built-in upstream on a free loopback port.
+// It answers every request with its name after its latency.
+func startDemoUpstream(name string, latency time.Duration) (string, func(), error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if latency > 0 {
+				t := time.NewTimer(latency)
+				select {
+				case <-t.C:
+				case <-r.Context().Done():
+					t.Stop()
+					return
+				}
+			}
+			w.Header().Set("X-Served-By", name)
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			fmt.Fprintf(w, "hello from %s (%s latency), you asked for %s, X-Forwarded-For: %s\n",
+				name, latency, r.URL.Path, r.Header.Get("X-Forwarded-For"))
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go srv.Serve(l)
+	return l.Addr().String(), func() { srv.Close() }, nil
+}

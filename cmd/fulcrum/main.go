@@ -1,0 +1,183 @@
+// Command fulcrum is the load balancer daemon: `fulcrum run -c FILE` serves
+// a configuration, `fulcrum check -c FILE` validates one, `fulcrum demo`
+// runs a self-contained demonstration and `fulcrum version` prints the
+// build.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy"
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+)
+
+// version is set at link time (-ldflags "-X main.version=..."); the module
+// build info is used when it is empty.
+var version = ""
+
+func main() {
+	os.Exit(run(os.Args, os.Stdout, os.Stderr))
+}
+
+// run is main with its outputs injected, for tests. It returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	app := newApp(stdout, stderr)
+	if err := app.Run(args); err != nil {
+		var ec cli.ExitCoder
+		if errors.As(err, &ec) {
+			if msg := err.Error(); msg != "" {
+				fmt.Fprintln(stderr, msg)
+			}
+			return ec.ExitCode()
+		}
+		fmt.Fprintln(stderr, "fulcrum:", err)
+		return 1
+	}
+	return 0
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	configFlag := &cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "configuration `FILE` (TOML)", Required: true}
+	return &cli.App{
+		Name:        "fulcrum",
+		Usage:       "an HTTP and TCP load balancer in the tradition of HAProxy",
+		Writer:      stdout,
+		ErrWriter:   stderr,
+		HideVersion: true,
+		// Exit codes are returned by run, never by os.Exit inside the library.
+		ExitErrHandler: func(*cli.Context, error) {},
+		Commands: []*cli.Command{
+			{
+				Name:  "run",
+				Usage: "serve a configuration in the foreground",
+				Description: "Logs go to stderr. SIGTERM or SIGINT stops accepting, lets in-flight\n" +
+					"requests finish within hard_stop_after and exits 0.",
+				Flags: []cli.Flag{configFlag},
+				Action: func(c *cli.Context) error {
+					cfg, err := conf.Load(c.String("config"))
+					if err != nil {
+						return cli.Exit(err.Error(), 1)
+					}
+					return serve(c.Context, cfg, stderr, nil)
+				},
+			},
+			{
+				Name:  "check",
+				Usage: "validate a configuration file",
+				Description: "Prints \"configuration is valid\" and exits 0, or prints every error as\n" +
+					"FILE:LINE: message and exits 1.",
+				Flags: []cli.Flag{configFlag},
+				Action: func(c *cli.Context) error {
+					if _, err := conf.Load(c.String("config")); err != nil {
+						return cli.Exit(err.Error(), 1)
+					}
+					fmt.Fprintln(stdout, "configuration is valid")
+					return nil
+				},
+			},
+			demoCommand(stdout, stderr),
+			{
+				Name:  "version",
+				Usage: "print the version",
+				Action: func(c *cli.Context) error {
+					fmt.Fprintln(stdout, "fulcrum", buildVersion())
+					return nil
+				},
+			},
+		},
+	}
+}
+
+// buildVersion returns the link-time version or the module's.
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v := bi.Main.Version
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += " (" + s.Value[:12] + ")"
+			}
+		}
+		return v
+	}
+	return "(unknown)"
+}
+
+// newLogger builds the process logger from the global settings.
+func newLogger(g conf.Global, w io.Writer) zerolog.Logger {
+	level, err := zerolog.ParseLevel(g.LogLevel)
+	if err != nil || g.LogLevel == "" {
+		level = zerolog.InfoLevel
+	}
+	if g.LogFormat == "console" {
+		color := false
+		if f, ok := w.(*os.File); ok {
+			color = isatty.IsTerminal(f.Fd()) && os.Getenv("NO_COLOR") == ""
+		}
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !color}
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger()
+}
+
+// serve runs cfg until SIGTERM/SIGINT (or ctx ends), then stops gracefully
+// within hard_stop_after. started, if non-nil, is called once listening.
+func serve(ctx context.Context, cfg *conf.Config, logw io.Writer, started func(*proxy.Proxy)) error {
+	log := newLogger(cfg.Global, logw)
+	p, err := proxy.New(cfg, log)
+	if err != nil {
+		return cli.Exit("fulcrum: "+err.Error(), 1)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	if err := p.Start(); err != nil {
+		return cli.Exit("fulcrum: "+err.Error(), 1)
+	}
+	for _, fe := range p.Frontends {
+		for _, a := range fe.Addrs() {
+			log.Info().Str("frontend", fe.Name).Str("bind", a.String()).Str("mode", string(fe.Conf.Mode)).Msg("listening")
+		}
+	}
+	if started != nil {
+		started(p)
+	}
+	var sig os.Signal
+	select {
+	case sig = <-sigs:
+	case <-ctx.Done():
+	}
+	log.Info().Stringer("signal", sigString{sig}).Dur("hard_stop_after", cfg.Global.HardStopAfter).Msg("stopping: no new connections, finishing in-flight work")
+	stopCtx := context.Background()
+	if d := cfg.Global.HardStopAfter; d > 0 {
+		var cancel context.CancelFunc
+		stopCtx, cancel = context.WithTimeout(stopCtx, d)
+		defer cancel()
+	}
+	if err := p.Shutdown(stopCtx); err != nil {
+		log.Warn().Msg("hard_stop_after reached: remaining connections closed")
+	}
+	log.Info().Msg("stopped")
+	return nil
+}
+
+type sigString struct{ s os.Signal }
+
+func (s sigString) String() string {
+	if s.s == nil {
+		return "none"
+	}
+	return s.s.String()
+}

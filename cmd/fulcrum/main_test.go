@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy"
+)
+
+// TestMain lets the test binary act as the fulcrum command when
+// FULCRUM_TEST_MAIN is set, so signal tests run the real main in a child.
+func TestMain(m *testing.M) {
+	if os.Getenv("FULCRUM_TEST_MAIN") == "1" {
+		os.Exit(run(append([]string{"fulcrum"}, os.Args[1:]...), os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCheckCommand(t *testing.T) {
+	good := writeFile(t, "good.toml", `
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+default_backend = "web"
+[[backend]]
+name = "web"
+[[backend.server]]
+name = "s1"
+address = "127.0.0.1:9001"
+`)
+	bad := writeFile(t, "bad.toml", `
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+default_backend = "nope"
+`)
+	var out, errb bytes.Buffer
+	if code := run([]string{"fulcrum", "check", "-c", good}, &out, &errb); code != 0 || out.String() != "configuration is valid\n" {
+		t.Errorf("good config: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	code := run([]string{"fulcrum", "check", "-c", bad}, &out, &errb)
+	want := bad + `:5: frontend "www": default_backend: unknown backend "nope"`
+	if code != 1 || !strings.Contains(errb.String(), want) {
+		t.Errorf("bad config: exit %d, stderr %q, want exit 1 and %q", code, errb.String(), want)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var out bytes.Buffer
+	if code := run([]string{"fulcrum", "version"}, &out, io.Discard); code != 0 || !strings.HasPrefix(out.String(), "fulcrum ") {
+		t.Errorf("exit %d, output %q", code, out.String())
+	}
+}
+
+func TestDemoServes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	var out bytes.Buffer
+	go func() {
+		done <- runDemo(ctx, "127.0.0.1:0", &out, io.Discard, func(p *proxy.Proxy) {
+			addrc <- p.Frontends[0].Addrs()[0].String()
+		})
+	}()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("demo ended early: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("demo did not start")
+	}
+	// Weights 2:1:1: eight requests give s1 four times, s2 and s3 twice.
+	got := map[string]int{}
+	for i := 0; i < 8; i++ {
+		resp, err := http.Get("http://" + addr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		got[resp.Header.Get("X-Served-By")]++
+	}
+	if fmt.Sprint(got) != "map[s1:4 s2:2 s3:2]" {
+		t.Errorf("distribution: got %v, want map[s1:4 s2:2 s3:2]", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("demo exit: %v", err)
+	}
+	if !strings.Contains(out.String(), "curl -s http://"+addr+"/") {
+		t.Errorf("demo did not print what to try:\n%s", out.String())
+	}
+}
+
+// TestGracefulStop runs fulcrum as a child process: a slow request in
+// flight when SIGTERM arrives completes, new connections are refused after
+// the signal, and the process exits 0.
+func TestGracefulStop(t *testing.T) {
+	release := make(chan struct{})
+	var arrived atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Add(1)
+		<-release
+		io.WriteString(w, "slow done")
+	}))
+	defer up.Close()
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	cfg := writeFile(t, "f.toml", fmt.Sprintf(`
+[global]
+hard_stop_after = "20s"
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+default_backend = "web"
+[[backend]]
+name = "web"
+[[backend.server]]
+name = "s1"
+address = %q
+`, up.Listener.Addr().String()))
+	cmd := exec.Command(os.Args[0], "run", "-c", cfg)
+	cmd.Env = append(os.Environ(), "FULCRUM_TEST_MAIN=1")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// The bound address is in the "listening" log line.
+	addrc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil && m["message"] == "listening" {
+				addrc <- m["bind"].(string)
+			}
+		}
+	}()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case <-time.After(10 * time.Second):
+		t.Fatal("fulcrum did not report listening")
+	}
+	type result struct {
+		body string
+		err  error
+	}
+	slow := make(chan result, 1)
+	go func() {
+		resp, err := http.Get("http://" + addr + "/slow")
+		if err != nil {
+			slow <- result{err: err}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		slow <- result{body: string(b)}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for arrived.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("slow request never reached the upstream")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	// New connections are refused once the listener is closed.
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("still accepting after SIGTERM")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	r := <-slow
+	if r.err != nil || r.body != "slow done" {
+		t.Errorf("in-flight request: got %q %v, want %q", r.body, r.err, "slow done")
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit: %v, want 0", err)
+	}
+}

@@ -1,0 +1,370 @@
+package conf
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// backendSection is one [[backend]]: a set of servers, how a request chooses
+// one of them, and how they are checked.
+type backendSection struct {
+	// Name of the backend in logs, stats and the Runtime API: letters,
+	// digits, "-", "_", "." and ":". Required, unique among backends.
+	Name string `toml:"name"`
+
+	// Mode is "http" or "tcp"; it must be the mode of the frontends routing
+	// here. Inherited from [defaults]; default "http".
+	Mode *Mode `toml:"mode"`
+
+	// Balance is the algorithm choosing a server, with its arguments, as
+	// HAProxy writes it: "roundrobin", "static-rr", "leastconn", "first",
+	// "source", "uri [len N] [depth N] [whole] [path-only]",
+	// "url_param NAME [check_post]", "hdr(NAME) [use_domain_only]",
+	// "random", "random(N)", "rdp-cookie", "rdp-cookie(NAME)" or
+	// "hash EXPR". Inherited from [defaults]; default "roundrobin".
+	Balance *string `toml:"balance"`
+
+	// HashType is how hash-based algorithms map a hash to a server: a method,
+	// "map-based" (static, smooth) or "consistent" (a ring: few keys move
+	// when servers come and go), optionally followed by a function ("sdbm",
+	// "djb2", "wt6", "crc32") and the modifier "avalanche", as HAProxy.
+	// Inherited from [defaults]; default "map-based".
+	HashType *string `toml:"hash_type"`
+
+	// HashBalanceFactor bounds the load of consistent hashing: no server gets
+	// more than this percentage of the average load, e.g. 125 for 1.25 times.
+	// 0 turns the bound off; otherwise it must be more than 100.
+	// Inherited from [defaults]; default 0.
+	HashBalanceFactor *int `toml:"hash_balance_factor"`
+
+	// PanicThreshold is a percentage: when the share of usable servers falls
+	// below it, requests go to all servers, usable or not, instead of piling
+	// onto the few left (from Envoy). 0 turns it off; 0..100. Default 0.
+	PanicThreshold int `toml:"panic_threshold"`
+
+	// FullConn is the backend load (concurrent connections) at which the
+	// servers' dynamic limits reach their maxconn, from minconn at no load.
+	// 0 means HAProxy's default: a tenth of the sum of the maxconn of the
+	// frontends routing here. Inherited from [defaults]; default 0.
+	FullConn *int `toml:"fullconn"`
+
+	// AllBackups sends traffic to all backup servers, not only the first,
+	// when no active server is usable. Default false.
+	AllBackups bool `toml:"allbackups"`
+
+	// HTTPReuse is the policy for sending requests over idle server
+	// connections: "never"; "safe" (a pooled connection serves only requests
+	// that are not the first of their client connection); "aggressive"
+	// (also the first ones, on connections that already served a reused
+	// request); "always" (any idle connection). Inherited from [defaults];
+	// default "safe".
+	HTTPReuse *string `toml:"http_reuse"`
+
+	// Cookie is cookie-based persistence (cookie = { name = "SRV", ... }).
+	Cookie *cookieSection `toml:"cookie"`
+
+	// StickTable is this backend's stick table (stick_table = { ... }).
+	StickTable *stickTableSection `toml:"stick_table"`
+
+	// Stick lists HAProxy "stick" rules in HAProxy's syntax: "on src",
+	// "match req.cook(SRV)", "store-request src". They need a stick_table.
+	Stick []string `toml:"stick"`
+
+	// Check configures active health checks ([backend.check]).
+	Check *checkSection `toml:"check"`
+
+	// DefaultServer gives defaults to this backend's servers
+	// ([backend.default_server]), as HAProxy's "default-server".
+	DefaultServer *serverParams `toml:"default_server"`
+
+	// Servers lists the backend's servers ([[backend.server]]).
+	Servers []*serverSection `toml:"server"`
+
+	// TimeoutConnect is how long a connection to a server may take to
+	// establish. Inherited from [defaults]; default "5s".
+	TimeoutConnect *Duration `toml:"timeout_connect"`
+
+	// TimeoutServer is how long a server may stay silent while it is expected
+	// to answer or to take data. "0s" means never time out. Inherited from
+	// [defaults]; default "30s".
+	TimeoutServer *Duration `toml:"timeout_server"`
+
+	// TimeoutQueue is how long a request may wait for a free server slot
+	// before it gets a 503. "0s" means use timeout_connect, as HAProxy.
+	// Inherited from [defaults]; default "0s".
+	TimeoutQueue *Duration `toml:"timeout_queue"`
+
+	// TimeoutCheck is how long a health check may wait for its response once
+	// connected. "0s" means use the check's inter, as HAProxy. Inherited
+	// from [defaults]; default "0s".
+	TimeoutCheck *Duration `toml:"timeout_check"`
+
+	// Retries is how many times a failed connection to a server is tried
+	// again before the request fails. 0 means no retry. Inherited from
+	// [defaults]; default 3.
+	Retries *int `toml:"retries"`
+
+	// Redispatch lets the last retry go to another server than the failed
+	// one, even a persistent one. Inherited from [defaults]; default false.
+	Redispatch *bool `toml:"redispatch"`
+
+	// ForwardFor adds an X-Forwarded-For header with the client's address to
+	// each request sent to this backend's servers (HTTP mode). Inherited
+	// from [defaults]; default false.
+	ForwardFor *bool `toml:"forwardfor"`
+}
+
+// httpReuseModes are the values of http_reuse, least reuse first.
+var httpReuseModes = []string{"never", "safe", "aggressive", "always"}
+
+// setDefaults gives every unset key of a backend its value from [defaults],
+// which must have had its own setDefaults, and its servers theirs from
+// [backend.default_server].
+func (b *backendSection) setDefaults(d *defaultsSection) {
+	inherit(&b.Mode, d.Mode)
+	inherit(&b.Balance, d.Balance)
+	inherit(&b.HashType, d.HashType)
+	inherit(&b.HashBalanceFactor, d.HashBalanceFactor)
+	inherit(&b.FullConn, d.FullConn)
+	inherit(&b.HTTPReuse, d.HTTPReuse)
+	inherit(&b.TimeoutConnect, d.TimeoutConnect)
+	inherit(&b.TimeoutServer, d.TimeoutServer)
+	inherit(&b.TimeoutQueue, d.TimeoutQueue)
+	inherit(&b.TimeoutCheck, d.TimeoutCheck)
+	inherit(&b.Retries, d.Retries)
+	inherit(&b.Redispatch, d.Redispatch)
+	inherit(&b.ForwardFor, d.ForwardFor)
+	if b.Cookie != nil {
+		b.Cookie.setDefaults()
+	}
+	if b.Check != nil {
+		b.Check.setDefaults()
+	}
+	if b.DefaultServer == nil {
+		b.DefaultServer = &serverParams{}
+	}
+	b.DefaultServer.setDefaults()
+	for _, srv := range b.Servers {
+		srv.setDefaults(b.DefaultServer)
+	}
+}
+
+// validate checks the values set in one [[backend]] and its tables. Server
+// names are checked for duplicates here; the link to frontends is checked by
+// fileSection.
+func (b *backendSection) validate(s scope) {
+	checkName(s.at("name"), b.Name)
+	oneOf(s.at("mode"), b.Mode, ModeHTTP, ModeTCP)
+	checkBalance(s.at("balance"), b.Balance)
+	checkHashType(s.at("hash_type"), b.HashType)
+	checkHashBalanceFactor(s.at("hash_balance_factor"), b.HashBalanceFactor)
+	inRange(s.at("panic_threshold"), &b.PanicThreshold, 0, 100)
+	nonNegative(s.at("fullconn"), b.FullConn)
+	oneOf(s.at("http_reuse"), b.HTTPReuse, httpReuseModes...)
+	nonNegative(s.at("retries"), b.Retries)
+	if b.Cookie != nil {
+		b.Cookie.validate(s.at("cookie"))
+	}
+	if b.StickTable != nil {
+		b.StickTable.validate(s.at("stick_table"))
+	}
+	for i, r := range b.Stick {
+		if strings.TrimSpace(r) == "" {
+			s.at("stick").item(i).errorf("empty rule")
+		}
+	}
+	if b.Check != nil {
+		b.Check.validate(s.at("check"))
+	}
+	if b.DefaultServer != nil {
+		b.DefaultServer.validate(s.at("default_server"))
+	}
+	seen := map[string]int{}
+	for i, srv := range b.Servers {
+		item := s.at("server").item(i)
+		srv.validate(item)
+		if first, dup := seen[srv.Name]; dup && srv.Name != "" {
+			item.at("name").errorf("duplicate server name, first defined at line %d", first)
+		} else {
+			seen[srv.Name] = item.at("name").line()
+		}
+	}
+}
+
+// checkHashType checks a hash_type: a method, then optionally a function and
+// the modifier "avalanche".
+func checkHashType(s scope, v *string) {
+	if v == nil {
+		return
+	}
+	words := strings.Fields(*v)
+	ok := len(words) >= 1 && len(words) <= 3 && (words[0] == "map-based" || words[0] == "consistent")
+	if ok && len(words) >= 2 {
+		switch words[1] {
+		case "sdbm", "djb2", "wt6", "crc32":
+		default:
+			ok = false
+		}
+	}
+	if ok && len(words) == 3 && words[2] != "avalanche" {
+		ok = false
+	}
+	if !ok {
+		s.errorf(`must be "map-based" or "consistent", optionally followed by sdbm, djb2, wt6 or crc32 and then "avalanche", got %q`, *v)
+	}
+}
+
+// checkHashBalanceFactor checks hash_balance_factor: 0, or more than 100.
+func checkHashBalanceFactor(s scope, v *int) {
+	if v != nil && *v != 0 && *v <= 100 {
+		s.errorf("must be 0 (off) or more than 100, got %d", *v)
+	}
+}
+
+// cookieSection is a backend's cookie: persistence by a cookie naming the
+// server, as HAProxy's "cookie" keyword. The servers' own cookie keys give
+// the values.
+type cookieSection struct {
+	// Name of the cookie, e.g. "SRV". Required.
+	Name string `toml:"name"`
+
+	// Mode is how the cookie is handled: "insert" (fulcrum sets it in
+	// responses), "rewrite" (the server sets it and fulcrum rewrites its
+	// value), "prefix" (fulcrum prefixes the server's own cookie), or ""
+	// (passive: the cookie is only read). Default "".
+	Mode *string `toml:"mode"`
+
+	// Indirect keeps the cookie away from the server when fulcrum handles
+	// it, and sets it only on clients that do not already send the right
+	// one. Default false.
+	Indirect bool `toml:"indirect"`
+
+	// NoCache marks responses that set the cookie as not cacheable, so that
+	// a shared cache does not hand one client's cookie to others.
+	// Default false.
+	NoCache bool `toml:"nocache"`
+}
+
+// setDefaults gives every unset key of a backend's cookie its default.
+func (ck *cookieSection) setDefaults() {
+	orDefault(&ck.Mode, "")
+}
+
+// validate checks the values set in a backend's cookie.
+func (ck *cookieSection) validate(s scope) {
+	required(s.at("name"), ck.Name)
+	oneOf(s.at("mode"), ck.Mode, "insert", "rewrite", "prefix", "")
+}
+
+// stickTableSection is a backend's stick_table: entries keyed by a sample
+// (the client address, a header...) that remember a server and counters, as
+// HAProxy's "stick-table".
+type stickTableSection struct {
+	// Type of the key: "ip" (IPv4), "ipv6", "integer", "string" or
+	// "binary". Required.
+	Type string `toml:"type"`
+
+	// Size is the most entries the table holds; the least recently used go
+	// first when it is full. Required, more than 0.
+	Size int `toml:"size"`
+
+	// Expire removes an entry this long after its last use. "0s" means
+	// entries leave only when the table is full. Default "0s".
+	Expire Duration `toml:"expire"`
+
+	// Store lists the data kept in each entry, as HAProxy names them:
+	// "server_id", "conn_cur", "conn_cnt", "conn_rate(10s)",
+	// "http_req_rate(10s)", "gpc0"...
+	Store []string `toml:"store"`
+}
+
+// validate checks the values set in a backend's stick_table.
+func (st *stickTableSection) validate(s scope) {
+	if required(s.at("type"), st.Type) {
+		oneOf(s.at("type"), &st.Type, "ip", "ipv6", "integer", "string", "binary")
+	}
+	atLeast(s.at("size"), &st.Size, 1)
+	for i, d := range st.Store {
+		if strings.TrimSpace(d) == "" {
+			s.at("store").item(i).errorf("empty data type")
+		}
+	}
+}
+
+// checkSection is [backend.check]: active health checks of the servers that
+// set check = true.
+type checkSection struct {
+	// Type is what a check does: "tcp" (connect, as HAProxy's default check)
+	// or "http" (send a request and look at the status). Default "tcp".
+	Type *string `toml:"type"`
+
+	// Path is the request path of "http" checks. Default "/".
+	Path *string `toml:"path"`
+
+	// ExpectStatus is the status codes that pass an "http" check: one code
+	// ("200") or a range ("200-399"). Default "200-399".
+	ExpectStatus *string `toml:"expect_status"`
+
+	// Inter is the time between two checks of a server that is up.
+	// Default "2s".
+	Inter *Duration `toml:"inter"`
+
+	// FastInter is the time between two checks of a server that is going up
+	// or going down. Not set means inter (so default "2s").
+	FastInter *Duration `toml:"fastinter"`
+
+	// DownInter is the time between two checks of a server that is down.
+	// Not set means inter (so default "2s").
+	DownInter *Duration `toml:"downinter"`
+
+	// Rise is how many checks in a row must pass for a down server to be
+	// marked up. Default 2, at least 1.
+	Rise *int `toml:"rise"`
+
+	// Fall is how many checks in a row must fail for an up server to be
+	// marked down. Default 3, at least 1.
+	Fall *int `toml:"fall"`
+}
+
+// setDefaults gives every unset key of [backend.check] its default; fastinter
+// and downinter follow inter, as in HAProxy.
+func (ch *checkSection) setDefaults() {
+	orDefault(&ch.Type, "tcp")
+	orDefault(&ch.Path, "/")
+	orDefault(&ch.ExpectStatus, "200-399")
+	orDefault(&ch.Inter, Duration(2*time.Second))
+	orDefault(&ch.FastInter, *ch.Inter)
+	orDefault(&ch.DownInter, *ch.Inter)
+	orDefault(&ch.Rise, 2)
+	orDefault(&ch.Fall, 3)
+}
+
+// validate checks the values set in [backend.check].
+func (ch *checkSection) validate(s scope) {
+	oneOf(s.at("type"), ch.Type, "tcp", "http")
+	if ch.Path != nil && !strings.HasPrefix(*ch.Path, "/") {
+		s.at("path").errorf("must start with \"/\", got %q", *ch.Path)
+	}
+	if ch.ExpectStatus != nil && !validStatusRange(*ch.ExpectStatus) {
+		s.at("expect_status").errorf("must be a status code or a range such as \"200-399\", got %q", *ch.ExpectStatus)
+	}
+	positive(s.at("inter"), ch.Inter)
+	positive(s.at("fastinter"), ch.FastInter)
+	positive(s.at("downinter"), ch.DownInter)
+	atLeast(s.at("rise"), ch.Rise, 1)
+	atLeast(s.at("fall"), ch.Fall, 1)
+}
+
+// validStatusRange reports whether v is "NNN" or "NNN-NNN" with codes in
+// 100..599 and the range in order.
+func validStatusRange(v string) bool {
+	lo, hi, isRange := strings.Cut(v, "-")
+	if !isRange {
+		hi = lo
+	}
+	a, err1 := strconv.Atoi(lo)
+	b, err2 := strconv.Atoi(hi)
+	return err1 == nil && err2 == nil && isDigits(lo) && isDigits(hi) &&
+		a >= 100 && b <= 599 && a <= b
+}

@@ -1,0 +1,184 @@
+package conf
+
+import (
+	"maps"
+	"slices"
+	"strings"
+)
+
+// frontendSection is one [[frontend]]: where clients connect, and how their
+// requests are routed to a backend.
+type frontendSection struct {
+	// Name of the frontend in logs, stats and the Runtime API: letters,
+	// digits, "-", "_", "." and ":". Required, unique among frontends.
+	Name string `toml:"name"`
+
+	// Bind lists the addresses to listen on, as "host:port". An empty host
+	// or "*" means all addresses; ":0" picks a free port. Required, at least
+	// one.
+	Bind []string `toml:"bind"`
+
+	// Mode is "http" or "tcp"; it must be the mode of every backend the
+	// frontend routes to. Inherited from [defaults]; default "http".
+	Mode *Mode `toml:"mode"`
+
+	// MaxConn is the most client connections this frontend serves at once;
+	// past it, new ones wait in the kernel's listen queue. 0 means only
+	// [global] maxconn limits. Inherited from [defaults]; default 0.
+	MaxConn *int `toml:"maxconn"`
+
+	// DefaultBackend is the backend that gets the requests no use_backend
+	// rule routed. Empty means such requests get a 503. It must name a
+	// backend of the same mode. Default "".
+	DefaultBackend string `toml:"default_backend"`
+
+	// ACL names conditions for the rules, as HAProxy's "acl" lines: the key is
+	// the ACL's name, the value a fetch and its patterns, e.g.
+	// is_api = "path_beg /api".
+	ACL map[string]string `toml:"acl"`
+
+	// UseBackend lists routing rules, tried in order: the first whose
+	// condition holds sends the request to its backend.
+	UseBackend []*useBackendRule `toml:"use_backend"`
+
+	// HTTPRequest lists HAProxy "http-request" rules, in HAProxy's syntax,
+	// e.g. "deny deny_status 403 if { path_beg /admin } !internal".
+	HTTPRequest []string `toml:"http_request"`
+
+	// TCPRequest lists HAProxy "tcp-request" rules, in HAProxy's syntax,
+	// e.g. "connection reject if { src -f /etc/blocklist }".
+	TCPRequest []string `toml:"tcp_request"`
+
+	// TimeoutClient is how long a client may stay silent while it is
+	// expected to send or to take data. "0s" means never time out.
+	// Inherited from [defaults]; default "30s".
+	TimeoutClient *Duration `toml:"timeout_client"`
+
+	// TimeoutHTTPRequest is how long a client may take to send a complete
+	// request header; past it the client gets a 408. Inherited from
+	// [defaults]; default "10s".
+	TimeoutHTTPRequest *Duration `toml:"timeout_http_request"`
+
+	// ForwardFor adds an X-Forwarded-For header with the client's address to
+	// each request (HTTP mode). A request gets it when its frontend or its
+	// backend sets it. Inherited from [defaults]; default false.
+	ForwardFor *bool `toml:"forwardfor"`
+
+	// Stats serves the HTML/CSV stats page on this frontend
+	// ([frontend.stats]).
+	Stats *statsPageSection `toml:"stats"`
+}
+
+// setDefaults gives every unset key of a frontend its value from [defaults],
+// which must have had its own setDefaults.
+func (f *frontendSection) setDefaults(d *defaultsSection) {
+	inherit(&f.Mode, d.Mode)
+	inherit(&f.MaxConn, d.MaxConn)
+	inherit(&f.TimeoutClient, d.TimeoutClient)
+	inherit(&f.TimeoutHTTPRequest, d.TimeoutHTTPRequest)
+	inherit(&f.ForwardFor, d.ForwardFor)
+	if f.Stats != nil {
+		f.Stats.setDefaults()
+	}
+}
+
+// validate checks the values set in one [[frontend]]. That default_backend
+// and use_backend name a backend of the same mode is checked by fileSection,
+// which sees the backends.
+func (f *frontendSection) validate(s scope) {
+	checkName(s.at("name"), f.Name)
+	if len(f.Bind) == 0 {
+		s.at("bind").errorf("needs at least one address")
+	}
+	for i, b := range f.Bind {
+		checkHostPort(s.at("bind").item(i), b, true)
+	}
+	oneOf(s.at("mode"), f.Mode, ModeHTTP, ModeTCP)
+	nonNegative(s.at("maxconn"), f.MaxConn)
+	for _, name := range slices.Sorted(maps.Keys(f.ACL)) {
+		if expr := f.ACL[name]; strings.TrimSpace(expr) == "" {
+			s.at("acl").at(name).errorf("needs a condition, got %q", expr)
+		}
+	}
+	for i, r := range f.UseBackend {
+		r.validate(s.at("use_backend").item(i))
+	}
+	for i, r := range f.HTTPRequest {
+		if strings.TrimSpace(r) == "" {
+			s.at("http_request").item(i).errorf("empty rule")
+		}
+	}
+	for i, r := range f.TCPRequest {
+		if strings.TrimSpace(r) == "" {
+			s.at("tcp_request").item(i).errorf("empty rule")
+		}
+	}
+	if f.Stats != nil {
+		f.Stats.validate(s.at("stats"))
+	}
+}
+
+// useBackendRule is one element of a frontend's use_backend: the backend to
+// use when a condition holds, as HAProxy's "use_backend NAME if COND".
+type useBackendRule struct {
+	// Backend is the backend's name. It must be a backend of the frontend's
+	// mode. Required.
+	Backend string `toml:"backend"`
+
+	// If is the condition in HAProxy's syntax: ACL names, "!" to negate,
+	// "||" for or, { inline ACLs }. Empty with unless empty too means always.
+	If string `toml:"if"`
+
+	// Unless is the negated form of If; a rule has at most one of the two.
+	Unless string `toml:"unless"`
+}
+
+// validate checks one use_backend rule.
+func (r *useBackendRule) validate(s scope) {
+	required(s.at("backend"), r.Backend)
+	if r.If != "" && r.Unless != "" {
+		s.at("unless").errorf("a rule has either if or unless, not both")
+	}
+}
+
+// statsPageSection is [frontend.stats]: HAProxy's stats page (HTML, and CSV
+// with ";csv") served by a frontend in HTTP mode.
+type statsPageSection struct {
+	// Enable turns the page on. Default false.
+	Enable bool `toml:"enable"`
+
+	// URI is the path prefix the page answers on. Default "/haproxy?stats",
+	// as HAProxy.
+	URI *string `toml:"uri"`
+
+	// Refresh makes the HTML page reload itself this often; "0s" means never.
+	// Default "0s".
+	Refresh *Duration `toml:"refresh"`
+
+	// Auth lists the "user:password" pairs allowed in with HTTP basic
+	// authentication. Empty means no authentication.
+	Auth []string `toml:"auth"`
+
+	// Admin is the condition (an ACL name or expression, in HAProxy's syntax)
+	// under which the page offers admin actions: drain, weight, state.
+	// Empty means never. Default "".
+	Admin string `toml:"admin"`
+}
+
+// setDefaults gives every unset key of [frontend.stats] its default.
+func (sp *statsPageSection) setDefaults() {
+	orDefault(&sp.URI, "/haproxy?stats")
+	orDefault(&sp.Refresh, 0)
+}
+
+// validate checks the values set in [frontend.stats].
+func (sp *statsPageSection) validate(s scope) {
+	if sp.URI != nil && !strings.HasPrefix(*sp.URI, "/") {
+		s.at("uri").errorf("must start with \"/\", got %q", *sp.URI)
+	}
+	for i, a := range sp.Auth {
+		if user, _, ok := strings.Cut(a, ":"); !ok || user == "" {
+			s.at("auth").item(i).errorf("must be \"user:password\"") // the value is a secret: not echoed
+		}
+	}
+}

@@ -1,0 +1,234 @@
+package conf
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/BurntSushi/toml"
+)
+
+// fileSection is the whole file: its top-level tables.
+type fileSection struct {
+	// Global is [global].
+	Global globalSection `toml:"global"`
+	// Defaults is [defaults].
+	Defaults defaultsSection `toml:"defaults"`
+	// Frontends are the [[frontend]] tables, in file order.
+	Frontends []*frontendSection `toml:"frontend"`
+	// Backends are the [[backend]] tables, in file order.
+	Backends []*backendSection `toml:"backend"`
+}
+
+// Load reads, checks and returns the configuration in the file at path.
+// On failure the error is an *Errors listing every problem; problems are
+// reported with path as their file name.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, &Errors{List: []Error{{File: path, Msg: "cannot read: " + err.Error()}}}
+	}
+	return Parse(path, data)
+}
+
+// Parse checks the configuration in data and returns it as the model, with
+// every default applied. file names data in problem reports (Load passes
+// the path). On failure the error is an *Errors listing every problem found,
+// in file order, each as `FILE:LINE: message`.
+//
+// The steps: the toml package parses data into a generic tree (a syntax
+// error stops there, as one problem with its line); scanPositions finds the
+// line of every key; decode fills the sections, reporting unknown keys and
+// values of the wrong type; each section's validate checks the values it
+// sets; setDefaults fills in [defaults], then the frontends and backends
+// inherit from it and the servers from their default_server; the links
+// between sections are checked; last, keys that the proxy does not
+// implement yet are reported.
+func Parse(file string, data []byte) (*Config, error) {
+	var tree map[string]any
+	if _, err := toml.Decode(string(data), &tree); err != nil {
+		return nil, &Errors{List: []Error{syntaxError(file, err)}}
+	}
+	c := &checker{file: file, tree: tree, pos: scanPositions(string(data)), failed: map[string]bool{}}
+	root := scope{c: c}
+
+	var f fileSection
+	root.decode(tree, reflect.ValueOf(&f).Elem())
+	f.validate(root)
+	f.setDefaults()
+	f.checkLinks(root)
+	c.checkSupport()
+
+	if len(c.errs) > 0 {
+		errs := &Errors{List: c.errs}
+		errs.sort()
+		return nil, errs
+	}
+	return f.model(c), nil
+}
+
+// syntaxError turns an error of the toml package into a problem report.
+func syntaxError(file string, err error) Error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return Error{File: file, Line: pe.Position.Line, Msg: "syntax error: " + oneLine(pe.Message)}
+	}
+	return Error{File: file, Msg: "syntax error: " + oneLine(err.Error())}
+}
+
+// oneLine escapes the control characters of a message from the toml
+// package, which may quote the offending input as it is: a problem report
+// stays on one line.
+func oneLine(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// validate checks every section, and that names are unique.
+func (f *fileSection) validate(s scope) {
+	f.Global.validate(s.at("global"))
+	f.Defaults.validate(s.at("defaults"))
+	seen := map[string]int{}
+	for i, fe := range f.Frontends {
+		item := s.at("frontend").item(i)
+		fe.validate(item)
+		if first, dup := seen[fe.Name]; dup && fe.Name != "" {
+			item.at("name").errorf("duplicate frontend name, first defined at line %d", first)
+		} else {
+			seen[fe.Name] = item.at("name").line()
+		}
+	}
+	seen = map[string]int{}
+	for i, be := range f.Backends {
+		item := s.at("backend").item(i)
+		be.validate(item)
+		if first, dup := seen[be.Name]; dup && be.Name != "" {
+			item.at("name").errorf("duplicate backend name, first defined at line %d", first)
+		} else {
+			seen[be.Name] = item.at("name").line()
+		}
+	}
+}
+
+// setDefaults applies the built-in defaults to [global] and [defaults], then
+// the inheritance of frontends and backends from [defaults].
+func (f *fileSection) setDefaults() {
+	f.Global.setDefaults()
+	f.Defaults.setDefaults()
+	for _, fe := range f.Frontends {
+		fe.setDefaults(&f.Defaults)
+	}
+	for _, be := range f.Backends {
+		be.setDefaults(&f.Defaults)
+	}
+}
+
+// checkLinks checks, after inheritance, that every backend a frontend routes
+// to exists and runs in the frontend's mode.
+func (f *fileSection) checkLinks(s scope) {
+	backends := map[string]*backendSection{}
+	for _, be := range f.Backends {
+		if _, dup := backends[be.Name]; !dup {
+			backends[be.Name] = be
+		}
+	}
+	link := func(s scope, fe *frontendSection, name string) {
+		be, ok := backends[name]
+		switch {
+		case !ok:
+			s.errorf("unknown backend %q", name)
+		case *be.Mode != *fe.Mode:
+			s.errorf("backend %q is in mode %s, the frontend in mode %s", name, *be.Mode, *fe.Mode)
+		}
+	}
+	for i, fe := range f.Frontends {
+		item := s.at("frontend").item(i)
+		if fe.DefaultBackend != "" {
+			link(item.at("default_backend"), fe, fe.DefaultBackend)
+		}
+		for j, r := range fe.UseBackend {
+			if r.Backend != "" {
+				link(item.at("use_backend").item(j).at("backend"), fe, r.Backend)
+			}
+		}
+	}
+}
+
+// model returns the checked file as the model the proxy consumes. It is
+// called only when there was no problem: every key has its value.
+func (f *fileSection) model(c *checker) *Config {
+	cfg := &Config{
+		File: c.file,
+		Global: Global{
+			MaxConn:       f.Global.MaxConn,
+			HardStopAfter: f.Global.HardStopAfter.Std(),
+			LogLevel:      *f.Global.LogLevel,
+			LogFormat:     *f.Global.LogFormat,
+		},
+	}
+	for i, fe := range f.Frontends {
+		cfg.Frontends = append(cfg.Frontends, &Frontend{
+			Name:               fe.Name,
+			Line:               c.pos.line(path{"frontend"}.index(i)),
+			Binds:              fe.Bind,
+			Mode:               *fe.Mode,
+			MaxConn:            *fe.MaxConn,
+			DefaultBackend:     fe.DefaultBackend,
+			TimeoutClient:      fe.TimeoutClient.Std(),
+			TimeoutHTTPRequest: fe.TimeoutHTTPRequest.Std(),
+			ForwardFor:         *fe.ForwardFor,
+		})
+	}
+	for i, be := range f.Backends {
+		b := &Backend{
+			Name:              be.Name,
+			Line:              c.pos.line(path{"backend"}.index(i)),
+			Mode:              *be.Mode,
+			Balance:           *be.Balance,
+			HashType:          *be.HashType,
+			HashBalanceFactor: *be.HashBalanceFactor,
+			PanicThreshold:    be.PanicThreshold,
+			FullConn:          *be.FullConn,
+			AllBackups:        be.AllBackups,
+			HTTPReuse:         *be.HTTPReuse,
+			TimeoutConnect:    be.TimeoutConnect.Std(),
+			TimeoutServer:     be.TimeoutServer.Std(),
+			TimeoutQueue:      be.TimeoutQueue.Std(),
+			Retries:           *be.Retries,
+			Redispatch:        *be.Redispatch,
+			ForwardFor:        *be.ForwardFor,
+		}
+		for j, srv := range be.Servers {
+			b.Servers = append(b.Servers, &Server{
+				Name:      srv.Name,
+				Line:      c.pos.line(path{"backend"}.index(i).child("server").index(j)),
+				Address:   srv.Address,
+				Weight:    *srv.Weight,
+				MaxConn:   *srv.MaxConn,
+				MaxQueue:  *srv.MaxQueue,
+				MinConn:   *srv.MinConn,
+				Backup:    *srv.Backup,
+				Disabled:  *srv.Disabled,
+				Slowstart: srv.Slowstart.Std(),
+			})
+		}
+		cfg.Backends = append(cfg.Backends, b)
+	}
+	return cfg
+}

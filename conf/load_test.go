@@ -1,0 +1,155 @@
+package conf
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the expected part of ../testdata/conf/*.toml from the current output")
+
+// separator divides a golden case into the config and the expected output.
+const separator = "----------"
+
+// validOutput is what a case expects when the config has no problem, as
+// `fulcrum check` prints it.
+const validOutput = "configuration is valid"
+
+// readCase splits a golden case file into its config and its expected lines.
+func readCase(t *testing.T, file string) (config []byte, want string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "\n" + string(data) // so that an empty config needs no line
+	i := strings.Index(text, "\n"+separator+"\n")
+	if i < 0 {
+		t.Fatalf("%s: no line %q between the config and the expected output", file, separator)
+	}
+	return []byte(text[1 : i+1]), strings.TrimSpace(text[i+len(separator)+2:])
+}
+
+// checkOutput returns what `fulcrum check` would print for config.
+func checkOutput(name string, config []byte) string {
+	if _, err := Parse(name, config); err != nil {
+		return err.Error()
+	}
+	return validOutput
+}
+
+// TestGolden runs every testdata/conf/<case>.toml: the config above the line
+// of ten dashes must give exactly the lines below it.
+func TestGolden(t *testing.T) {
+	for _, file := range goldenFiles(t) {
+		name := filepath.Base(file)
+		t.Run(strings.TrimSuffix(name, ".toml"), func(t *testing.T) {
+			config, want := readCase(t, file)
+			got := checkOutput(name, config)
+			if *update {
+				out := append(config, []byte(separator+"\n"+got+"\n")...)
+				if err := os.WriteFile(file, out, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if got != want {
+				t.Errorf("got:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+// TestErrorsType checks that every failure is an *Errors in file order.
+func TestErrorsType(t *testing.T) {
+	tests := []struct {
+		name   string
+		config string
+		want   []Error
+	}{
+		{
+			name:   "syntax error",
+			config: "[global]\nmaxconn = \n",
+			want:   []Error{{File: "x.toml", Line: 2}},
+		},
+		{
+			name:   "problems sorted by line",
+			config: "[[backend]]\nname = \"a\"\n[[backend.server]]\nname = \"s\"\nweight = -1\n[global]\nlog_level = \"x\"\n[defaults]\nretries = -1\n",
+			want:   []Error{{File: "x.toml", Line: 3}, {File: "x.toml", Line: 5}, {File: "x.toml", Line: 7}, {File: "x.toml", Line: 9}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("x.toml", []byte(tt.config))
+			var errs *Errors
+			if !errors.As(err, &errs) {
+				t.Fatalf("got %T %v, want *Errors", err, err)
+			}
+			if len(errs.List) != len(tt.want) {
+				t.Fatalf("got %d problems:\n%v\nwant %d", len(errs.List), err, len(tt.want))
+			}
+			for i, e := range errs.List {
+				if e.File != tt.want[i].File || e.Line != tt.want[i].Line {
+					t.Errorf("problem %d: got %s:%d, want %s:%d", i, e.File, e.Line, tt.want[i].File, tt.want[i].Line)
+				}
+			}
+		})
+	}
+}
+
+// TestLoad checks that Load reads a file and reports problems under its
+// path, and that a missing file is an *Errors too.
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.toml")
+	config := "[[frontend]]\nname = \"www\"\nbind = [\"127.0.0.1:0\"]\n"
+	if err := os.WriteFile(good, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.File != good || len(cfg.Frontends) != 1 || cfg.Frontends[0].Line != 1 {
+		t.Errorf("got File %q, frontends %v; want %q and one frontend on line 1", cfg.File, cfg.Frontends, good)
+	}
+
+	missing := filepath.Join(dir, "missing.toml")
+	_, err = Load(missing)
+	var errs *Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("got %T %v, want *Errors", err, err)
+	}
+	if want := missing + ": cannot read: no such file or directory"; err.Error() != want {
+		t.Errorf("got %q, want %q", err.Error(), want)
+	}
+}
+
+// TestGoldenSeparator guards the golden format: each case has exactly one
+// separator line, so that an expected output can never be mistaken for
+// config.
+func TestGoldenSeparator(t *testing.T) {
+	for _, file := range goldenFiles(t) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := bytes.Count(append([]byte("\n"), data...), []byte("\n"+separator+"\n")); n != 1 {
+			t.Errorf("%s: got %d separator lines, want 1", file, n)
+		}
+	}
+}
+
+// goldenFiles returns the golden cases.
+func goldenFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("../testdata/conf/*.toml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden cases in ../testdata/conf: %v", err)
+	}
+	return files
+}

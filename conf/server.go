@@ -1,0 +1,175 @@
+package conf
+
+import "time"
+
+// serverParams is [backend.default_server], and the part of a
+// [[backend.server]] that default_server gives defaults to, as HAProxy's
+// "default-server" line. A server takes each key it does not set from its
+// backend's default_server, and default_server from the defaults below.
+type serverParams struct {
+	// Weight is the server's share of the traffic relative to the other
+	// servers of its backend: 0..256, where 0 means no new traffic (the
+	// server still serves persistent clients). Default 1, as HAProxy.
+	Weight *int `toml:"weight"`
+
+	// MaxConn is the most concurrent connections sent to the server; more
+	// requests wait in its queue. 0 means no limit. Default 0.
+	MaxConn *int `toml:"maxconn"`
+
+	// MaxQueue is the most requests waiting in the server's queue; past it,
+	// requests go to the backend's queue, or elsewhere. 0 means no limit.
+	// Default 0.
+	MaxQueue *int `toml:"maxqueue"`
+
+	// MinConn makes the limit dynamic: it grows from minconn at no load to
+	// maxconn when the backend reaches fullconn. 0 means a fixed maxconn.
+	// Default 0.
+	MinConn *int `toml:"minconn"`
+
+	// Check turns on the backend's health checks for this server. A server
+	// without checks is always considered up. Default false.
+	Check *bool `toml:"check"`
+
+	// Backup makes the server a backup: it gets traffic only when no active
+	// server of the backend is usable. Default false.
+	Backup *bool `toml:"backup"`
+
+	// Slowstart ramps the weight of a server that comes back up from 0 to
+	// its full value over this time. "0s" means at once. Default "0s".
+	Slowstart *Duration `toml:"slowstart"`
+
+	// Disabled starts the server in maintenance (MAINT): no traffic until
+	// the Runtime API enables it. Default false.
+	Disabled *bool `toml:"disabled"`
+
+	// Agent asks an agent on the server for its state and weight, as
+	// HAProxy's agent-check (agent = { port = 9999, ... }).
+	Agent *agentSection `toml:"agent"`
+
+	// Observe judges the server by live traffic as well as by checks:
+	// "layer4" (connection errors) or "layer7" (also bad HTTP responses).
+	// Empty means off. Default "".
+	Observe *string `toml:"observe"`
+
+	// ErrorLimit is how many errors in a row, seen by observe, trigger
+	// on_error. Default 10, as HAProxy.
+	ErrorLimit *int `toml:"error_limit"`
+
+	// OnError is what error_limit errors in a row do: "fastinter" (check
+	// more often), "fail-check" (count as a failed check), "sudden-death"
+	// (one more failed check marks the server down) or "mark-down" (mark it
+	// down at once). Default "fail-check", as HAProxy.
+	OnError *string `toml:"on_error"`
+}
+
+// setDefaults gives every unset key of a [backend.default_server] its
+// built-in default.
+func (sp *serverParams) setDefaults() {
+	orDefault(&sp.Weight, 1)
+	orDefault(&sp.MaxConn, 0)
+	orDefault(&sp.MaxQueue, 0)
+	orDefault(&sp.MinConn, 0)
+	orDefault(&sp.Check, false)
+	orDefault(&sp.Backup, false)
+	orDefault(&sp.Slowstart, 0)
+	orDefault(&sp.Disabled, false)
+	if sp.Agent != nil {
+		sp.Agent.setDefaults()
+	}
+	orDefault(&sp.Observe, "")
+	orDefault(&sp.ErrorLimit, 10)
+	orDefault(&sp.OnError, "fail-check")
+}
+
+// validate checks the values set in a [backend.default_server] or in the
+// same keys of a [[backend.server]].
+func (sp *serverParams) validate(s scope) {
+	inRange(s.at("weight"), sp.Weight, 0, 256)
+	nonNegative(s.at("maxconn"), sp.MaxConn)
+	nonNegative(s.at("maxqueue"), sp.MaxQueue)
+	nonNegative(s.at("minconn"), sp.MinConn)
+	if sp.Agent != nil {
+		sp.Agent.validate(s.at("agent"))
+	}
+	oneOf(s.at("observe"), sp.Observe, "layer4", "layer7", "")
+	atLeast(s.at("error_limit"), sp.ErrorLimit, 1)
+	oneOf(s.at("on_error"), sp.OnError, "fastinter", "fail-check", "sudden-death", "mark-down")
+}
+
+// serverSection is one [[backend.server]]: a server of the backend.
+type serverSection struct {
+	// Name of the server in logs, stats and the Runtime API
+	// ("backend/server"): letters, digits, "-", "_", "." and ":". Required,
+	// unique in its backend.
+	Name string `toml:"name"`
+
+	// Address is where the server listens, "host:port"; a host name is
+	// resolved once, at start. Required.
+	Address string `toml:"address"`
+
+	// Cookie is this server's value of the backend's persistence cookie.
+	// Empty means the server's name. Default "".
+	Cookie string `toml:"cookie"`
+
+	// The keys that [backend.default_server] gives defaults to.
+	serverParams
+}
+
+// setDefaults gives every unset key of a server its value from the
+// backend's default_server, which must have had its own setDefaults.
+func (srv *serverSection) setDefaults(ds *serverParams) {
+	sp := &srv.serverParams
+	inherit(&sp.Weight, ds.Weight)
+	inherit(&sp.MaxConn, ds.MaxConn)
+	inherit(&sp.MaxQueue, ds.MaxQueue)
+	inherit(&sp.MinConn, ds.MinConn)
+	inherit(&sp.Check, ds.Check)
+	inherit(&sp.Backup, ds.Backup)
+	inherit(&sp.Slowstart, ds.Slowstart)
+	inherit(&sp.Disabled, ds.Disabled)
+	if sp.Agent == nil && ds.Agent != nil {
+		a := *ds.Agent
+		sp.Agent = &a
+	}
+	if sp.Agent != nil {
+		sp.Agent.setDefaults()
+	}
+	inherit(&sp.Observe, ds.Observe)
+	inherit(&sp.ErrorLimit, ds.ErrorLimit)
+	inherit(&sp.OnError, ds.OnError)
+}
+
+// validate checks the values set in one [[backend.server]].
+func (srv *serverSection) validate(s scope) {
+	checkName(s.at("name"), srv.Name)
+	if required(s.at("address"), srv.Address) {
+		checkHostPort(s.at("address"), srv.Address, false)
+	}
+	srv.serverParams.validate(s)
+}
+
+// agentSection is a server's agent: HAProxy's agent-check, a TCP
+// connection to a small agent that answers with the server's state and
+// weight ("up", "drain", "75%"...).
+type agentSection struct {
+	// Port of the agent on the server's host. Required, 1..65535.
+	Port int `toml:"port"`
+
+	// Inter is the time between two agent checks. Default "2s".
+	Inter *Duration `toml:"inter"`
+
+	// Send is a string sent to the agent once connected, e.g. "ping\n".
+	// Default "".
+	Send string `toml:"send"`
+}
+
+// setDefaults gives every unset key of an agent its default.
+func (a *agentSection) setDefaults() {
+	orDefault(&a.Inter, Duration(2*time.Second))
+}
+
+// validate checks the values set in an agent.
+func (a *agentSection) validate(s scope) {
+	inRange(s.at("port"), &a.Port, 1, 65535)
+	positive(s.at("inter"), a.Inter)
+}

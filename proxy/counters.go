@@ -1,0 +1,177 @@
+package proxy
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// timeSamples is the window of HAProxy's qtime/ctime/rtime/ttime averages
+// (TIME_STATS_SAMPLES): the last 1,024 requests.
+const timeSamples = 1024
+
+// Counters are the counters one frontend, backend or server keeps, named as
+// HAProxy's `show stat` columns. Every field is updated with atomics on the
+// request path; Snapshot reads them without locks. Fields that do not apply
+// to a kind of proxy (lbtot on a frontend, say) simply stay 0 and are left
+// empty by the renderers.
+type Counters struct {
+	Scur atomic.Int64 // current sessions
+	Smax atomic.Int64 // highest Scur seen
+	Stot atomic.Int64 // sessions (frontend: connections; backend, server: streams = HTTP requests or TCP connections)
+
+	Bin  atomic.Int64 // bytes received from clients
+	Bout atomic.Int64 // bytes sent to clients
+
+	Dreq   atomic.Int64 // requests denied
+	Ereq   atomic.Int64 // request errors (frontend)
+	Econ   atomic.Int64 // connection errors to servers
+	Eresp  atomic.Int64 // response errors (bad or aborted server responses)
+	Wretr  atomic.Int64 // connection retries
+	Wredis atomic.Int64 // redispatches
+
+	ReqTot  atomic.Int64    // HTTP requests (req_tot)
+	Hrsp    [6]atomic.Int64 // responses by class: 1xx..5xx at [1..5], other at [0]
+	Lbtot   atomic.Int64    // times selected by load balancing
+	CliAbrt atomic.Int64    // transfers aborted by the client
+	SrvAbrt atomic.Int64    // transfers aborted by the server
+
+	lastSess atomic.Int64 // unix nanoseconds of the last session assigned, 0 = never
+
+	SessRate   FreqCtr // sessions per second (rate)
+	ReqRate    FreqCtr // HTTP requests per second (req_rate)
+	rateMax    atomic.Int64
+	reqRateMax atomic.Int64
+
+	Qtime SlidingAvg // ms
+	Ctime SlidingAvg // ms
+	Rtime SlidingAvg // ms
+	Ttime SlidingAvg // ms
+}
+
+// sessionStart counts a new session at now: scur/smax, stot, rate, lastsess.
+func (c *Counters) sessionStart(now time.Time) {
+	cur := c.Scur.Add(1)
+	storeMax(&c.Smax, cur)
+	c.Stot.Add(1)
+	storeMax(&c.rateMax, c.SessRate.Add(now, 1))
+	c.lastSess.Store(now.UnixNano())
+}
+
+// sessionEnd is the pair of sessionStart.
+func (c *Counters) sessionEnd() { c.Scur.Add(-1) }
+
+// request counts one HTTP request at now (req_tot, req_rate).
+func (c *Counters) request(now time.Time) {
+	c.ReqTot.Add(1)
+	storeMax(&c.reqRateMax, c.ReqRate.Add(now, 1))
+}
+
+// response counts one HTTP response by status class.
+func (c *Counters) response(status int) {
+	class := status / 100
+	if class < 1 || class > 5 {
+		class = 0
+	}
+	c.Hrsp[class].Add(1)
+}
+
+// storeMax raises m to v if v is larger.
+func storeMax(m *atomic.Int64, v int64) {
+	for {
+		old := m.Load()
+		if v <= old || m.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// FreqCtr counts events per second as HAProxy's freq_ctr: the count of the
+// current second plus the previous second's count weighted by the part of
+// the previous second still inside the sliding one-second window.
+//
+// Add and Rate are safe for concurrent use. An event racing with the turn of
+// a second may be counted in the previous second; the error is at most the
+// few events in flight at that instant.
+type FreqCtr struct {
+	sec  atomic.Int64 // unix second that cur counts
+	cur  atomic.Int64
+	prev atomic.Int64
+}
+
+// Add counts n events at now and returns the rate including them.
+func (f *FreqCtr) Add(now time.Time, n int64) int64 {
+	f.rotate(now.Unix())
+	f.cur.Add(n)
+	return f.Rate(now)
+}
+
+// rotate moves the window to second s.
+func (f *FreqCtr) rotate(s int64) {
+	for {
+		old := f.sec.Load()
+		if old >= s {
+			return
+		}
+		if f.sec.CompareAndSwap(old, s) {
+			c := f.cur.Swap(0)
+			if s == old+1 {
+				f.prev.Store(c)
+			} else {
+				f.prev.Store(0)
+			}
+			return
+		}
+	}
+}
+
+// Rate returns events per second over the sliding second ending at now.
+func (f *FreqCtr) Rate(now time.Time) int64 {
+	s := now.Unix()
+	sec := f.sec.Load()
+	switch {
+	case sec == s:
+		frac := int64(time.Second) - int64(now.Nanosecond())
+		return f.cur.Load() + f.prev.Load()*frac/int64(time.Second)
+	case sec == s-1:
+		frac := int64(time.Second) - int64(now.Nanosecond())
+		return f.cur.Load() * frac / int64(time.Second)
+	default:
+		return 0
+	}
+}
+
+// SlidingAvg is HAProxy's swrate: a running average over the last
+// timeSamples values (fewer while fewer have been seen), kept as a sum of
+// timeSamples×average so that updating it is one CAS.
+type SlidingAvg struct {
+	sum atomic.Int64
+	n   atomic.Int64
+}
+
+// Add records one value.
+func (a *SlidingAvg) Add(v int64) {
+	n := a.n.Add(1)
+	if n > timeSamples {
+		n = timeSamples
+		a.n.Store(timeSamples)
+	}
+	for {
+		old := a.sum.Load()
+		// sum' = sum - sum/n + v keeps sum ≈ n × average.
+		if a.sum.CompareAndSwap(old, old-old/n+v) {
+			return
+		}
+	}
+}
+
+// Avg returns the current average, 0 if nothing was recorded.
+func (a *SlidingAvg) Avg() int64 {
+	n := a.n.Load()
+	if n == 0 {
+		return 0
+	}
+	if n > timeSamples {
+		n = timeSamples
+	}
+	return (a.sum.Load() + n - 1) / n
+}

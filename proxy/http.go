@@ -1,0 +1,719 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"time"
+	"unsafe"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
+)
+
+// The HTTP/1.1 engine. One goroutine serves one client connection: it reads
+// a request head, picks a server, forwards the head and streams the body to
+// a pooled or new server connection, streams the response back, and loops
+// for the next request while the client keeps the connection alive. There is
+// no hand-off to other goroutines on the request path; bodies are streamed
+// through 16 KiB buffers, large fixed-length ones spliced.
+
+// spliceThreshold is the response body size above which the body is copied
+// socket to socket (splice on Linux) instead of through the buffers.
+const spliceThreshold = 256 << 10
+
+// httpSession is the state of one client connection in http mode.
+type httpSession struct {
+	fe    *Frontend
+	cc    *clientConn
+	br    *bufio.Reader
+	bw    *bufio.Writer
+	req   head
+	resp  head
+	lbreq lb.Request
+	nreq  int     // requests seen on this connection
+	owned *upConn // a server connection kept private to this session
+	xff   []byte  // the X-Forwarded-For line, built once
+}
+
+// errNoServer is returned when the backend has no usable server.
+var errNoServer = errors.New("no server available")
+
+// serveHTTP serves cc until the client closes, a timeout fires, an error
+// forces a close, or the proxy stops.
+func (fe *Frontend) serveHTTP(cc *clientConn) {
+	s := &httpSession{fe: fe, cc: cc, br: getReader(cc.c), bw: getWriter(cc.c)}
+	s.lbreq.Src = cc.src
+	if fe.forwardFor {
+		s.xff = append([]byte("X-Forwarded-For: "), cc.src.Addr().Unmap().String()...)
+		s.xff = append(s.xff, "\r\n"...)
+	}
+	defer func() {
+		if s.owned != nil {
+			s.owned.close()
+		}
+		putReader(s.br)
+		putWriter(s.bw)
+	}()
+	for {
+		idleStart := time.Now()
+		if d := fe.timeoutHTTPRequest; d > 0 {
+			cc.c.SetReadDeadline(idleStart.Add(d))
+		}
+		if _, err := s.br.Peek(1); err != nil {
+			// Nothing received: a keep-alive connection going idle or away is
+			// closed silently; a first request that never comes gets 408, as
+			// HAProxy without http-ignore-probes.
+			if s.nreq == 0 && isTimeout(err) {
+				s.fail(408, "cR", idleStart, -1, nil, nil)
+			}
+			return
+		}
+		if !cc.setActive() {
+			return
+		}
+		if !s.handle(idleStart) {
+			return
+		}
+		if !cc.setIdle() || fe.p.stopping.Load() {
+			return
+		}
+	}
+}
+
+// handle serves one request whose first byte has arrived. It returns true
+// when the client connection may carry another request.
+func (s *httpSession) handle(idleStart time.Time) bool {
+	fe := s.fe
+	t0 := time.Now()
+	if d := fe.timeoutHTTPRequest; d > 0 {
+		s.cc.c.SetReadDeadline(t0.Add(d))
+	}
+	s.nreq++
+	fe.Counters.request(t0)
+	if err := s.req.readHead(s.br); err != nil {
+		switch {
+		case isTimeout(err):
+			s.fail(408, "cR", idleStart, -1, nil, nil)
+		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || isConnReset(err):
+			fe.Counters.Ereq.Add(1)
+			s.logShort(idleStart, "CR", -1)
+		default:
+			fe.Counters.Ereq.Add(1)
+			s.fail(400, "PR", idleStart, -1, nil, nil)
+		}
+		return false
+	}
+	fe.Counters.Bin.Add(int64(len(s.req.buf)))
+	if err := s.req.parse(false); err != nil {
+		fe.Counters.Ereq.Add(1)
+		s.fail(400, "PR", idleStart, -1, nil, nil)
+		return false
+	}
+	tHead := time.Now()
+	be := fe.backend
+	if be == nil {
+		s.fail(503, "SC", idleStart, tHead.Sub(t0).Milliseconds(), nil, nil)
+		return false
+	}
+	s.fillView()
+	return s.forward(be, idleStart, t0, tHead)
+}
+
+// fillView points the balancing view at the current request head. The
+// strings alias s.req.buf and are valid only until the next request is read:
+// algorithms must not keep them past Pick.
+func (s *httpSession) fillView() {
+	uri := s.req.line[1]
+	path, query := uri, []byte(nil)
+	if i := bytes.IndexByte(uri, '?'); i >= 0 {
+		path, query = uri[:i], uri[i+1:]
+	}
+	s.lbreq.Method = bstr(s.req.line[0])
+	s.lbreq.Path = bstr(path)
+	s.lbreq.Query = bstr(query)
+	s.lbreq.Host = bstr(s.req.host)
+}
+
+// bstr views b as a string without copying; see fillView.
+func bstr(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// forward sends the parsed request to a server of be and relays the
+// response. It returns true when the client connection stays usable.
+func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool {
+	fe := s.fe
+	tq := tHead.Sub(t0).Milliseconds()
+	be.Counters.sessionStart(tHead)
+	be.Counters.request(tHead)
+	defer be.Counters.sessionEnd()
+
+	srv, uc, reused, tc, err := s.connect(be, nil)
+	if err != nil {
+		s.fail(503, "SC", idleStart, tq, be, srv)
+		return false
+	}
+	srv.Counters.sessionStart(tHead)
+	srv.Counters.request(tHead)
+	srv.lb.Cur.Add(1)
+	defer func() {
+		srv.lb.Cur.Add(-1)
+		srv.Counters.sessionEnd()
+	}()
+	srv.Counters.Qtime.Add(0)
+	be.Counters.Qtime.Add(0)
+	srv.Counters.Ctime.Add(tc)
+	be.Counters.Ctime.Add(tc)
+
+	hasBody := s.req.chunked || s.req.contentLength > 0
+	// Answer "Expect: 100-continue" ourselves so the client sends the body
+	// we are about to stream (the Expect header is not forwarded).
+	if s.req.expect100 && hasBody && !s.req.http10 {
+		s.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+		if err := s.flushClient(); err != nil {
+			uc.close()
+			s.logLine(idleStart, t0, be, srv, 0, 0, tq, tc, -1, "CR")
+			return false
+		}
+	}
+
+	var tSent time.Time
+	for attempt := 0; ; attempt++ {
+		bodyBytes, ferr := s.sendRequest(uc, hasBody)
+		if ferr != nil {
+			uc.close()
+			if errors.Is(ferr, errClientSide) {
+				fe.Counters.CliAbrt.Add(1)
+				be.Counters.CliAbrt.Add(1)
+				srv.Counters.CliAbrt.Add(1)
+				s.logLine(idleStart, t0, be, srv, 0, 0, tq, tc, -1, "CD")
+				return false
+			}
+			if reused && !hasBody && attempt == 0 {
+				// A pooled connection the server had already closed: one
+				// retry on a fresh connection, as HAProxy does.
+				if uc, tc, err = s.dial(be, srv); err == nil {
+					reused = false
+					continue
+				}
+			}
+			srv.Counters.Econ.Add(1)
+			be.Counters.Econ.Add(1)
+			s.fail(503, "SC", idleStart, tq, be, srv)
+			return false
+		}
+		// bin counts the client's request bytes (head as received, body).
+		in := int64(len(s.req.buf)) + bodyBytes
+		srv.Counters.Bin.Add(in)
+		be.Counters.Bin.Add(in)
+		fe.Counters.Bin.Add(bodyBytes)
+		tSent = time.Now()
+
+		// Response head, skipping interim 1xx responses (forwarded as they are).
+		err = s.readResponseHead(uc)
+		if err != nil && reused && !hasBody && attempt == 0 && !isTimeout(err) && s.resp.buf != nil && len(s.resp.buf) == 0 {
+			uc.close()
+			if uc, tc, err = s.dial(be, srv); err == nil {
+				reused = false
+				continue
+			}
+			srv.Counters.Econ.Add(1)
+			be.Counters.Econ.Add(1)
+			s.fail(503, "SC", idleStart, tq, be, srv)
+			return false
+		}
+		break
+	}
+	if err != nil {
+		uc.close()
+		srv.Counters.Eresp.Add(1)
+		be.Counters.Eresp.Add(1)
+		switch {
+		case isTimeout(err):
+			s.fail(504, "sH", idleStart, tq, be, srv)
+		case errors.Is(err, errBadHead) || errors.Is(err, errHeadTooLarge) || errors.Is(err, errSmuggling):
+			s.fail(502, "PH", idleStart, tq, be, srv)
+		default:
+			s.fail(502, "SH", idleStart, tq, be, srv)
+		}
+		return false
+	}
+	tr := time.Since(tSent).Milliseconds()
+	srv.Counters.Rtime.Add(tr)
+	be.Counters.Rtime.Add(tr)
+
+	status := s.resp.status
+	isHead := string(s.req.line[0]) == "HEAD"
+	noBody := isHead || status == 204 || status == 304 || status == 101
+	untilClose := !noBody && !s.resp.chunked && s.resp.contentLength < 0
+	upgrade := status == 101
+	closeAfter := s.req.connClose || untilClose || s.fe.p.stopping.Load()
+	upReusable := !s.resp.connClose && !untilClose && !upgrade
+
+	headBytes := s.writeResponseHead(closeAfter, upgrade)
+	var bodyBytes int64
+	var berr error
+	switch {
+	case noBody:
+	case s.resp.chunked:
+		bodyBytes, berr = copyChunked(s.bw, uc.br, s.streamFlush(uc))
+	case s.resp.contentLength >= 0:
+		bodyBytes, berr = s.copyBody(uc, s.resp.contentLength)
+	default:
+		bodyBytes, berr = s.copyUntilClose(uc)
+	}
+	if berr == nil {
+		berr = s.flushClient()
+	}
+	out := headBytes + bodyBytes
+	fe.Counters.Bout.Add(out)
+	be.Counters.Bout.Add(out)
+	srv.Counters.Bout.Add(out)
+	fe.Counters.response(status)
+	be.Counters.response(status)
+	srv.Counters.response(status)
+	if berr != nil && !(untilClose && berr == io.EOF) {
+		uc.close()
+		flags := "SD"
+		switch {
+		case errors.Is(berr, errClientSide) && isTimeout(berr):
+			flags = "cD"
+		case errors.Is(berr, errClientSide):
+			flags = "CD"
+			fe.Counters.CliAbrt.Add(1)
+			be.Counters.CliAbrt.Add(1)
+			srv.Counters.CliAbrt.Add(1)
+		case isTimeout(berr):
+			flags = "sD"
+			srv.Counters.SrvAbrt.Add(1)
+			be.Counters.SrvAbrt.Add(1)
+		default:
+			srv.Counters.SrvAbrt.Add(1)
+			be.Counters.SrvAbrt.Add(1)
+		}
+		s.logLine(idleStart, t0, be, srv, status, out, tq, tc, tr, flags)
+		return false
+	}
+	tEnd := time.Now()
+	ta := tEnd.Sub(t0).Milliseconds()
+	srv.Counters.Ttime.Add(ta)
+	be.Counters.Ttime.Add(ta)
+
+	if upgrade {
+		s.logLine(idleStart, t0, be, srv, status, out, tq, tc, tr, flagsNormal)
+		s.tunnel(uc)
+		return false
+	}
+	if upReusable {
+		uc.uses++
+		s.release(be, uc)
+	} else {
+		uc.close()
+	}
+	s.logLine(idleStart, t0, be, srv, status, out, tq, tc, tr, flagsNormal)
+	return !closeAfter
+}
+
+// connect picks a server of be (avoiding avoid) and returns a connection to
+// it: a reusable one when http_reuse allows, else a new one, with up to
+// `retries` connect retries on the same server. reused says whether the
+// connection had served a request before. srv is set even on error when a
+// server was picked.
+func (s *httpSession) connect(be *Backend, avoid *Server) (srv *Server, uc *upConn, reused bool, tc int64, err error) {
+	srv = be.pick(&s.lbreq, avoid)
+	if srv == nil {
+		return nil, nil, false, -1, errNoServer
+	}
+	srv.Counters.Lbtot.Add(1)
+	be.Counters.Lbtot.Add(1)
+	if uc = s.reuse(be, srv); uc != nil {
+		return srv, uc, true, 0, nil
+	}
+	uc, tc, err = s.dial(be, srv)
+	return srv, uc, false, tc, err
+}
+
+// dial opens a new connection to srv, retrying a failed connect up to the
+// backend's `retries` times. On final failure it counts econ.
+func (s *httpSession) dial(be *Backend, srv *Server) (*upConn, int64, error) {
+	c, tc, err := dialServer(be, srv)
+	if err != nil {
+		return nil, tc, err
+	}
+	return &upConn{c: c, br: getReader(c), bw: getWriter(c), srv: srv}, tc, nil
+}
+
+// dialServer connects to srv with the backend's timeout_connect and
+// retries, counting wretr per retry and econ on final failure. It returns
+// the connect time in ms of the successful attempt.
+func dialServer(be *Backend, srv *Server) (net.Conn, int64, error) {
+	d := net.Dialer{Timeout: be.Conf.TimeoutConnect}
+	for attempt := 0; ; attempt++ {
+		start := time.Now()
+		c, err := d.Dial("tcp", srv.Addr())
+		if err == nil {
+			if tcp, ok := c.(*net.TCPConn); ok {
+				tcp.SetNoDelay(true)
+			}
+			return c, time.Since(start).Milliseconds(), nil
+		}
+		if attempt >= be.Conf.Retries {
+			srv.Counters.Econ.Add(1)
+			be.Counters.Econ.Add(1)
+			return nil, -1, err
+		}
+		srv.Counters.Wretr.Add(1)
+		be.Counters.Wretr.Add(1)
+	}
+}
+
+// reuse returns an idle connection to srv that this request may use under
+// the backend's http_reuse policy, or nil:
+//   - never: only the connection this client session already owns;
+//   - safe: also pooled connections, but not for the first request of a
+//     client connection;
+//   - aggressive: as safe, and first requests may use pooled connections
+//     that have already served more than one request;
+//   - always: any pooled connection.
+func (s *httpSession) reuse(be *Backend, srv *Server) *upConn {
+	if s.owned != nil {
+		uc := s.owned
+		s.owned = nil
+		if uc.srv == srv {
+			return uc
+		}
+		srv.pool.put(uc) // owned connections are private only under "never"
+		if be.Conf.HTTPReuse == "never" {
+			uc.close()
+		}
+	}
+	switch be.Conf.HTTPReuse {
+	case "never":
+		return nil
+	case "safe":
+		if s.nreq <= 1 {
+			return nil
+		}
+		return srv.pool.get(false)
+	case "aggressive":
+		return srv.pool.get(s.nreq <= 1)
+	default: // always
+		return srv.pool.get(false)
+	}
+}
+
+// release hands a finished server connection back: kept private to this
+// session under http_reuse never, else to the server's pool.
+func (s *httpSession) release(be *Backend, uc *upConn) {
+	if be.Conf.HTTPReuse == "never" {
+		s.owned = uc
+		return
+	}
+	uc.srv.pool.put(uc)
+}
+
+// errClientSide marks errors that happened on the client connection.
+var errClientSide = errors.New("client side")
+
+type clientErr struct{ err error }
+
+func (e clientErr) Error() string   { return "client: " + e.err.Error() }
+func (e clientErr) Unwrap() []error { return []error{errClientSide, e.err} }
+func (e clientErr) Timeout() bool   { return isTimeout(e.err) }
+func wrapClient(err error) error    { return clientErr{err} }
+func isClientErr(err error) bool    { return errors.Is(err, errClientSide) }
+func (s *httpSession) flushClient() error {
+	if s.bw.Buffered() == 0 {
+		return nil
+	}
+	if d := s.fe.timeoutClient; d > 0 {
+		s.cc.c.SetWriteDeadline(time.Now().Add(d))
+	}
+	if err := s.bw.Flush(); err != nil {
+		return wrapClient(err)
+	}
+	return nil
+}
+
+// sendRequest writes the request head and streams its body to uc. It
+// returns the body bytes sent; errors reading from the client are wrapped
+// with errClientSide.
+func (s *httpSession) sendRequest(uc *upConn, hasBody bool) (int64, error) {
+	w := uc.bw
+	if d := s.backendTimeoutServer(uc); d > 0 {
+		uc.c.SetWriteDeadline(time.Now().Add(d))
+	}
+	s.writeRequestHead(w)
+	var n int64
+	if hasBody {
+		if d := s.fe.timeoutClient; d > 0 {
+			s.cc.c.SetReadDeadline(time.Now().Add(d))
+		}
+		flush := func() error {
+			now := time.Now()
+			if d := s.fe.timeoutClient; d > 0 {
+				s.cc.c.SetReadDeadline(now.Add(d))
+			}
+			if d := s.backendTimeoutServer(uc); d > 0 {
+				uc.c.SetWriteDeadline(now.Add(d))
+			}
+			return w.Flush()
+		}
+		var m int64
+		var err error
+		if s.req.chunked {
+			m, err = copyChunked(w, s.br, flush)
+		} else {
+			m, err = copyBuffered(w, s.br, s.req.contentLength, flush)
+		}
+		n += m
+		if err != nil {
+			if w.Buffered() > 0 || isReadSideErr(err) {
+				// The body could not be read from the client.
+				return n, wrapClient(err)
+			}
+			return n, err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return n, err
+	}
+	return n, nil
+}
+
+// isReadSideErr distinguishes a failed read of the client's body (EOF,
+// timeout, bad chunk) from a failed write to the server. Writes through the
+// buffered writer to the server fail with a *net.OpError whose Op is
+// "write".
+func isReadSideErr(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Op == "read"
+	}
+	return true
+}
+
+func (s *httpSession) backendTimeoutServer(uc *upConn) time.Duration {
+	return uc.srv.Backend.Conf.TimeoutServer
+}
+
+// writeRequestHead writes the request line and headers for the server:
+// hop-by-hop fields removed, Expect answered locally, X-Forwarded-For
+// appended when forwardfor is on (HAProxy's `option forwardfor` adds its own
+// header line after the client's). It returns the bytes written.
+func (s *httpSession) writeRequestHead(w *bufio.Writer) int64 {
+	r := &s.req
+	n := w.Buffered()
+	w.Write(r.line[0])
+	w.WriteByte(' ')
+	w.Write(r.line[1])
+	w.WriteString(" HTTP/1.1\r\n")
+	for _, h := range r.headers {
+		if r.isHopByHop(h.name, r.connUpgrade) || (r.expect100 && bytes.EqualFold(h.name, hdrExpect)) {
+			continue
+		}
+		w.Write(h.name)
+		w.WriteString(": ")
+		w.Write(h.value)
+		w.WriteString("\r\n")
+	}
+	if r.connUpgrade {
+		w.WriteString("Connection: upgrade\r\n")
+	} else if r.http10 && !r.connClose {
+		w.WriteString("Connection: keep-alive\r\n")
+	}
+	if s.xff != nil {
+		w.Write(s.xff)
+	}
+	w.WriteString("\r\n")
+	return int64(w.Buffered() - n)
+}
+
+// readResponseHead reads the final response head from uc, relaying interim
+// 1xx responses (other than 101) to the client as they come.
+func (s *httpSession) readResponseHead(uc *upConn) error {
+	for {
+		if d := s.backendTimeoutServer(uc); d > 0 {
+			uc.c.SetReadDeadline(time.Now().Add(d))
+		}
+		if err := s.resp.readHead(uc.br); err != nil {
+			return err
+		}
+		if err := s.resp.parse(true); err != nil {
+			return err
+		}
+		if s.resp.status >= 200 || s.resp.status == 101 {
+			return nil
+		}
+		if s.req.expect100 && s.resp.status == 100 {
+			continue // already answered locally
+		}
+		s.bw.Write(s.resp.buf)
+		if err := s.flushClient(); err != nil {
+			return err
+		}
+	}
+}
+
+// writeResponseHead writes the status line and headers for the client and
+// returns the bytes written.
+func (s *httpSession) writeResponseHead(closeAfter, upgrade bool) int64 {
+	r := &s.resp
+	w := s.bw
+	n := w.Buffered()
+	w.WriteString("HTTP/1.1 ")
+	w.Write(r.line[1])
+	w.WriteByte(' ')
+	w.Write(r.line[2])
+	w.WriteString("\r\n")
+	for _, h := range r.headers {
+		if r.isHopByHop(h.name, upgrade) {
+			continue
+		}
+		w.Write(h.name)
+		w.WriteString(": ")
+		w.Write(h.value)
+		w.WriteString("\r\n")
+	}
+	switch {
+	case upgrade:
+		w.WriteString("connection: upgrade\r\n")
+	case closeAfter:
+		w.WriteString("connection: close\r\n")
+	case s.req.http10:
+		w.WriteString("connection: keep-alive\r\n")
+	}
+	w.WriteString("\r\n")
+	return int64(w.Buffered() - n)
+}
+
+// streamFlush returns the flush function used while relaying a response
+// body: it pushes what the client buffer holds and re-arms both inactivity
+// timeouts.
+func (s *httpSession) streamFlush(uc *upConn) func() error {
+	return func() error {
+		if d := s.backendTimeoutServer(uc); d > 0 {
+			uc.c.SetReadDeadline(time.Now().Add(d))
+		}
+		return s.flushClient()
+	}
+}
+
+// copyBody relays a fixed-length response body of n bytes. Large bodies go
+// socket to socket once the buffers are drained, so Linux splices them.
+func (s *httpSession) copyBody(uc *upConn, n int64) (int64, error) {
+	if n < spliceThreshold {
+		return copyBuffered(s.bw, uc.br, n, s.streamFlush(uc))
+	}
+	// Drain what is already buffered, then splice the rest.
+	buffered := int64(uc.br.Buffered())
+	if buffered > n {
+		buffered = n
+	}
+	done, err := copyBuffered(s.bw, uc.br, buffered, nil)
+	if err != nil {
+		return done, err
+	}
+	if err := s.flushClient(); err != nil {
+		return done, err
+	}
+	m, err := pipe(s.cc.c, uc.c, n-done, s.fe.timeoutClient, uc.srv.Backend.Conf.TimeoutServer)
+	return done + m, err
+}
+
+// copyUntilClose relays a body delimited by the server closing.
+func (s *httpSession) copyUntilClose(uc *upConn) (int64, error) {
+	n, err := copyBuffered(s.bw, uc.br, 1<<62, s.streamFlush(uc))
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		return n, nil
+	}
+	return n, err
+}
+
+// tunnel relays bytes both ways after a 101 Switching Protocols (WebSocket
+// and other upgrades) until both sides have closed.
+func (s *httpSession) tunnel(uc *upConn) {
+	defer uc.close()
+	// Bytes the client sent after its request head belong to the tunnel.
+	if n := s.br.Buffered(); n > 0 {
+		p, _ := s.br.Peek(n)
+		uc.c.Write(p)
+	}
+	if n := uc.br.Buffered(); n > 0 {
+		p, _ := uc.br.Peek(n)
+		s.cc.c.Write(p)
+	}
+	relay(s.cc.c, uc.c, s.fe.timeoutClient, uc.srv.Backend.Conf.TimeoutServer)
+}
+
+// fail sends HAProxy's error page for code, closes the exchange and logs it.
+func (s *httpSession) fail(code int, flags string, idleStart time.Time, tq int64, be *Backend, srv *Server) {
+	resp := errorResponses[code]
+	s.bw.Write(resp)
+	s.flushClient()
+	n := int64(len(resp))
+	s.fe.Counters.Bout.Add(n)
+	s.fe.Counters.response(code)
+	if be != nil {
+		be.Counters.response(code)
+		be.Counters.Bout.Add(n)
+	}
+	if srv != nil {
+		srv.Counters.response(code)
+	}
+	s.logLine(idleStart, time.Time{}, be, srv, code, n, tq, -1, -1, flags)
+}
+
+// logShort logs a request that never completed its head.
+func (s *httpSession) logShort(idleStart time.Time, flags string, tq int64) {
+	s.logLine(idleStart, time.Time{}, nil, nil, -1, 0, tq, -1, -1, flags)
+}
+
+// logLine writes the access-log line of the current request.
+func (s *httpSession) logLine(idleStart, t0 time.Time, be *Backend, srv *Server, status int, bytesOut, tq, tc, tr int64, flags string) {
+	l := s.fe.p.log
+	if l.Info() == nil {
+		return
+	}
+	now := time.Now()
+	e := logEntry{
+		client: s.cc.src, frontend: s.fe.Name, backend: "<NOSRV>", server: "<NOSRV>",
+		status: status, bytes: bytesOut, tq: tq, tw: -1, tc: tc, tr: tr,
+		ta: msBetween(t0, now), tt: msBetween(idleStart, now), flags: flags,
+	}
+	if be != nil {
+		e.backend = be.Name
+		e.tw = 0
+	}
+	if srv != nil {
+		e.server = srv.Name
+	}
+	switch {
+	case status == 400 || status == 408:
+		e.request = "<BADREQ>" // as HAProxy logs a request it could not parse
+	case len(s.req.line[0]) > 0:
+		e.request = string(s.req.line[0]) + " " + string(s.req.line[1]) + " " + string(s.req.line[2])
+	}
+	e.emit(&l)
+}
+
+// isTimeout reports whether err is a deadline expiry.
+func isTimeout(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	return errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// isConnReset reports whether err is a connection reset or broken pipe.
+func isConnReset(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && !op.Timeout()
+}

@@ -1,0 +1,69 @@
+package proxy
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Termination state flags, the two letters of HAProxy's log format
+// (section 8.5 of its configuration manual): the first says who ended the
+// session and why, the second in which phase.
+const (
+	flagsNormal = "--"
+)
+
+// logEntry is one access-log line. Times are in milliseconds, -1 when the
+// phase was not reached, as HAProxy's Tq/Tw/Tc/Tr/Ta/Tt.
+type logEntry struct {
+	client   netip.AddrPort
+	frontend string
+	backend  string
+	server   string
+	status   int
+	bytes    int64 // bytes sent to the client
+	tq, tw   int64
+	tc, tr   int64
+	ta, tt   int64
+	flags    string
+	request  string // request line; empty in tcp mode
+	tcp      bool
+}
+
+// emit writes the entry at info level. It costs nothing when info is off.
+func (e *logEntry) emit(l *zerolog.Logger) {
+	ev := l.Info()
+	if ev == nil {
+		return
+	}
+	ev.Str("client_ip", e.client.Addr().String()).
+		Uint16("client_port", e.client.Port()).
+		Str("frontend", e.frontend).
+		Str("backend", e.backend).
+		Str("server", e.server)
+	if !e.tcp {
+		ev.Int("status", e.status)
+	}
+	ev.Int64("bytes_read", e.bytes)
+	if !e.tcp {
+		ev.Int64("Tq", e.tq)
+	}
+	ev.Int64("Tw", e.tw).Int64("Tc", e.tc)
+	if !e.tcp {
+		ev.Int64("Tr", e.tr).Int64("Ta", e.ta)
+	}
+	ev.Int64("Tt", e.tt).Str("termination_state", e.flags)
+	if !e.tcp {
+		ev.Str("request", e.request)
+	}
+	ev.Msg("")
+}
+
+// msSince returns whole milliseconds from t0 to t1, -1 when t0 is zero.
+func msBetween(t0, t1 time.Time) int64 {
+	if t0.IsZero() || t1.IsZero() {
+		return -1
+	}
+	return t1.Sub(t0).Milliseconds()
+}

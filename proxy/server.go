@@ -1,0 +1,157 @@
+package proxy
+
+import (
+	"bufio"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
+)
+
+// AdminState is a server's administrative state, set by the configuration
+// (`disabled`) or by operators.
+type AdminState int32
+
+// Admin states, as HAProxy's SRV_ADMF_* reduced to what operators set.
+const (
+	AdminReady AdminState = iota // takes traffic
+	AdminDrain                   // takes only persistent traffic (weight forced to 0)
+	AdminMaint                   // takes nothing
+)
+
+// String returns the state's name as `show servers state` operators know it.
+func (a AdminState) String() string {
+	switch a {
+	case AdminDrain:
+		return "DRAIN"
+	case AdminMaint:
+		return "MAINT"
+	}
+	return "READY"
+}
+
+// OpState is a server's operational state from checks. Without checks a
+// server is always OpUp ("no check" in stats).
+type OpState int32
+
+// Operational states.
+const (
+	OpUp OpState = iota
+	OpDown
+)
+
+// Server is one server of a backend.
+//
+// How the states combine into what `show stat` prints:
+//
+//	admin MAINT              -> MAINT (whatever the checks say)
+//	admin DRAIN, op UP       -> DRAIN
+//	admin READY, op UP       -> UP ("no check" in check_status without checks)
+//	admin READY/DRAIN, DOWN  -> DOWN
+//
+// A server is usable for new, non-persistent traffic when it is op UP, admin
+// READY and its EffectiveWeight is above 0.
+type Server struct {
+	Name    string
+	ID      int // 1-based position in the backend (HAProxy's puid)
+	Backend *Backend
+	Conf    *conf.Server
+
+	addr atomic.Pointer[string] // host:port, may change at runtime
+
+	admin atomic.Int32 // AdminState
+	op    atomic.Int32 // OpState
+
+	// InitialWeight is the configured weight; UserWeight the one set at
+	// runtime (starts equal). Both 0..256. The effective weight lives in
+	// lb.EffectiveWeight and is recomputed by the backend.
+	InitialWeight int
+	UserWeight    atomic.Int32
+
+	lastChange atomic.Int64 // unix nanoseconds of the last state change
+
+	lb lb.Server // the algorithm's view; lb.Cur is the in-flight count
+
+	Counters Counters
+
+	pool connPool
+}
+
+// Addr returns the server's current address (host:port).
+func (s *Server) Addr() string { return *s.addr.Load() }
+
+// Admin returns the server's admin state.
+func (s *Server) Admin() AdminState { return AdminState(s.admin.Load()) }
+
+// Op returns the server's operational state.
+func (s *Server) Op() OpState { return OpState(s.op.Load()) }
+
+// LastChange returns the time of the last state change.
+func (s *Server) LastChange() time.Time { return time.Unix(0, s.lastChange.Load()) }
+
+// connPool holds a server's idle upstream connections, most recently used
+// first. Lock: its own mutex, held only to push or pop.
+type connPool struct {
+	mu   sync.Mutex
+	idle []*upConn
+	max  int
+}
+
+// get pops an idle connection, or nil. With provenOnly it returns only a
+// connection that has already served more than one request (http-reuse
+// aggressive for first requests).
+func (p *connPool) get(provenOnly bool) *upConn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := len(p.idle) - 1; i >= 0; i-- {
+		uc := p.idle[i]
+		if provenOnly && uc.uses < 2 {
+			continue
+		}
+		p.idle = append(p.idle[:i], p.idle[i+1:]...)
+		return uc
+	}
+	return nil
+}
+
+// put returns uc to the pool, or closes it when the pool is full.
+func (p *connPool) put(uc *upConn) {
+	p.mu.Lock()
+	if len(p.idle) < p.max {
+		p.idle = append(p.idle, uc)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	uc.close()
+}
+
+// closeAll closes every idle connection (at stop).
+func (p *connPool) closeAll() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, uc := range idle {
+		uc.close()
+	}
+}
+
+// upConn is one connection to a server, with its buffered reader and writer.
+type upConn struct {
+	c    net.Conn
+	br   *bufio.Reader
+	bw   *bufio.Writer
+	srv  *Server
+	uses int // requests served, for http-reuse aggressive
+}
+
+func (uc *upConn) close() {
+	uc.c.Close()
+	putReader(uc.br)
+	putWriter(uc.bw)
+	uc.br, uc.bw = nil, nil
+}

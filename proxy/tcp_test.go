@@ -1,0 +1,133 @@
+package proxy
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+)
+
+// tcpServer accepts connections and runs fn on each.
+func tcpServer(t *testing.T, fn func(c *net.TCPConn)) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				fn(c.(*net.TCPConn))
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
+
+func TestTCPEcho(t *testing.T) {
+	echo := tcpServer(t, func(c *net.TCPConn) { io.Copy(c, c) })
+	p, addr := startProxy(t, testConfig(conf.ModeTCP, []string{echo}, nil))
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	for _, msg := range []string{"hello", "world", "!"} {
+		c.Write([]byte(msg))
+		buf := make([]byte, len(msg))
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != msg {
+			t.Fatalf("echo: got %q %v, want %q", buf, err, msg)
+		}
+	}
+	c.(*net.TCPConn).CloseWrite()
+	if rest, err := io.ReadAll(c); err != nil || len(rest) != 0 {
+		t.Fatalf("after half-close: got %q %v, want clean EOF", rest, err)
+	}
+	c.Close()
+	waitFor(t, 2*time.Second, "session end", func() bool { return p.Snapshot().Backends[0].Scur == 0 })
+	be := p.Snapshot().Backends[0]
+	if be.Stot != 1 || be.Bin != 11 || be.Bout != 11 || be.Servers[0].Lbtot != 1 {
+		t.Errorf("counters: stot %d bin %d bout %d lbtot %d, want 1 11 11 1", be.Stot, be.Bin, be.Bout, be.Servers[0].Lbtot)
+	}
+}
+
+// TestTCPBulkBothWays sends 50 MB each way at once through the proxy and
+// checks both checksums; each side half-closes when done sending and must
+// still receive everything the other side sends after that.
+func TestTCPBulkBothWays(t *testing.T) {
+	const size = 50 << 20
+	up := make([]byte, size)
+	down := make([]byte, size)
+	rand.Read(up)
+	rand.Read(down)
+	type result struct {
+		sum [32]byte
+		err error
+	}
+	serverGot := make(chan result, 1)
+	srv := tcpServer(t, func(c *net.TCPConn) {
+		done := make(chan struct{})
+		go func() {
+			c.Write(down)
+			c.CloseWrite()
+			close(done)
+		}()
+		h := sha256.New()
+		_, err := io.Copy(h, c)
+		var r result
+		copy(r.sum[:], h.Sum(nil))
+		r.err = err
+		serverGot <- r
+		<-done
+	})
+	_, addr := startProxy(t, testConfig(conf.ModeTCP, []string{srv}, nil))
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	go func() {
+		c.Write(up)
+		c.(*net.TCPConn).CloseWrite()
+	}()
+	h := sha256.New()
+	if _, err := io.Copy(h, c); err != nil {
+		t.Fatalf("client read: %v", err)
+	}
+	if got, want := h.Sum(nil), sha256.Sum256(down); string(got) != string(want[:]) {
+		t.Errorf("server-to-client checksum mismatch")
+	}
+	r := <-serverGot
+	if want := sha256.Sum256(up); r.err != nil || r.sum != want {
+		t.Errorf("client-to-server checksum mismatch (err %v)", r.err)
+	}
+}
+
+func TestTCPStoppedUpstream(t *testing.T) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := l.Addr().String()
+	l.Close()
+	p, addr := startProxy(t, testConfig(conf.ModeTCP, []string{dead}, nil))
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if n, _ := c.Read(make([]byte, 1)); n != 0 {
+		t.Errorf("read %d bytes from a session without server", n)
+	}
+	waitFor(t, 2*time.Second, "econ", func() bool { return p.Snapshot().Backends[0].Econ == 1 })
+}
