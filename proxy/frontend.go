@@ -43,6 +43,7 @@ type clientConn struct {
 	src      netip.AddrPort
 	accepted time.Time
 	state    atomic.Int32 // connIdle, connActive or connClosed
+	dl       deadlines    // owned by the connection's goroutine
 }
 
 const (
@@ -120,9 +121,6 @@ func (fe *Frontend) acceptLoop(l net.Listener) {
 		cc := &clientConn{c: c, accepted: time.Now()}
 		if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
 			cc.src = ap
-		}
-		if tc, ok := c.(*net.TCPConn); ok {
-			tc.SetNoDelay(true)
 		}
 		fe.track(cc, true)
 		fe.p.wg.Add(1)

@@ -59,9 +59,7 @@ func (fe *Frontend) serveHTTP(cc *clientConn) {
 	}()
 	for {
 		idleStart := time.Now()
-		if d := fe.timeoutHTTPRequest; d > 0 {
-			cc.c.SetReadDeadline(idleStart.Add(d))
-		}
+		cc.dl.armRead(cc.c, idleStart, fe.timeoutHTTPRequest)
 		if _, err := s.br.Peek(1); err != nil {
 			// Nothing received: a keep-alive connection going idle or away is
 			// closed silently; a first request that never comes gets 408, as
@@ -88,9 +86,7 @@ func (fe *Frontend) serveHTTP(cc *clientConn) {
 func (s *httpSession) handle(idleStart time.Time) bool {
 	fe := s.fe
 	t0 := time.Now()
-	if d := fe.timeoutHTTPRequest; d > 0 {
-		s.cc.c.SetReadDeadline(t0.Add(d))
-	}
+	s.cc.dl.armRead(s.cc.c, t0, fe.timeoutHTTPRequest)
 	s.nreq++
 	fe.Counters.request(t0)
 	if err := s.req.readHead(s.br); err != nil {
@@ -186,43 +182,39 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 	var tSent time.Time
 	for attempt := 0; ; attempt++ {
 		bodyBytes, ferr := s.sendRequest(uc, hasBody)
-		if ferr != nil {
+		if ferr == nil {
+			// bin counts the client's request bytes (head as received, body).
+			in := int64(len(s.req.buf)) + bodyBytes
+			srv.Counters.Bin.Add(in)
+			be.Counters.Bin.Add(in)
+			fe.Counters.Bin.Add(bodyBytes)
+			tSent = time.Now()
+			err = s.readResponseHead(uc)
+		}
+		if ferr != nil && errors.Is(ferr, errClientSide) {
 			uc.close()
-			if errors.Is(ferr, errClientSide) {
-				fe.Counters.CliAbrt.Add(1)
-				be.Counters.CliAbrt.Add(1)
-				srv.Counters.CliAbrt.Add(1)
-				s.logLine(idleStart, t0, be, srv, 0, 0, tq, tc, -1, "CD")
-				return false
-			}
-			if reused && !hasBody && attempt == 0 {
-				// A pooled connection the server had already closed: one
-				// retry on a fresh connection, as HAProxy does.
-				if uc, tc, err = s.dial(be, srv); err == nil {
-					reused = false
-					continue
-				}
-			}
-			srv.Counters.Econ.Add(1)
-			be.Counters.Econ.Add(1)
-			s.fail(503, "SC", idleStart, tq, be, srv)
+			fe.Counters.CliAbrt.Add(1)
+			be.Counters.CliAbrt.Add(1)
+			srv.Counters.CliAbrt.Add(1)
+			s.logLine(idleStart, t0, be, srv, 0, 0, tq, tc, -1, "CD")
 			return false
 		}
-		// bin counts the client's request bytes (head as received, body).
-		in := int64(len(s.req.buf)) + bodyBytes
-		srv.Counters.Bin.Add(in)
-		be.Counters.Bin.Add(in)
-		fe.Counters.Bin.Add(bodyBytes)
-		tSent = time.Now()
-
-		// Response head, skipping interim 1xx responses (forwarded as they are).
-		err = s.readResponseHead(uc)
-		if err != nil && reused && !hasBody && attempt == 0 && !isTimeout(err) && s.resp.buf != nil && len(s.resp.buf) == 0 {
+		// A pooled connection that the server had closed while idle fails
+		// on the write or before the first response byte: the request is
+		// retried once on a fresh connection when it had no body to replay,
+		// as HAProxy does.
+		stale := ferr != nil || (err != nil && !isTimeout(err) && len(s.resp.buf) == 0)
+		if stale && reused && !hasBody && attempt == 0 {
 			uc.close()
-			if uc, tc, err = s.dial(be, srv); err == nil {
-				reused = false
-				continue
+			if uc, tc, err = s.dial(be, srv); err != nil { // econ counted by dial
+				s.fail(503, "SC", idleStart, tq, be, srv)
+				return false
 			}
+			reused = false
+			continue
+		}
+		if ferr != nil {
+			uc.close()
 			srv.Counters.Econ.Add(1)
 			be.Counters.Econ.Add(1)
 			s.fail(503, "SC", idleStart, tq, be, srv)
@@ -244,7 +236,8 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 		}
 		return false
 	}
-	tr := time.Since(tSent).Milliseconds()
+	tResp := time.Now()
+	tr := tResp.Sub(tSent).Milliseconds()
 	srv.Counters.Rtime.Add(tr)
 	be.Counters.Rtime.Add(tr)
 
@@ -268,6 +261,17 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 	default:
 		bodyBytes, berr = s.copyUntilClose(uc)
 	}
+	if berr == nil && !upgrade {
+		// The response has been read whole: the server connection is free
+		// for the next request before the last bytes reach the client.
+		if upReusable {
+			uc.uses++
+			s.release(be, uc)
+		} else {
+			uc.close()
+		}
+		uc = nil
+	}
 	if berr == nil {
 		berr = s.flushClient()
 	}
@@ -278,8 +282,10 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 	fe.Counters.response(status)
 	be.Counters.response(status)
 	srv.Counters.response(status)
-	if berr != nil && !(untilClose && berr == io.EOF) {
-		uc.close()
+	if berr != nil {
+		if uc != nil {
+			uc.close()
+		}
 		flags := "SD"
 		switch {
 		case errors.Is(berr, errClientSide) && isTimeout(berr):
@@ -300,8 +306,7 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 		s.logLine(idleStart, t0, be, srv, status, out, tq, tc, tr, flags)
 		return false
 	}
-	tEnd := time.Now()
-	ta := tEnd.Sub(t0).Milliseconds()
+	ta := time.Since(t0).Milliseconds()
 	srv.Counters.Ttime.Add(ta)
 	be.Counters.Ttime.Add(ta)
 
@@ -309,12 +314,6 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 		s.logLine(idleStart, t0, be, srv, status, out, tq, tc, tr, flagsNormal)
 		s.tunnel(uc)
 		return false
-	}
-	if upReusable {
-		uc.uses++
-		s.release(be, uc)
-	} else {
-		uc.close()
 	}
 	s.logLine(idleStart, t0, be, srv, status, out, tq, tc, tr, flagsNormal)
 	return !closeAfter
@@ -357,10 +356,7 @@ func dialServer(be *Backend, srv *Server) (net.Conn, int64, error) {
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
 		c, err := d.Dial("tcp", srv.Addr())
-		if err == nil {
-			if tcp, ok := c.(*net.TCPConn); ok {
-				tcp.SetNoDelay(true)
-			}
+		if err == nil { // Go sets TCP_NODELAY on TCP connections by default
 			return c, time.Since(start).Milliseconds(), nil
 		}
 		if attempt >= be.Conf.Retries {
@@ -432,9 +428,7 @@ func (s *httpSession) flushClient() error {
 	if s.bw.Buffered() == 0 {
 		return nil
 	}
-	if d := s.fe.timeoutClient; d > 0 {
-		s.cc.c.SetWriteDeadline(time.Now().Add(d))
-	}
+	s.cc.dl.armWrite(s.cc.c, time.Now(), s.fe.timeoutClient)
 	if err := s.bw.Flush(); err != nil {
 		return wrapClient(err)
 	}
@@ -446,23 +440,16 @@ func (s *httpSession) flushClient() error {
 // with errClientSide.
 func (s *httpSession) sendRequest(uc *upConn, hasBody bool) (int64, error) {
 	w := uc.bw
-	if d := s.backendTimeoutServer(uc); d > 0 {
-		uc.c.SetWriteDeadline(time.Now().Add(d))
-	}
+	now := time.Now()
+	uc.dl.armWrite(uc.c, now, s.backendTimeoutServer(uc))
 	s.writeRequestHead(w)
 	var n int64
 	if hasBody {
-		if d := s.fe.timeoutClient; d > 0 {
-			s.cc.c.SetReadDeadline(time.Now().Add(d))
-		}
+		s.cc.dl.armRead(s.cc.c, now, s.fe.timeoutClient)
 		flush := func() error {
 			now := time.Now()
-			if d := s.fe.timeoutClient; d > 0 {
-				s.cc.c.SetReadDeadline(now.Add(d))
-			}
-			if d := s.backendTimeoutServer(uc); d > 0 {
-				uc.c.SetWriteDeadline(now.Add(d))
-			}
+			s.cc.dl.armRead(s.cc.c, now, s.fe.timeoutClient)
+			uc.dl.armWrite(uc.c, now, s.backendTimeoutServer(uc))
 			return w.Flush()
 		}
 		var m int64
@@ -539,9 +526,7 @@ func (s *httpSession) writeRequestHead(w *bufio.Writer) int64 {
 // 1xx responses (other than 101) to the client as they come.
 func (s *httpSession) readResponseHead(uc *upConn) error {
 	for {
-		if d := s.backendTimeoutServer(uc); d > 0 {
-			uc.c.SetReadDeadline(time.Now().Add(d))
-		}
+		uc.dl.armRead(uc.c, time.Now(), s.backendTimeoutServer(uc))
 		if err := s.resp.readHead(uc.br); err != nil {
 			return err
 		}
@@ -598,9 +583,7 @@ func (s *httpSession) writeResponseHead(closeAfter, upgrade bool) int64 {
 // timeouts.
 func (s *httpSession) streamFlush(uc *upConn) func() error {
 	return func() error {
-		if d := s.backendTimeoutServer(uc); d > 0 {
-			uc.c.SetReadDeadline(time.Now().Add(d))
-		}
+		uc.dl.armRead(uc.c, time.Now(), s.backendTimeoutServer(uc))
 		return s.flushClient()
 	}
 }

@@ -416,3 +416,72 @@ func TestConcurrentClients(t *testing.T) {
 		t.Errorf("lbtot: got %d, want 240", lb)
 	}
 }
+
+// TestStalePooledConnectionRetried: a server that closes each connection
+// after one response without saying so leaves dead connections in the pool;
+// the next request on one is retried on a fresh connection, invisibly.
+func TestStalePooledConnectionRetried(t *testing.T) {
+	var conns sync.WaitGroup
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer l.Close()
+	var accepted int64
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			accepted++
+			mu.Unlock()
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				defer c.Close()
+				buf := make([]byte, 4096)
+				c.Read(buf)
+				c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+			}()
+		}
+	}()
+	cfg := testConfig(conf.ModeHTTP, []string{l.Addr().String()}, nil)
+	cfg.Backends[0].HTTPReuse = "always"
+	p, addr := startProxy(t, cfg)
+	rc := dialRaw(t, addr)
+	for i := 0; i < 5; i++ {
+		// Let the server's close reach the pooled connection first.
+		conns.Wait()
+		resp := rc.do(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		if resp.StatusCode != 200 {
+			t.Fatalf("request %d: status %d, want 200", i, resp.StatusCode)
+		}
+	}
+	if e := p.Snapshot().Backends[0].Econ; e != 0 {
+		t.Errorf("econ: got %d, want 0", e)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if accepted != 5 {
+		t.Errorf("server connections: got %d, want 5", accepted)
+	}
+}
+
+// TestHTTPReuseAggressive: a first request may reuse only a connection that
+// has already served more than one request.
+func TestHTTPReuseAggressive(t *testing.T) {
+	u := newUpstream(t, "s1")
+	cfg := testConfig(conf.ModeHTTP, []string{u.addr()}, nil)
+	cfg.Backends[0].HTTPReuse = "aggressive"
+	_, addr := startProxy(t, cfg)
+	countGets(t, addr, 1) // a connection that served once: not proven
+	countGets(t, addr, 1) // first request: may not take it, opens another
+	if got := u.conns.Load(); got != 2 {
+		t.Fatalf("after two single-request clients: %d server connections, want 2", got)
+	}
+	countGets(t, addr, 3) // opens a third, proves it by reusing it twice
+	countGets(t, addr, 1) // first request reuses the proven one
+	if got := u.conns.Load(); got != 3 {
+		t.Errorf("server connections: got %d, want 3", got)
+	}
+}

@@ -147,6 +147,7 @@ type upConn struct {
 	bw   *bufio.Writer
 	srv  *Server
 	uses int // requests served, for http-reuse aggressive
+	dl   deadlines
 }
 
 func (uc *upConn) close() {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -136,6 +137,17 @@ func newLogger(g conf.Global, w io.Writer) zerolog.Logger {
 // within hard_stop_after. started, if non-nil, is called once listening.
 func serve(ctx context.Context, cfg *conf.Config, logw io.Writer, started func(*proxy.Proxy)) error {
 	log := newLogger(cfg.Global, logw)
+	// FULCRUM_CPUPROFILE=FILE records a CPU profile from start to stop, for
+	// performance work (go tool pprof bin/fulcrum FILE).
+	if path := os.Getenv("FULCRUM_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			pprof.StartCPUProfile(f)
+			defer func() {
+				pprof.StopCPUProfile()
+				f.Close()
+			}()
+		}
+	}
 	p, err := proxy.New(cfg, log)
 	if err != nil {
 		return cli.Exit("fulcrum: "+err.Error(), 1)

@@ -1,0 +1,44 @@
+package proxy
+
+import (
+	"net"
+	"time"
+)
+
+// deadlines remembers the read and write deadlines armed on one connection.
+// Re-arming a deadline updates a runtime timer; on the request path that
+// would happen several times per request, so an inactivity timeout is only
+// pushed forward once an eighth of it has gone by: the connection is then
+// cut between 7/8 and 8/8 of the timeout after the last activity, never
+// earlier.
+type deadlines struct {
+	read, write time.Time
+}
+
+// armRead makes c's reads fail d after now (d <= 0: no timeout).
+func (dl *deadlines) armRead(c net.Conn, now time.Time, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	if want := now.Add(d); dl.read.IsZero() || want.Sub(dl.read) >= d/8 {
+		dl.read = want
+		c.SetReadDeadline(want)
+	}
+}
+
+// armWrite makes c's writes fail d after now (d <= 0: no timeout).
+func (dl *deadlines) armWrite(c net.Conn, now time.Time, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	if want := now.Add(d); dl.write.IsZero() || want.Sub(dl.write) >= d/8 {
+		dl.write = want
+		c.SetWriteDeadline(want)
+	}
+}
+
+// expireRead makes c's pending and future reads fail now.
+func (dl *deadlines) expireRead(c net.Conn) {
+	dl.read = time.Unix(1, 0)
+	c.SetReadDeadline(dl.read)
+}
