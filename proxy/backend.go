@@ -121,9 +121,11 @@ func (b *Backend) SetOp(s *Server, o OpState) OpState {
 	return old
 }
 
-// pick chooses a server for r, avoiding avoid when another is usable. It
-// returns nil when no server is usable.
-func (b *Backend) pick(r *lb.Request, avoid *Server) *Server {
+// assign picks a server for r (avoiding avoid when another is usable) and
+// starts a session on it: lbtot, the server's scur and stot, and the load
+// the algorithm sees. It returns nil when no server is usable. Every
+// successful assign is paired with one unassign when the session ends.
+func (b *Backend) assign(r *lb.Request, avoid *Server, now time.Time) *Server {
 	var av *lb.Server
 	if avoid != nil {
 		av = &avoid.lb
@@ -132,16 +134,22 @@ func (b *Backend) pick(r *lb.Request, avoid *Server) *Server {
 	if v == nil {
 		return nil
 	}
-	return b.Servers[v.Index]
+	s := b.Servers[v.Index]
+	s.Counters.Lbtot.Add(1)
+	b.Counters.Lbtot.Add(1)
+	s.Counters.sessionStart(now)
+	s.lb.Cur.Add(1)
+	if co, ok := b.algo.(lb.ConnObserver); ok {
+		co.ConnTaken(v)
+	}
+	return s
 }
 
-// activeUp counts servers that are op UP and not in MAINT (act in stats).
-func (b *Backend) activeUp() int {
-	n := 0
-	for _, s := range b.Servers {
-		if s.Op() == OpUp && s.Admin() != AdminMaint {
-			n++
-		}
+// unassign ends a session started by assign.
+func (b *Backend) unassign(s *Server) {
+	s.lb.Cur.Add(-1)
+	s.Counters.sessionEnd()
+	if co, ok := b.algo.(lb.ConnObserver); ok {
+		co.ConnReleased(&s.lb)
 	}
-	return n
 }

@@ -131,6 +131,7 @@ func (s *httpSession) fillView() {
 	s.lbreq.Path = bstr(path)
 	s.lbreq.Query = bstr(query)
 	s.lbreq.Host = bstr(s.req.host)
+	s.lbreq.Headers = &s.req
 }
 
 // bstr views b as a string without copying; see fillView.
@@ -150,18 +151,16 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 	be.Counters.request(tHead)
 	defer be.Counters.sessionEnd()
 
-	srv, uc, reused, tc, err := s.connect(be, nil)
+	srv, uc, reused, tc, err := s.connect(be, nil, tHead)
 	if err != nil {
+		if srv != nil {
+			be.unassign(srv)
+		}
 		s.fail(503, "SC", idleStart, tq, be, srv)
 		return false
 	}
-	srv.Counters.sessionStart(tHead)
+	defer be.unassign(srv)
 	srv.Counters.request(tHead)
-	srv.lb.Cur.Add(1)
-	defer func() {
-		srv.lb.Cur.Add(-1)
-		srv.Counters.sessionEnd()
-	}()
 	srv.Counters.Qtime.Add(0)
 	be.Counters.Qtime.Add(0)
 	srv.Counters.Ctime.Add(tc)
@@ -319,18 +318,16 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 	return !closeAfter
 }
 
-// connect picks a server of be (avoiding avoid) and returns a connection to
-// it: a reusable one when http_reuse allows, else a new one, with up to
+// connect assigns a server of be (avoiding avoid) and returns a connection
+// to it: a reusable one when http_reuse allows, else a new one, with up to
 // `retries` connect retries on the same server. reused says whether the
 // connection had served a request before. srv is set even on error when a
-// server was picked.
-func (s *httpSession) connect(be *Backend, avoid *Server) (srv *Server, uc *upConn, reused bool, tc int64, err error) {
-	srv = be.pick(&s.lbreq, avoid)
+// server was assigned: the caller then unassigns it.
+func (s *httpSession) connect(be *Backend, avoid *Server, now time.Time) (srv *Server, uc *upConn, reused bool, tc int64, err error) {
+	srv = be.assign(&s.lbreq, avoid, now)
 	if srv == nil {
 		return nil, nil, false, -1, errNoServer
 	}
-	srv.Counters.Lbtot.Add(1)
-	be.Counters.Lbtot.Add(1)
 	if uc = s.reuse(be, srv); uc != nil {
 		return srv, uc, true, 0, nil
 	}

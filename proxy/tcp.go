@@ -127,20 +127,14 @@ func (fe *Frontend) serveTCP(cc *clientConn) {
 	now := time.Now()
 	be.Counters.sessionStart(now)
 	defer be.Counters.sessionEnd()
-	srv := be.pick(&lbRequestFor(cc).r, nil)
+	view := lb.Request{Src: cc.src}
+	srv := be.assign(&view, nil, now)
 	if srv == nil {
 		e.flags = "SC"
 		return
 	}
 	e.server = srv.Name
-	srv.Counters.Lbtot.Add(1)
-	be.Counters.Lbtot.Add(1)
-	srv.Counters.sessionStart(now)
-	srv.lb.Cur.Add(1)
-	defer func() {
-		srv.lb.Cur.Add(-1)
-		srv.Counters.sessionEnd()
-	}()
+	defer be.unassign(srv)
 	sc, tc, err := dialServer(be, srv)
 	e.tc = tc
 	if err != nil {
@@ -189,13 +183,4 @@ func tcpFlags(inErr, outErr error) string {
 	default:
 		return "SD"
 	}
-}
-
-// tcpLBRequest wraps the balancing view of a TCP connection.
-type tcpLBRequest struct{ r lb.Request }
-
-func lbRequestFor(cc *clientConn) *tcpLBRequest {
-	t := &tcpLBRequest{}
-	t.r.Src = cc.src
-	return t
 }

@@ -22,12 +22,23 @@ type Server struct {
 
 // Request is the small view of a request that hashing algorithms need. It
 // never carries the HTTP engine's own types.
+//
+// In HTTP mode the strings alias the request's buffer: they are valid only
+// during Pick and must not be kept.
 type Request struct {
 	Src    netip.AddrPort
-	Method string
-	Path   string
-	Query  string
-	Host   string
+	Method string // HTTP mode only, as every field below
+	Path   string // without the query string
+	Query  string // after '?', without it
+	Host   string // the Host header
+	// Headers gives access to every request header (nil in TCP mode).
+	Headers HeaderGetter
+}
+
+// HeaderGetter returns the value of the first header called name (case
+// insensitive) and whether there was one.
+type HeaderGetter interface {
+	Header(name string) (string, bool)
 }
 
 // Algorithm chooses one server among the usable servers of a backend.
