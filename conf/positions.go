@@ -50,8 +50,17 @@ func indexOf(elem string) int {
 	return i
 }
 
-// key returns p as a map key. NUL cannot occur in a TOML key's text.
-func (p path) key() string { return strings.Join(p, "\x00") }
+// key returns p as a map key. Each element is prefixed by its length, since
+// a TOML key may hold any character, even NUL ("\u0000").
+func (p path) key() string {
+	var b strings.Builder
+	for _, e := range p {
+		b.WriteString(strconv.Itoa(len(e)))
+		b.WriteByte(':')
+		b.WriteString(e)
+	}
+	return b.String()
+}
 
 // schema returns p without its array indices, as a dotted key: the form used
 // in "unknown key" messages and in the notYet table ("backend.server.weight").
@@ -323,7 +332,8 @@ func (s *scanner) literalString() string { return s.quoted('\'', false) }
 // quoted scans a string delimited by q, with backslash escapes if escapes.
 func (s *scanner) quoted(q byte, escapes bool) string {
 	start := s.i
-	triple := strings.HasPrefix(s.src[s.i:], strings.Repeat(string(q), 3))
+	delim := string([]byte{q, q, q})
+	triple := strings.HasPrefix(s.src[s.i:], delim)
 	if triple {
 		s.i += 3
 	} else {
@@ -340,7 +350,7 @@ func (s *scanner) quoted(q byte, escapes bool) string {
 		case c == q && !triple:
 			s.advance()
 			return s.src[start:s.i]
-		case c == q && strings.HasPrefix(s.src[s.i:], strings.Repeat(string(q), 3)):
+		case c == q && strings.HasPrefix(s.src[s.i:], delim):
 			s.i += 3
 			// Up to two more quotes belong to the content: """a""""" is `a""`.
 			for n := 0; n < 2 && s.peek() == q; n++ {
@@ -357,15 +367,19 @@ func (s *scanner) quoted(q byte, escapes bool) string {
 }
 
 // unquoteBasic returns the value of a "quoted key". TOML's escapes are Go's
-// but for TOML 1.1's \e, rewritten here as \x1b; on anything odd the raw text
-// is kept, which at worst costs the line of that key.
+// but for TOML 1.1's \e (ESC) and \xHH, which is the code point U+00HH where
+// Go's \xHH is a byte: both are rewritten as \u00HH. On anything odd the raw
+// text is kept, which at worst costs the line of that key.
 func unquoteBasic(raw string) string {
 	var b strings.Builder
 	for i := 0; i < len(raw); i++ {
 		if raw[i] == '\\' && i+1 < len(raw) {
-			if raw[i+1] == 'e' {
-				b.WriteString(`\x1b`)
-			} else {
+			switch raw[i+1] {
+			case 'e':
+				b.WriteString(`\u001b`)
+			case 'x':
+				b.WriteString(`\u00`)
+			default:
 				b.WriteString(raw[i : i+2])
 			}
 			i++

@@ -1,6 +1,7 @@
 package conf
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -42,6 +43,7 @@ multi = { p = 1,
 [ spaced . table ]
 z = 1979-05-27 07:32:00
 w = 3
+"x\xe9\e\u0000" = 4
 `
 
 func TestScanPositions(t *testing.T) {
@@ -82,6 +84,7 @@ func TestScanPositions(t *testing.T) {
 		{path{"spaced", "table"}, 31},
 		{path{"spaced", "table", "z"}, 32},
 		{path{"spaced", "table", "w"}, 33},
+		{path{"spaced", "table", "x\u00e9\x1b\x00"}, 34},
 		// Not in the file: the nearest enclosing table's line.
 		{path{"t", "[1]", "tab", "missing"}, 21},
 		{path{"nothing"}, 0},
@@ -124,4 +127,15 @@ func checkPositionsCoverKeys(t *testing.T, data []byte) {
 }
 
 // splitKey is the inverse of path.key.
-func splitKey(k string) []string { return strings.Split(k, "\x00") }
+func splitKey(k string) []string {
+	var p []string
+	for k != "" {
+		n, rest, _ := strings.Cut(k, ":")
+		size, err := strconv.Atoi(n)
+		if err != nil || size > len(rest) {
+			panic("bad path key " + strconv.Quote(k))
+		}
+		p, k = append(p, rest[:size]), rest[size:]
+	}
+	return p
+}
