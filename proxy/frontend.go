@@ -27,6 +27,7 @@ type Frontend struct {
 
 	listeners []net.Listener
 	slots     chan struct{} // maxconn slots, nil = unlimited
+	local     []localRoute  // requests answered by the frontend itself
 
 	mu    sync.Mutex
 	conns map[*clientConn]struct{}

@@ -36,6 +36,7 @@ type httpSession struct {
 	nreq  int     // requests seen on this connection
 	owned *upConn // a server connection kept private to this session
 	xff   []byte  // the X-Forwarded-For line, built once
+	local bool    // the current request is answered by a local handler
 }
 
 // errNoServer is returned when the backend has no usable server.
@@ -88,6 +89,7 @@ func (s *httpSession) handle(idleStart time.Time) bool {
 	t0 := time.Now()
 	s.cc.dl.armRead(s.cc.c, t0, fe.timeoutHTTPRequest)
 	s.nreq++
+	s.local = false
 	fe.Counters.request(t0)
 	if err := s.req.readHead(s.br); err != nil {
 		switch {
@@ -109,6 +111,9 @@ func (s *httpSession) handle(idleStart time.Time) bool {
 		return false
 	}
 	tHead := time.Now()
+	if h := s.localHandler(); h != nil {
+		return s.serveLocal(h, idleStart, t0)
+	}
 	be := fe.backend
 	if be == nil {
 		s.fail(503, "SC", idleStart, tHead.Sub(t0).Milliseconds(), nil, nil)
@@ -670,6 +675,10 @@ func (s *httpSession) logLine(idleStart, t0 time.Time, be *Backend, srv *Server,
 	if be != nil {
 		e.backend = be.Name
 		e.tw = 0
+	} else if s.local {
+		// Answered by the frontend itself (stats page): HAProxy logs the
+		// frontend as backend and <STATS> as server.
+		e.backend, e.server = s.fe.Name, "<STATS>"
 	}
 	if srv != nil {
 		e.server = srv.Name
