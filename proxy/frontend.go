@@ -72,7 +72,9 @@ func (fe *Frontend) Addrs() []net.Addr {
 
 // listen opens every bind. On error the listeners opened so far are closed.
 func (fe *Frontend) listen() error {
-	lc := net.ListenConfig{}
+	// No TCP keep-alive probes on client connections (HAProxy enables them
+	// only with option clitcpka): it also saves setsockopt calls per accept.
+	lc := net.ListenConfig{KeepAlive: -1}
 	for _, addr := range fe.Conf.Binds {
 		l, err := lc.Listen(fe.p.ctx, "tcp", addr)
 		if err != nil {
@@ -125,7 +127,7 @@ func (fe *Frontend) acceptLoop(l net.Listener) {
 		}
 		fe.track(cc, true)
 		fe.p.wg.Add(1)
-		go fe.serve(cc)
+		fe.p.dispatch(fe, cc)
 	}
 }
 

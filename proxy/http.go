@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -39,16 +40,29 @@ type httpSession struct {
 	local bool    // the current request is answered by a local handler
 }
 
+// sessionPool recycles httpSessions with their head buffers, so that a new
+// client connection does not grow them again.
+var sessionPool = sync.Pool{New: func() any { return new(httpSession) }}
+
+// recycle clears s and returns it to the pool; s must not be used after.
+func (s *httpSession) recycle() {
+	*s = httpSession{req: s.req.reset(), resp: s.resp.reset(), xff: s.xff[:0]}
+	sessionPool.Put(s)
+}
+
 // errNoServer is returned when the backend has no usable server.
 var errNoServer = errors.New("no server available")
 
 // serveHTTP serves cc until the client closes, a timeout fires, an error
 // forces a close, or the proxy stops.
 func (fe *Frontend) serveHTTP(cc *clientConn) {
-	s := &httpSession{fe: fe, cc: cc, br: getReader(cc.c), bw: getWriter(cc.c)}
-	s.lbreq.Src = cc.src
+	s := sessionPool.Get().(*httpSession)
+	s.fe, s.cc, s.br, s.bw = fe, cc, getReader(cc.c), getWriter(cc.c)
+	s.lbreq = lb.Request{Src: cc.src}
+	s.xff = s.xff[:0]
 	if fe.forwardFor {
-		s.xff = append([]byte("X-Forwarded-For: "), cc.src.Addr().Unmap().String()...)
+		s.xff = append(s.xff, "X-Forwarded-For: "...)
+		s.xff = cc.src.Addr().Unmap().AppendTo(s.xff)
 		s.xff = append(s.xff, "\r\n"...)
 	}
 	defer func() {
@@ -57,6 +71,7 @@ func (fe *Frontend) serveHTTP(cc *clientConn) {
 		}
 		putReader(s.br)
 		putWriter(s.bw)
+		s.recycle()
 	}()
 	for {
 		idleStart := time.Now()
@@ -276,9 +291,8 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 		}
 		uc = nil
 	}
-	if berr == nil {
-		berr = s.flushClient()
-	}
+	// Counted before the last flush, so that a client that has its
+	// response also sees it in the counters.
 	out := headBytes + bodyBytes
 	fe.Counters.Bout.Add(out)
 	be.Counters.Bout.Add(out)
@@ -286,6 +300,9 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 	fe.Counters.response(status)
 	be.Counters.response(status)
 	srv.Counters.response(status)
+	if berr == nil {
+		berr = s.flushClient()
+	}
 	if berr != nil {
 		if uc != nil {
 			uc.close()
@@ -517,7 +534,7 @@ func (s *httpSession) writeRequestHead(w *bufio.Writer) int64 {
 	} else if r.http10 && !r.connClose {
 		w.WriteString("Connection: keep-alive\r\n")
 	}
-	if s.xff != nil {
+	if len(s.xff) > 0 {
 		w.Write(s.xff)
 	}
 	w.WriteString("\r\n")
@@ -608,8 +625,14 @@ func (s *httpSession) copyBody(uc *upConn, n int64) (int64, error) {
 	if err := s.flushClient(); err != nil {
 		return done, err
 	}
-	m, err := pipe(s.cc.c, uc.c, n-done, s.fe.timeoutClient, uc.srv.Backend.Conf.TimeoutServer)
-	return done + m, err
+	e := pipe(s.cc.c, uc.c, n-done, s.fe.timeoutClient, uc.srv.Backend.Conf.TimeoutServer, true)
+	switch {
+	case e.dstErr != nil:
+		return done + e.n, wrapClient(e.dstErr)
+	case e.srcErr != nil:
+		return done + e.n, e.srcErr
+	}
+	return done + e.n, nil
 }
 
 // copyUntilClose relays a body delimited by the server closing.
@@ -640,8 +663,6 @@ func (s *httpSession) tunnel(uc *upConn) {
 // fail sends HAProxy's error page for code, closes the exchange and logs it.
 func (s *httpSession) fail(code int, flags string, idleStart time.Time, tq int64, be *Backend, srv *Server) {
 	resp := errorResponses[code]
-	s.bw.Write(resp)
-	s.flushClient()
 	n := int64(len(resp))
 	s.fe.Counters.Bout.Add(n)
 	s.fe.Counters.response(code)
@@ -652,6 +673,8 @@ func (s *httpSession) fail(code int, flags string, idleStart time.Time, tq int64
 	if srv != nil {
 		srv.Counters.response(code)
 	}
+	s.bw.Write(resp)
+	s.flushClient()
 	s.logLine(idleStart, time.Time{}, be, srv, code, n, tq, -1, -1, flags)
 }
 

@@ -111,7 +111,10 @@ func TestCountersAfterKnownTraffic(t *testing.T) {
 	raw.c.Write([]byte("GET /abc HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"))
 	all, _ := io.ReadAll(raw.c)
 	_ = respBytes
-	waitFor(t, 2*time.Second, "sessions to end", func() bool { return p.Snapshot().Frontends[0].Scur == 1 })
+	waitFor(t, 2*time.Second, "sessions to end", func() bool {
+		s := p.Snapshot()
+		return s.Frontends[0].Scur == 1 && s.Backends[0].Scur == 0
+	})
 	snap := p.Snapshot()
 	fe, be := snap.Frontends[0], snap.Backends[0]
 	if fe.Stot != 2 || fe.ReqTot != 11 || fe.Hrsp2xx != 11 {

@@ -36,6 +36,15 @@ type head struct {
 	host          []byte
 }
 
+// reset returns an empty head that keeps h's buffers (capped, so that one
+// huge head does not stay pinned in a pooled session).
+func (h *head) reset() head {
+	if cap(h.buf) > 2*bufSize {
+		return head{}
+	}
+	return head{buf: h.buf[:0], headers: h.headers[:0]}
+}
+
 var (
 	errHeadTooLarge = errors.New("message head too large")
 	errBadHead      = errors.New("malformed message head")

@@ -94,9 +94,9 @@ func (s *httpSession) serveLocal(h http.Handler, idleStart, t0 time.Time) bool {
 		s.bw.Write(w.body.Bytes())
 	}
 	n := int64(s.bw.Buffered() - out)
-	err = s.flushClient()
 	fe.Counters.Bout.Add(n)
 	fe.Counters.response(w.status)
+	err = s.flushClient()
 	flags := flagsNormal
 	if err != nil {
 		flags = "CD"

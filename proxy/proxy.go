@@ -23,6 +23,7 @@ type Proxy struct {
 	started time.Time
 
 	globalSlots chan struct{} // global maxconn, nil = unlimited
+	work        chan work     // accepted connections for idle worker goroutines
 	stopping    atomic.Bool
 	wg          sync.WaitGroup // accept loops and connections
 }
@@ -31,7 +32,7 @@ type Proxy struct {
 // Start. log receives the access log (info) and events.
 func New(cfg *conf.Config, log zerolog.Logger) (*Proxy, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Proxy{Conf: cfg, log: log, ctx: ctx, cancel: cancel}
+	p := &Proxy{Conf: cfg, log: log, ctx: ctx, cancel: cancel, work: make(chan work)}
 	byName := map[string]*Backend{}
 	for i, bc := range cfg.Backends {
 		b, err := newBackend(i+1, bc)

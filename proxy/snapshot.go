@@ -48,6 +48,9 @@ type Snapshot struct {
 	Started   time.Time
 	Frontends []FrontendSnapshot
 	Backends  []BackendSnapshot
+
+	MaxConn  int  // global maxconn, 0 = unlimited
+	Stopping bool // the proxy is stopping (frontends print STOP)
 }
 
 // FrontendSnapshot is one frontend's state.
@@ -70,6 +73,11 @@ type BackendSnapshot struct {
 	Weight   int // sum of the effective weights of usable servers
 	Servers  []ServerSnapshot
 	CounterValues
+
+	// FullConn is HAProxy's fullconn (the backend's slim): the configured
+	// value, else 10% of the maxconn of the frontends whose default_backend
+	// it is, at least 1.
+	FullConn int
 }
 
 // ServerSnapshot is one server's state.
@@ -85,6 +93,28 @@ type ServerSnapshot struct {
 	Backup          bool
 	LastChange      time.Time
 	CounterValues
+
+	MaxConn  int // 0 = unlimited
+	MaxQueue int // 0 = unlimited
+
+	// Check is the health-check state, nil while the server has no check
+	// (every server until health checks exist).
+	Check *CheckSnapshot
+}
+
+// CheckSnapshot is a server's health-check state as `show stat` prints it.
+type CheckSnapshot struct {
+	Status   string // result code: L4OK, L4CON, L7STS, ... ("" = none yet)
+	Desc     string // the code's text: "Layer7 check passed"
+	Info     string // last_chk: reason phrase or error text
+	Code     int    // L7 status of the last check, 0 = none
+	Duration int64  // ms, -1 = unknown
+	Running  bool   // a check is in progress ("* " prefix)
+
+	Rise, Fall, Health int   // health in [0, rise+fall-1]; up when >= rise
+	Failed             int64 // failed checks (chkfail)
+	Downs              int64 // UP to DOWN transitions (chkdown)
+	Downtime           int64 // seconds spent DOWN
 }
 
 // Status returns the server's status as `show stat` prints it: MAINT,
@@ -104,7 +134,19 @@ func (s *ServerSnapshot) Status() string {
 // Snapshot takes a snapshot of every counter and state.
 func (p *Proxy) Snapshot() *Snapshot {
 	now := time.Now()
-	snap := &Snapshot{Taken: now, Started: p.started}
+	snap := &Snapshot{Taken: now, Started: p.started, MaxConn: p.Conf.Global.MaxConn, Stopping: p.stopping.Load()}
+	// fullconn's default: 10% of the maxconn of the frontends that reach
+	// the backend (HAProxy counts default_backend and static use_backend).
+	reach := map[string]int{}
+	for _, fe := range p.Frontends {
+		mc := fe.Conf.MaxConn
+		if mc == 0 {
+			mc = p.Conf.Global.MaxConn
+		}
+		if fe.Conf.DefaultBackend != "" {
+			reach[fe.Conf.DefaultBackend] += mc
+		}
+	}
 	for _, fe := range p.Frontends {
 		fs := FrontendSnapshot{Name: fe.Name, ID: fe.ID, Mode: string(fe.Conf.Mode), MaxConn: fe.Conf.MaxConn,
 			CounterValues: fe.Counters.values(now)}
@@ -114,6 +156,10 @@ func (p *Proxy) Snapshot() *Snapshot {
 	for _, b := range p.Backends {
 		bs := BackendSnapshot{Name: b.Name, ID: b.ID, Mode: string(b.Conf.Mode), Balance: b.Conf.Balance,
 			CounterValues: b.Counters.values(now)}
+		bs.FullConn = b.Conf.FullConn
+		if bs.FullConn == 0 {
+			bs.FullConn = max(1, reach[b.Name]/10)
+		}
 		b.mu.Lock() // effective weights are written under it
 		for _, s := range b.Servers {
 			ss := ServerSnapshot{
@@ -123,6 +169,7 @@ func (p *Proxy) Snapshot() *Snapshot {
 				LastChange: s.LastChange(), CounterValues: s.Counters.values(now),
 			}
 			ss.Slim = int64(s.Conf.MaxConn)
+			ss.MaxConn, ss.MaxQueue = s.Conf.MaxConn, s.Conf.MaxQueue
 			if s.Op() == OpUp && s.Admin() != AdminMaint {
 				if ss.Backup {
 					bs.BackupUp++

@@ -10,23 +10,72 @@ import (
 )
 
 // TCP mode and the byte relays shared with HTTP tunnels and large bodies.
-// Copies go through io.CopyN between *net.TCPConn, which Linux turns into
-// splice(2): bytes move socket to pipe to socket without entering user
-// space.
+//
+// A relay starts by copying through a user-space buffer, which is the
+// cheapest way to move the small messages of interactive protocols; once a
+// read fills the whole buffer the flow is bulk, and the rest goes through
+// io.CopyN between *net.TCPConn, which Linux turns into splice(2): bytes
+// move socket to pipe to socket without entering user space.
+
+// relayBufSize is the user-space copy buffer of one relay direction.
+const relayBufSize = 16 << 10
 
 // spliceWindow bounds one io.CopyN round so that the inactivity deadline is
 // re-armed periodically on long transfers.
 const spliceWindow = 1 << 30
 
-// pipe copies n bytes (or until EOF when n < 0) from src to dst. Inactivity
-// timeouts apply to src's reads (srcIdle) and dst's writes (dstIdle), 0 =
-// none. A deadline that expires while bytes were still moving in its window
-// is re-armed: the connection is only cut after a whole window of idleness,
-// so it fires between one and two timeouts after the last byte. Errors on
-// dst are wrapped as client-side when dst is the client (see relay).
-func pipe(dst, src net.Conn, n int64, dstIdle, srcIdle time.Duration) (int64, error) {
-	var total int64
-	for n < 0 || total < n {
+var relayBufs = sync.Pool{New: func() any { b := make([]byte, relayBufSize); return &b }}
+
+// copyEnd says how one direction of a copy ended: the bytes moved, and the
+// error reading the source or writing the destination (both nil when the
+// source ended cleanly, or the n bytes asked for were moved).
+type copyEnd struct {
+	n      int64
+	srcErr error
+	dstErr error
+}
+
+// pipe copies n bytes (or until EOF when n < 0) from src to dst; bulk says
+// to splice from the start. Inactivity timeouts apply to src's reads
+// (srcIdle) and dst's writes (dstIdle), 0 = none. With n >= 0 an early EOF
+// is a source error (io.ErrUnexpectedEOF).
+func pipe(dst, src net.Conn, n int64, dstIdle, srcIdle time.Duration, bulk bool) copyEnd {
+	var e copyEnd
+	if !bulk {
+		bufp := relayBufs.Get().(*[]byte)
+		defer relayBufs.Put(bufp)
+		buf := *bufp
+		var sdl, ddl deadlines
+		for !bulk && (n < 0 || e.n < n) {
+			now := time.Now()
+			sdl.armRead(src, now, srcIdle)
+			want := int64(len(buf))
+			if n >= 0 && n-e.n < want {
+				want = n - e.n
+			}
+			m, err := src.Read(buf[:want])
+			if m > 0 {
+				ddl.armWrite(dst, now, dstIdle)
+				w, werr := dst.Write(buf[:m])
+				e.n += int64(w)
+				if werr != nil {
+					e.dstErr = werr
+					return e
+				}
+			}
+			if err != nil {
+				return endOf(e, err, n)
+			}
+			bulk = m == len(buf)
+		}
+		if !bulk {
+			return e
+		}
+	}
+	// Bulk: splice. A deadline that expires while bytes were still moving
+	// in its window is re-armed: the connection is only cut after a whole
+	// window of idleness, between one and two timeouts after the last byte.
+	for n < 0 || e.n < n {
 		now := time.Now()
 		if srcIdle > 0 {
 			src.SetReadDeadline(now.Add(srcIdle))
@@ -35,29 +84,36 @@ func pipe(dst, src net.Conn, n int64, dstIdle, srcIdle time.Duration) (int64, er
 			dst.SetWriteDeadline(now.Add(dstIdle))
 		}
 		want := int64(spliceWindow)
-		if n >= 0 && n-total < want {
-			want = n - total
+		if n >= 0 && n-e.n < want {
+			want = n - e.n
 		}
 		m, err := io.CopyN(dst, src, want)
-		total += m
-		if err == nil {
-			continue
+		e.n += m
+		switch {
+		case err == nil:
+		case isTimeout(err) && m > 0:
+			// progress was made in this window: not idle
+		case isWriteErr(err):
+			e.dstErr = err
+			return e
+		default:
+			return endOf(e, err, n)
 		}
-		if isTimeout(err) && m > 0 {
-			continue // progress was made in this window: not idle
-		}
-		if err == io.EOF && n < 0 {
-			return total, nil
-		}
-		if err == io.EOF {
-			return total, io.ErrUnexpectedEOF
-		}
-		if isWriteErr(err) {
-			return total, wrapClient(err)
-		}
-		return total, err
 	}
-	return total, nil
+	return e
+}
+
+// endOf records a read error that ended a copy; EOF is clean when the copy
+// was to run until EOF.
+func endOf(e copyEnd, err error, n int64) copyEnd {
+	switch {
+	case err == io.EOF && n < 0:
+	case err == io.EOF:
+		e.srcErr = io.ErrUnexpectedEOF
+	default:
+		e.srcErr = err
+	}
+	return e
 }
 
 // isWriteErr reports whether err came from writing (to dst).
@@ -68,25 +124,25 @@ func isWriteErr(err error) bool {
 
 // relay copies both ways between client and server until both directions
 // have ended, propagating half-closes: when one side finishes sending, the
-// other side's write half is shut. It returns the bytes sent to the client
-// (out) and received from it (in), and the error that ended each direction.
-func relay(client, server net.Conn, clientIdle, serverIdle time.Duration) (in, out int64, inErr, outErr error) {
+// other side's write half is shut. in is the client-to-server direction,
+// out the server-to-client one.
+func relay(client, server net.Conn, clientIdle, serverIdle time.Duration) (in, out copyEnd) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		in, inErr = pipe(server, client, -1, serverIdle, clientIdle)
+		in = pipe(server, client, -1, serverIdle, clientIdle, false)
 		closeWrite(server)
-		if inErr != nil {
+		if in.srcErr != nil || in.dstErr != nil {
 			closeRead(client)
+			server.SetReadDeadline(time.Now()) // the session is over
 		}
 	}()
-	out, outErr = pipe(client, server, -1, clientIdle, serverIdle)
+	out = pipe(client, server, -1, clientIdle, serverIdle, false)
 	closeWrite(client)
-	if outErr != nil {
+	if out.srcErr != nil || out.dstErr != nil {
 		closeRead(server)
-		// Unblock the other direction: with one side broken the session is over.
-		client.SetReadDeadline(time.Now())
+		client.SetReadDeadline(time.Now()) // the session is over
 	}
 	wg.Wait()
 	return
@@ -146,16 +202,16 @@ func (fe *Frontend) serveTCP(cc *clientConn) {
 	be.Counters.Ctime.Add(tc)
 	srv.Counters.Qtime.Add(0)
 	be.Counters.Qtime.Add(0)
-	in, out, inErr, outErr := relay(cc.c, sc, fe.timeoutClient, be.Conf.TimeoutServer)
+	in, out := relay(cc.c, sc, fe.timeoutClient, be.Conf.TimeoutServer)
 	for _, c := range []*Counters{&fe.Counters, &be.Counters, &srv.Counters} {
-		c.Bin.Add(in)
-		c.Bout.Add(out)
+		c.Bin.Add(in.n)
+		c.Bout.Add(out.n)
 	}
-	e.bytes = out
+	e.bytes = out.n
 	tt := time.Since(start).Milliseconds()
 	srv.Counters.Ttime.Add(tt)
 	be.Counters.Ttime.Add(tt)
-	e.flags = tcpFlags(inErr, outErr)
+	e.flags = tcpFlags(in, out)
 	if e.flags[0] == 'C' || e.flags[0] == 'c' {
 		srv.Counters.CliAbrt.Add(1)
 		be.Counters.CliAbrt.Add(1)
@@ -166,19 +222,26 @@ func (fe *Frontend) serveTCP(cc *clientConn) {
 }
 
 // tcpFlags derives HAProxy's termination state of a finished TCP session
-// from the errors of its two directions (in: client to server; out: server
-// to client).
-func tcpFlags(inErr, outErr error) string {
+// from how its two directions ended (in: client to server; out: server to
+// client): who ended it (C client, S server; lower case for a timeout) in
+// the data phase (D).
+func tcpFlags(in, out copyEnd) string {
+	clientErr := in.srcErr
+	if clientErr == nil {
+		clientErr = out.dstErr
+	}
+	serverErr := out.srcErr
+	if serverErr == nil {
+		serverErr = in.dstErr
+	}
 	switch {
-	case inErr == nil && outErr == nil:
+	case clientErr == nil && serverErr == nil:
 		return flagsNormal
-	case inErr != nil && isTimeout(inErr) && !isClientErr(inErr):
-		return "cD" // the client stayed silent
-	case outErr != nil && isTimeout(outErr) && !isClientErr(outErr):
+	case in.srcErr != nil && isTimeout(in.srcErr):
+		return "cD"
+	case out.srcErr != nil && isTimeout(out.srcErr):
 		return "sD"
-	case inErr != nil && !isClientErr(inErr):
-		return "CD"
-	case outErr != nil && isClientErr(outErr):
+	case clientErr != nil:
 		return "CD"
 	default:
 		return "SD"
