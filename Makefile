@@ -11,6 +11,18 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/fulcrum ./cmd/fulcrum
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/fulcrumctl ./cmd/fulcrumctl
 
+# fulcrum-agent for every platform it ships on, as static binaries:
+# bin/agents/fulcrum-agent-<os>-<arch>[.exe].
+AGENT_TARGETS := linux/amd64 linux/arm64 windows/amd64 darwin/arm64
+.PHONY: agents
+agents:
+	@mkdir -p bin/agents
+	@set -e; for t in $(AGENT_TARGETS); do \
+	  os=$${t%/*}; arch=$${t#*/}; ext=; [ "$$os" = windows ] && ext=.exe; \
+	  out=bin/agents/fulcrum-agent-$$os-$$arch$$ext; echo "$$out"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out ./cmd/fulcrum-agent; \
+	done
+
 # Every test, under the race detector.
 test:
 	$(GO) test -race -count=1 -timeout 8m ./...
