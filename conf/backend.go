@@ -1,6 +1,7 @@
 package conf
 
 import (
+	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
 	"strconv"
 	"strings"
 	"time"
@@ -70,6 +71,16 @@ type backendSection struct {
 	// Stick lists HAProxy "stick" rules in HAProxy's syntax: "on src",
 	// "match req.cook(SRV)", "store-request src". They need a stick_table.
 	Stick []string `toml:"stick"`
+
+	// ACL names conditions for this backend's http_request rules, as the
+	// frontend's acl (names are visible in this backend only).
+	ACL map[string]aclDefinitions `toml:"acl"`
+
+	// HTTPRequest lists HAProxy "http-request" rules run after the frontend
+	// chose this backend, e.g. "set-header X-Backend web". HTTP mode only.
+	HTTPRequest []string `toml:"http_request"`
+
+	rules *acl.Rules // compiled by compileRules
 
 	// Check configures active health checks ([backend.check]).
 	Check *checkSection `toml:"check"`
@@ -172,6 +183,12 @@ func (b *backendSection) validate(s scope) {
 	for i, r := range b.Stick {
 		if strings.TrimSpace(r) == "" {
 			s.at("stick").item(i).errorf("empty rule")
+		}
+	}
+	validateACLs(s.at("acl"), b.ACL)
+	for i, r := range b.HTTPRequest {
+		if strings.TrimSpace(r) == "" {
+			s.at("http_request").item(i).errorf("empty rule")
 		}
 	}
 	if b.Check != nil {
@@ -302,8 +319,17 @@ type checkSection struct {
 	// Path is the request path of "http" checks. Default "/".
 	Path *string `toml:"path"`
 
+	// Method is the request method of "http" checks. Default "GET" (HAProxy's
+	// `option httpchk` sends OPTIONS, which many health endpoints refuse).
+	Method *string `toml:"method"`
+
+	// Host is the Host header of "http" checks; when set the check is sent
+	// as HTTP/1.1, else as HTTP/1.0 without Host, as HAProxy. Default "".
+	Host *string `toml:"host"`
+
 	// ExpectStatus is the status codes that pass an "http" check: one code
-	// ("200") or a range ("200-399"). Default "200-399".
+	// ("200"), a range ("200-399") or a comma-separated list of both
+	// ("200,204,300-399"). Default "200-399".
 	ExpectStatus *string `toml:"expect_status"`
 
 	// Inter is the time between two checks of a server that is up.
@@ -332,6 +358,8 @@ type checkSection struct {
 func (ch *checkSection) setDefaults() {
 	orDefault(&ch.Type, "tcp")
 	orDefault(&ch.Path, "/")
+	orDefault(&ch.Method, "GET")
+	orDefault(&ch.Host, "")
 	orDefault(&ch.ExpectStatus, "200-399")
 	orDefault(&ch.Inter, Duration(2*time.Second))
 	orDefault(&ch.FastInter, *ch.Inter)
@@ -346,14 +374,42 @@ func (ch *checkSection) validate(s scope) {
 	if ch.Path != nil && !strings.HasPrefix(*ch.Path, "/") {
 		s.at("path").errorf("must start with \"/\", got %q", *ch.Path)
 	}
-	if ch.ExpectStatus != nil && !validStatusRange(*ch.ExpectStatus) {
-		s.at("expect_status").errorf("must be a status code or a range such as \"200-399\", got %q", *ch.ExpectStatus)
+	if ch.Method != nil && !isToken(*ch.Method) {
+		s.at("method").errorf("must be an HTTP method such as \"GET\", got %q", *ch.Method)
+	}
+	if ch.ExpectStatus != nil && !validStatusList(*ch.ExpectStatus) {
+		s.at("expect_status").errorf("must be a status code, a range such as \"200-399\" or a comma-separated list of them, got %q", *ch.ExpectStatus)
 	}
 	positive(s.at("inter"), ch.Inter)
 	positive(s.at("fastinter"), ch.FastInter)
 	positive(s.at("downinter"), ch.DownInter)
 	atLeast(s.at("rise"), ch.Rise, 1)
 	atLeast(s.at("fall"), ch.Fall, 1)
+}
+
+// validStatusList reports whether v is a comma-separated list of status
+// codes and ranges (validStatusRange).
+func validStatusList(v string) bool {
+	for _, item := range strings.Split(v, ",") {
+		if !validStatusRange(strings.TrimSpace(item)) {
+			return false
+		}
+	}
+	return true
+}
+
+// isToken reports whether v is a non-empty HTTP token (RFC 9110 section
+// 5.6.2), as a method must be.
+func isToken(v string) bool {
+	if v == "" {
+		return false
+	}
+	for _, r := range v {
+		if r > 0x7e || r <= ' ' || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", r) {
+			return false
+		}
+	}
+	return true
 }
 
 // validStatusRange reports whether v is "NNN" or "NNN-NNN" with codes in
@@ -367,4 +423,21 @@ func validStatusRange(v string) bool {
 	b, err2 := strconv.Atoi(hi)
 	return err1 == nil && err2 == nil && isDigits(lo) && isDigits(hi) &&
 		a >= 100 && b <= 599 && a <= b
+}
+
+// checkModel returns the backend's checks for the model: [backend.check]
+// with its defaults, or the defaults alone when the table is absent (a
+// server with check = true is then checked by TCP connect every 2s).
+func (b *backendSection) checkModel() *Check {
+	ch := b.Check
+	if ch == nil {
+		ch = &checkSection{}
+		ch.setDefaults()
+	}
+	return &Check{
+		Type: *ch.Type, Path: *ch.Path, Method: *ch.Method, Host: *ch.Host,
+		ExpectStatus: *ch.ExpectStatus,
+		Inter:        ch.Inter.Std(), FastInter: ch.FastInter.Std(), DownInter: ch.DownInter.Std(),
+		Rise: *ch.Rise, Fall: *ch.Fall,
+	}
 }

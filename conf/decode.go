@@ -130,6 +130,8 @@ func (s scope) decode(data any, rv reflect.Value) bool {
 	switch {
 	case t == durationType:
 		return s.decodeDuration(data, rv)
+	case t == aclDefinitionsType:
+		return s.decodeACLDefinitions(data, rv)
 	case t.Kind() == reflect.Pointer:
 		// A pointer is set only when its value decoded, so that a bad value
 		// counts as unset; but a section is always allocated, even from a

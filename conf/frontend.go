@@ -1,8 +1,10 @@
 package conf
 
 import (
-	"maps"
-	"slices"
+	"errors"
+	"fmt"
+	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
+	"net/netip"
 	"strings"
 )
 
@@ -33,9 +35,11 @@ type frontendSection struct {
 	DefaultBackend string `toml:"default_backend"`
 
 	// ACL names conditions for the rules, as HAProxy's "acl" lines: the key is
-	// the ACL's name, the value a fetch and its patterns, e.g.
-	// is_api = "path_beg /api".
-	ACL map[string]string `toml:"acl"`
+	// the ACL's name, the value a fetch, flags and patterns, e.g.
+	// is_api = "path_beg /api", or a list of such expressions that OR
+	// together (HAProxy's several lines of one name). Names are visible in
+	// this frontend's rules only. See README "ACLs and rules".
+	ACL map[string]aclDefinitions `toml:"acl"`
 
 	// UseBackend lists routing rules, tried in order: the first whose
 	// condition holds sends the request to its backend.
@@ -67,6 +71,8 @@ type frontendSection struct {
 	// Stats serves the HTML/CSV stats page on this frontend
 	// ([frontend.stats]).
 	Stats *statsPageSection `toml:"stats"`
+
+	rules *acl.Rules // compiled by compileRules
 }
 
 // setDefaults gives every unset key of a frontend its value from [defaults],
@@ -95,11 +101,7 @@ func (f *frontendSection) validate(s scope) {
 	}
 	oneOf(s.at("mode"), f.Mode, ModeHTTP, ModeTCP)
 	nonNegative(s.at("maxconn"), f.MaxConn)
-	for _, name := range slices.Sorted(maps.Keys(f.ACL)) {
-		if expr := f.ACL[name]; strings.TrimSpace(expr) == "" {
-			s.at("acl").at(name).errorf("needs a condition, got %q", expr)
-		}
-	}
+	validateACLs(s.at("acl"), f.ACL)
 	for i, r := range f.UseBackend {
 		r.validate(s.at("use_backend").item(i))
 	}
@@ -115,6 +117,9 @@ func (f *frontendSection) validate(s scope) {
 	}
 	if f.Stats != nil {
 		f.Stats.validate(s.at("stats"))
+		if f.Stats.Enable && f.Mode != nil && *f.Mode == ModeTCP {
+			s.at("stats").errorf("needs mode \"http\"")
+		}
 	}
 }
 
@@ -159,10 +164,17 @@ type statsPageSection struct {
 	// authentication. Empty means no authentication.
 	Auth []string `toml:"auth"`
 
-	// Admin is the condition (an ACL name or expression, in HAProxy's syntax)
-	// under which the page offers admin actions: drain, weight, state.
-	// Empty means never. Default "".
+	// Admin is the condition, in HAProxy's syntax, under which the page
+	// offers admin actions on servers (set READY/DRAIN/MAINT, force health
+	// UP/DOWN, kill sessions): "TRUE" (always), "FALSE", "LOCALHOST" (from
+	// 127.0.0.0/8 or ::1), or "src ADDRESS..." with addresses or networks,
+	// braces allowed ("{ src 10.0.0.0/8 }"). ACL names are not supported
+	// yet. Empty means never. Default "".
 	Admin string `toml:"admin"`
+
+	// HideVersion leaves fulcrum's version and build out of the page, as
+	// HAProxy's "stats hide-version". Default false.
+	HideVersion bool `toml:"hide_version"`
 }
 
 // setDefaults gives every unset key of [frontend.stats] its default.
@@ -181,4 +193,51 @@ func (sp *statsPageSection) validate(s scope) {
 			s.at("auth").item(i).errorf("must be \"user:password\"") // the value is a secret: not echoed
 		}
 	}
+	if _, _, err := parseStatsAdmin(sp.Admin); err != nil {
+		s.at("admin").errorf("%v, got %q", err, sp.Admin)
+	}
+}
+
+// model returns the page's model, nil when the section is absent or not
+// enabled. It runs after validate succeeded.
+func (sp *statsPageSection) model() *StatsPage {
+	if sp == nil || !sp.Enable {
+		return nil
+	}
+	always, from, _ := parseStatsAdmin(sp.Admin)
+	return &StatsPage{URI: *sp.URI, Refresh: (*sp.Refresh).Std(), Auth: sp.Auth, Admin: sp.Admin,
+		AdminAlways: always, AdminFrom: from, HideVersion: sp.HideVersion}
+}
+
+// parseStatsAdmin parses the admin condition of [frontend.stats]: whether
+// it always holds, and else the source networks it allows (none = never).
+func parseStatsAdmin(cond string) (always bool, from []netip.Prefix, err error) {
+	f := strings.Fields(strings.TrimSpace(cond))
+	if len(f) >= 2 && f[0] == "{" && f[len(f)-1] == "}" {
+		f = f[1 : len(f)-1]
+	}
+	switch {
+	case len(f) == 0:
+		return false, nil, nil
+	case len(f) == 1 && f[0] == "TRUE":
+		return true, nil, nil
+	case len(f) == 1 && f[0] == "FALSE":
+		return false, nil, nil
+	case len(f) == 1 && f[0] == "LOCALHOST":
+		return false, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}, nil
+	case f[0] != "src" || len(f) == 1:
+		return false, nil, errors.New(`not supported yet: use TRUE, FALSE, LOCALHOST or "src ADDRESS..."`)
+	}
+	for _, a := range f[1:] {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(a)
+			if aerr != nil {
+				return false, nil, fmt.Errorf("src: %q is not an address or network", a)
+			}
+			p = netip.PrefixFrom(addr, addr.BitLen())
+		}
+		from = append(from, p.Masked())
+	}
+	return false, from, nil
 }

@@ -1,6 +1,10 @@
 package conf
 
-import "strconv"
+import (
+	"net"
+	"strconv"
+	"time"
+)
 
 // globalSection is [global]: settings of the whole process.
 type globalSection struct {
@@ -26,6 +30,11 @@ type globalSection struct {
 	// StatsSocket lists the Runtime API sockets ([[global.stats_socket]]),
 	// which speak HAProxy's Runtime API (socat, hatop, fulcrumctl).
 	StatsSocket []*statsSocketSection `toml:"stats_socket"`
+
+	// StatsTimeout closes a Runtime API session that sends no complete
+	// command line for this long (HAProxy's `stats timeout`); `set timeout
+	// cli` changes it for one session. Default "10s".
+	StatsTimeout *Duration `toml:"stats_timeout"`
 }
 
 // setDefaults gives every unset key of [global] its default.
@@ -33,6 +42,7 @@ func (g *globalSection) setDefaults() {
 	orDefault(&g.HardStopAfter, 0)
 	orDefault(&g.LogLevel, "info")
 	orDefault(&g.LogFormat, "json")
+	orDefault(&g.StatsTimeout, Duration(10*time.Second))
 	for _, ss := range g.StatsSocket {
 		ss.setDefaults()
 	}
@@ -43,6 +53,7 @@ func (g *globalSection) validate(s scope) {
 	nonNegative(s.at("maxconn"), &g.MaxConn)
 	oneOf(s.at("log_level"), g.LogLevel, "debug", "info", "warn", "error")
 	oneOf(s.at("log_format"), g.LogFormat, "json", "console")
+	positive(s.at("stats_timeout"), g.StatsTimeout)
 	seen := map[string]int{}
 	for i, ss := range g.StatsSocket {
 		item := s.at("stats_socket").item(i)
@@ -55,10 +66,13 @@ func (g *globalSection) validate(s scope) {
 	}
 }
 
-// statsSocketSection is one [[global.stats_socket]]: a Unix socket serving
-// HAProxy's Runtime API.
+// statsSocketSection is one [[global.stats_socket]]: a Unix socket (and
+// optionally a TCP address) serving HAProxy's Runtime API.
 type statsSocketSection struct {
-	// Path of the Unix socket. An old socket file there is replaced. Required.
+	// Path of the Unix socket, created at start and removed at stop. A
+	// stale socket file left by a crashed run is replaced; a file that is
+	// not a socket, or a socket another process answers on, is an error.
+	// Required unless tcp is set.
 	Path string `toml:"path"`
 
 	// Level is what the socket's clients may do: "user" (read
@@ -67,23 +81,70 @@ type statsSocketSection struct {
 	// Default "operator", as HAProxy.
 	Level *string `toml:"level"`
 
-	// Mode is the socket file's permissions, in octal, as a string: "0600".
-	// Empty leaves them to the process umask. Default "".
-	Mode string `toml:"mode"`
+	// Mode is the socket file's permissions, in octal, as a string. Default
+	// "0600": only the process's user may connect.
+	Mode *string `toml:"mode"`
+
+	// Owner is the user owning the socket file, a name or a numeric uid.
+	// Changing it needs the privilege to chown. Empty keeps the process's
+	// user. Default "".
+	Owner string `toml:"owner"`
+
+	// Group is the group owning the socket file, a name or a numeric gid
+	// (with mode "0660", its members may connect). Empty keeps the
+	// process's group. Default "".
+	Group string `toml:"group"`
+
+	// TCP is a host:port serving the same API over TCP, besides path or
+	// instead of it. The Runtime API has no authentication, so the address
+	// must be a loopback one (127.0.0.0/8, ::1, localhost) unless
+	// allow_remote is true. Empty serves no TCP. Default "".
+	TCP string `toml:"tcp"`
+
+	// AllowRemote lets tcp be any address, reachable from other hosts.
+	// Default false.
+	AllowRemote bool `toml:"allow_remote"`
 }
 
 // setDefaults gives every unset key of a stats socket its default.
 func (ss *statsSocketSection) setDefaults() {
 	orDefault(&ss.Level, "operator")
+	orDefault(&ss.Mode, "0600")
 }
 
 // validate checks the values set in a [[global.stats_socket]].
 func (ss *statsSocketSection) validate(s scope) {
-	required(s.at("path"), ss.Path)
+	if ss.TCP == "" {
+		required(s.at("path"), ss.Path)
+	}
 	oneOf(s.at("level"), ss.Level, "user", "operator", "admin")
-	if ss.Mode != "" {
-		if m, err := strconv.ParseUint(ss.Mode, 8, 32); err != nil || m > 0o777 {
-			s.at("mode").errorf("must be octal permissions such as \"0600\", got %q", ss.Mode)
+	if ss.Mode != nil {
+		if m, err := strconv.ParseUint(*ss.Mode, 8, 32); err != nil || m > 0o777 {
+			s.at("mode").errorf("must be octal permissions such as \"0600\", got %q", *ss.Mode)
 		}
 	}
+	if ss.TCP != "" {
+		host, port, err := net.SplitHostPort(ss.TCP)
+		switch {
+		case err != nil || port == "":
+			s.at("tcp").errorf("must be host:port, got %q", ss.TCP)
+		case !ss.AllowRemote && !isLoopback(host):
+			s.at("tcp").errorf("%q is not a loopback address; the Runtime API has no authentication (set allow_remote = true to serve it)", host)
+		}
+	}
+}
+
+// isLoopback reports whether host is a loopback IP address or "localhost".
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// socketMode returns a stats socket's mode bits ("0600" -> 0o600).
+func socketMode(s string) uint32 {
+	m, _ := strconv.ParseUint(s, 8, 32)
+	return uint32(m)
 }

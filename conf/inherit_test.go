@@ -111,5 +111,16 @@ func TestValidFull(t *testing.T) {
 		{"pg.HTTPReuse", pg.HTTPReuse, "never"},
 		{"pg.TimeoutServer (from [defaults])", pg.TimeoutServer, 90 * time.Second},
 		{"pg.pg1.Weight (built-in)", pg.Servers[0].Weight, 1},
+		{"web.Balance", web.Balance, "uri len 8 whole"},
+		{"web.HashType", web.HashType, "map-based"},
+		{"web.HashBalanceFactor (from [defaults])", web.HashBalanceFactor, 150},
+		{"web.PanicThreshold", web.PanicThreshold, 50},
+		{"web.AllBackups", web.AllBackups, true},
+		{"web.s1.MaxConn (default_server)", web.Servers[0].MaxConn, 100},
+		{"web.s1.Slowstart (default_server)", web.Servers[0].Slowstart, 10 * time.Second},
+		{"web.s3.Backup", web.Servers[2].Backup, true},
+		{"web.s3.MaxConn", web.Servers[2].MaxConn, 0},
+		{"pg.Balance", pg.Balance, "source"},
+		{"pg.HashType (from [defaults])", pg.HashType, "consistent djb2"},
 	})
 }

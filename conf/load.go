@@ -65,6 +65,7 @@ func Parse(file string, data []byte) (*Config, error) {
 	f.validate(root)
 	f.setDefaults()
 	f.checkLinks(root)
+	reg := f.compileRules(root)
 	c.checkSupport()
 
 	if len(c.errs) > 0 {
@@ -72,7 +73,9 @@ func Parse(file string, data []byte) (*Config, error) {
 		errs.sort()
 		return nil, errs
 	}
-	return f.model(c), nil
+	cfg := f.model(c)
+	cfg.ACL = reg
+	return cfg, nil
 }
 
 // syntaxError turns an error of the toml package into a problem report.
@@ -180,7 +183,20 @@ func (f *fileSection) model(c *checker) *Config {
 			HardStopAfter: f.Global.HardStopAfter.Std(),
 			LogLevel:      *f.Global.LogLevel,
 			LogFormat:     *f.Global.LogFormat,
+			StatsTimeout:  f.Global.StatsTimeout.Std(),
 		},
+	}
+	for i, ss := range f.Global.StatsSocket {
+		cfg.Global.StatsSockets = append(cfg.Global.StatsSockets, StatsSocket{
+			Path:        ss.Path,
+			Line:        c.pos.line(path{"global", "stats_socket"}.index(i)),
+			Level:       *ss.Level,
+			Mode:        os.FileMode(socketMode(*ss.Mode)),
+			Owner:       ss.Owner,
+			Group:       ss.Group,
+			TCP:         ss.TCP,
+			AllowRemote: ss.AllowRemote,
+		})
 	}
 	for i, fe := range f.Frontends {
 		cfg.Frontends = append(cfg.Frontends, &Frontend{
@@ -193,6 +209,8 @@ func (f *fileSection) model(c *checker) *Config {
 			TimeoutClient:      fe.TimeoutClient.Std(),
 			TimeoutHTTPRequest: fe.TimeoutHTTPRequest.Std(),
 			ForwardFor:         *fe.ForwardFor,
+			Stats:              fe.Stats.model(),
+			Rules:              fe.rules,
 		})
 	}
 	for i, be := range f.Backends {
@@ -210,9 +228,12 @@ func (f *fileSection) model(c *checker) *Config {
 			TimeoutConnect:    be.TimeoutConnect.Std(),
 			TimeoutServer:     be.TimeoutServer.Std(),
 			TimeoutQueue:      be.TimeoutQueue.Std(),
+			TimeoutCheck:      be.TimeoutCheck.Std(),
+			Check:             be.checkModel(),
 			Retries:           *be.Retries,
 			Redispatch:        *be.Redispatch,
 			ForwardFor:        *be.ForwardFor,
+			Rules:             be.rules,
 		}
 		for j, srv := range be.Servers {
 			b.Servers = append(b.Servers, &Server{
@@ -226,6 +247,12 @@ func (f *fileSection) model(c *checker) *Config {
 				Backup:    *srv.Backup,
 				Disabled:  *srv.Disabled,
 				Slowstart: srv.Slowstart.Std(),
+
+				Check:      *srv.Check,
+				Agent:      srv.Agent.model(),
+				Observe:    *srv.Observe,
+				ErrorLimit: *srv.ErrorLimit,
+				OnError:    *srv.OnError,
 			})
 		}
 		cfg.Backends = append(cfg.Backends, b)

@@ -1,6 +1,11 @@
 package conf
 
-import "time"
+import (
+	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
+	"net/netip"
+	"os"
+	"time"
+)
 
 // Mode is a proxy's mode: "http" or "tcp".
 type Mode string
@@ -19,6 +24,9 @@ type Config struct {
 	Global    Global
 	Frontends []*Frontend
 	Backends  []*Backend
+	// ACL numbers every pattern set of the ACLs (inline patterns and -f
+	// files) as HAProxy's `show acl`; the Runtime API changes them live.
+	ACL *acl.Registry
 }
 
 // Global holds process-wide settings ([global]).
@@ -27,6 +35,20 @@ type Global struct {
 	HardStopAfter time.Duration // 0 = wait forever for in-flight work at stop
 	LogLevel      string        // debug | info | warn | error
 	LogFormat     string        // json | console
+	StatsSockets  []StatsSocket // [[global.stats_socket]], in file order
+	StatsTimeout  time.Duration // idle timeout of a Runtime API session
+}
+
+// StatsSocket is one [[global.stats_socket]]: a Runtime API endpoint.
+type StatsSocket struct {
+	Path        string      // Unix socket path, "" = none
+	Line        int         // line of the [[global.stats_socket]] header
+	Level       string      // user | operator | admin
+	Mode        os.FileMode // permission bits of the socket file
+	Owner       string      // user name or uid, "" = unchanged
+	Group       string      // group name or gid, "" = unchanged
+	TCP         string      // host:port, "" = none
+	AllowRemote bool        // tcp may be a non-loopback address
 }
 
 // Frontend is one [[frontend]].
@@ -40,6 +62,19 @@ type Frontend struct {
 	TimeoutClient      time.Duration
 	TimeoutHTTPRequest time.Duration
 	ForwardFor         bool
+	Stats              *StatsPage // nil unless [frontend.stats] enable = true
+	Rules              *acl.Rules // tcp_request, http_request and use_backend, compiled
+}
+
+// StatsPage is a frontend's stats page ([frontend.stats] with enable = true).
+type StatsPage struct {
+	URI         string         // path prefix, e.g. "/stats"
+	Refresh     time.Duration  // 0 = no auto-refresh
+	Auth        []string       // "user:password" (password or bcrypt hash); empty = open
+	Admin       string         // the admin condition as written
+	AdminAlways bool           // admin actions allowed from everywhere
+	AdminFrom   []netip.Prefix // admin actions allowed from these sources
+	HideVersion bool
 }
 
 // Backend is one [[backend]].
@@ -57,9 +92,12 @@ type Backend struct {
 	TimeoutConnect    time.Duration
 	TimeoutServer     time.Duration
 	TimeoutQueue      time.Duration
+	TimeoutCheck      time.Duration // 0 = each check is bounded by its inter
+	Check             *Check        // never nil: the defaults without [backend.check]
 	Retries           int
 	Redispatch        bool
 	ForwardFor        bool
+	Rules             *acl.Rules // http_request rules, compiled
 	Servers           []*Server
 }
 
@@ -75,4 +113,33 @@ type Server struct {
 	Backup    bool
 	Disabled  bool
 	Slowstart time.Duration
+
+	Check      bool   // health checks with the backend's Check
+	Agent      *Agent // nil = no agent check
+	Observe    string // "", "layer4" or "layer7"
+	ErrorLimit int    // observe: consecutive errors that trigger OnError
+	OnError    string // fastinter | fail-check | sudden-death | mark-down
+}
+
+// Check is a backend's [backend.check]: how its servers with check = true
+// are checked. Durations are above 0 and FastInter/DownInter default to
+// Inter.
+type Check struct {
+	Type         string // "tcp" | "http"
+	Path         string // http: request path
+	Method       string // http: request method
+	Host         string // http: Host header, "" = HTTP/1.0 without Host
+	ExpectStatus string // http: "200-399", "200", "200,204,300-399"
+	Inter        time.Duration
+	FastInter    time.Duration
+	DownInter    time.Duration
+	Rise, Fall   int
+}
+
+// Agent is a server's agent check (HAProxy's agent-check).
+type Agent struct {
+	Addr  string // host, "" = the server's
+	Port  int
+	Inter time.Duration
+	Send  string // sent verbatim once connected, "" = nothing
 }

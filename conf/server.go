@@ -152,14 +152,19 @@ func (srv *serverSection) validate(s scope) {
 // connection to a small agent that answers with the server's state and
 // weight ("up", "drain", "75%"...).
 type agentSection struct {
-	// Port of the agent on the server's host. Required, 1..65535.
+	// Port of the agent. Required, 1..65535.
 	Port int `toml:"port"`
 
-	// Inter is the time between two agent checks. Default "2s".
+	// Addr is the agent's host (IP or name) when it is not the server's.
+	// Default "": the server's host.
+	Addr string `toml:"addr"`
+
+	// Inter is the time between two agent checks; also the agent check's
+	// timeout when the backend has no timeout_check. Default "2s".
 	Inter *Duration `toml:"inter"`
 
-	// Send is a string sent to the agent once connected, e.g. "ping\n".
-	// Default "".
+	// Send is a string sent to the agent once connected, e.g. "ping\n",
+	// byte for byte. Default "": nothing is sent.
 	Send string `toml:"send"`
 }
 
@@ -172,4 +177,12 @@ func (a *agentSection) setDefaults() {
 func (a *agentSection) validate(s scope) {
 	inRange(s.at("port"), &a.Port, 1, 65535)
 	positive(s.at("inter"), a.Inter)
+}
+
+// model returns the agent for the model, nil when there is none.
+func (a *agentSection) model() *Agent {
+	if a == nil {
+		return nil
+	}
+	return &Agent{Addr: a.Addr, Port: a.Port, Inter: a.Inter.Std(), Send: a.Send}
 }

@@ -9,14 +9,16 @@ package conf
 // `FILE:LINE: backend "web": stick_table: not supported yet`.
 //
 // This file is the one place that says what is implemented. When an issue
-// implements a key, delete its line from notYet (or add the algorithm to
-// supportedBalance) in the same change, and turn its golden case in
-// testdata/conf/ from an error into a valid config.
+// implements a key, delete its line from notYet in the same change, and
+// turn its golden case in testdata/conf/ from an error into a valid config.
+// Balance algorithms are proxy/lb's: one that HAProxy has and fulcrum does
+// not run yet fails lb.Parse with lb.ErrNotSupported.
 
 import (
+	"errors"
 	"fmt"
-	"maps"
-	"slices"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
 )
 
 // notYet maps the schema path of each key that the proxy does not implement
@@ -24,64 +26,23 @@ import (
 // the key being absent. nil means any value is reported. An empty array or
 // table counts as absent.
 var notYet = map[string][]any{
-	// [global]
-	"global.stats_socket": nil,
-
 	// [[frontend]]
-	"frontend.acl":          nil,
-	"frontend.use_backend":  nil,
-	"frontend.http_request": nil,
-	"frontend.tcp_request":  nil,
-	"frontend.stats":        nil,
 
-	// [defaults] and [[backend]]; balance is in supportedBalance below.
-	"defaults.hash_type":           {"map-based"},
-	"backend.hash_type":            {"map-based"},
-	"defaults.hash_balance_factor": {0},
-	"backend.hash_balance_factor":  {0},
-	"defaults.fullconn":            {0},
-	"backend.fullconn":             {0},
-	"defaults.timeout_queue":       {Duration(0)},
-	"backend.timeout_queue":        {Duration(0)},
-	"defaults.timeout_check":       {Duration(0)},
-	"backend.timeout_check":        {Duration(0)},
-	"defaults.redispatch":          {false},
-	"backend.redispatch":           {false},
-	"backend.panic_threshold":      {0},
-	"backend.allbackups":           {false},
-	"backend.cookie":               nil,
-	"backend.stick_table":          nil,
-	"backend.stick":                nil,
-	"backend.check":                nil,
+	// [defaults] and [[backend]]; balance is checked against proxy/lb.
+	"defaults.fullconn":      {0},
+	"backend.fullconn":       {0},
+	"defaults.timeout_queue": {Duration(0)},
+	"backend.timeout_queue":  {Duration(0)},
+	"backend.cookie":         nil,
+	"backend.stick_table":    nil,
+	"backend.stick":          nil,
 
 	// [[backend.server]] and [backend.default_server]
-	"backend.server.maxconn":             {0},
-	"backend.default_server.maxconn":     {0},
-	"backend.server.maxqueue":            {0},
-	"backend.default_server.maxqueue":    {0},
-	"backend.server.minconn":             {0},
-	"backend.default_server.minconn":     {0},
-	"backend.server.check":               {false},
-	"backend.default_server.check":       {false},
-	"backend.server.backup":              {false},
-	"backend.default_server.backup":      {false},
-	"backend.server.slowstart":           {Duration(0)},
-	"backend.default_server.slowstart":   {Duration(0)},
-	"backend.server.agent":               nil,
-	"backend.default_server.agent":       nil,
-	"backend.server.observe":             {""},
-	"backend.default_server.observe":     {""},
-	"backend.server.error_limit":         {10},
-	"backend.default_server.error_limit": {10},
-	"backend.server.on_error":            {"fail-check"},
-	"backend.default_server.on_error":    {"fail-check"},
-	"backend.server.cookie":              {""},
-}
-
-// supportedBalance lists the balance algorithms the proxy runs. Any other
-// algorithm of balanceAlgorithms is reported as not supported yet.
-var supportedBalance = map[string]bool{
-	"roundrobin": true,
+	"backend.server.maxqueue":         {0},
+	"backend.default_server.maxqueue": {0},
+	"backend.server.minconn":          {0},
+	"backend.default_server.minconn":  {0},
+	"backend.server.cookie":           {""},
 }
 
 // checkSupport reports every key that the file sets and the proxy does not
@@ -116,9 +77,8 @@ func (c *checker) supportAt(s scope, v any) {
 	key := s.p.schema()
 	if key == "defaults.balance" || key == "backend.balance" {
 		if expr, ok := v.(string); ok {
-			if name := balanceName(expr); findBalance(name) != nil && !supportedBalance[name] {
-				s.errorf("not supported yet, got %q (supported: %s)",
-					expr, quoteList(slices.Sorted(maps.Keys(supportedBalance))))
+			if _, err := lb.Parse(expr); errors.Is(err, lb.ErrNotSupported) {
+				s.errorf("%s", err)
 			}
 		}
 		return

@@ -39,11 +39,6 @@ func TestNotYetKeys(t *testing.T) {
 			t.Errorf("notYet allows %q = %v, but its default is %v", key, allow[0], got)
 		}
 	}
-	for name := range supportedBalance {
-		if findBalance(name) == nil {
-			t.Errorf("supportedBalance lists %q, which is not an algorithm", name)
-		}
-	}
 }
 
 // schemaField returns the field at a schema path in a defaulted file,

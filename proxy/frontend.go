@@ -18,16 +18,17 @@ type Frontend struct {
 	ID   int
 	Conf *conf.Frontend
 
-	p       *Proxy
-	backend *Backend // default_backend, nil if none
+	p          *Proxy
+	backend    *Backend   // default_backend, nil if none
+	useBackend []*Backend // the backend of each use_backend rule (rules.go)
 
 	timeoutClient      time.Duration
 	timeoutHTTPRequest time.Duration
 	forwardFor         bool
 
 	listeners []net.Listener
-	slots     chan struct{} // maxconn slots, nil = unlimited
-	local     []localRoute  // requests answered by the frontend itself
+	slots     limiter      // maxconn (set maxconn frontend changes it)
+	local     []localRoute // requests answered by the frontend itself
 
 	mu    sync.Mutex
 	conns map[*clientConn]struct{}
@@ -36,6 +37,9 @@ type Frontend struct {
 	// that waited in the kernel backlog because maxconn was reached.
 	Counters    Counters
 	MaxconnHits atomic.Int64
+	// DeniedConn counts connections closed by a tcp_request connection
+	// reject rule (HAProxy's dcon).
+	DeniedConn atomic.Int64
 }
 
 // clientConn is one accepted client connection.
@@ -45,6 +49,7 @@ type clientConn struct {
 	accepted time.Time
 	state    atomic.Int32 // connIdle, connActive or connClosed
 	dl       deadlines    // owned by the connection's goroutine
+	stream   streamRef    // the current stream's server side (sessions.go)
 }
 
 const (
@@ -137,6 +142,9 @@ func (fe *Frontend) serve(cc *clientConn) {
 	defer fe.p.releaseSlots(fe)
 	defer fe.track(cc, false)
 	defer cc.c.Close()
+	if !fe.acceptConn(cc) { // tcp_request connection rules (rules.go)
+		return
+	}
 	fe.Counters.sessionStart(cc.accepted)
 	defer fe.Counters.sessionEnd()
 	if fe.Conf.Mode == conf.ModeTCP {

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
 	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
 )
 
@@ -38,6 +39,11 @@ type httpSession struct {
 	owned *upConn // a server connection kept private to this session
 	xff   []byte  // the X-Forwarded-For line, built once
 	local bool    // the current request is answered by a local handler
+
+	// The rules' view of the current request, and the header and path
+	// edits of its rules that writeRequestHead applies (rules.go).
+	areq  acl.Request
+	edits acl.Edits
 }
 
 // sessionPool recycles httpSessions with their head buffers, so that a new
@@ -126,13 +132,19 @@ func (s *httpSession) handle(idleStart time.Time) bool {
 		return false
 	}
 	tHead := time.Now()
+	if done, keep := s.frontendRules(idleStart, t0); done {
+		return keep
+	}
 	if h := s.localHandler(); h != nil {
 		return s.serveLocal(h, idleStart, t0)
 	}
-	be := fe.backend
+	be := s.selectBackend()
 	if be == nil {
 		s.fail(503, "SC", idleStart, tHead.Sub(t0).Milliseconds(), nil, nil)
 		return false
+	}
+	if done, keep := s.backendRules(be, idleStart, t0); done {
+		return keep
 	}
 	s.fillView()
 	return s.forward(be, idleStart, t0, tHead)
@@ -179,7 +191,10 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 		s.fail(503, "SC", idleStart, tq, be, srv)
 		return false
 	}
-	defer be.unassign(srv)
+	defer func() { be.unassign(srv) }() // srv may move with a redispatch
+	// The stream's server side, for shutdown sessions (sessions.go).
+	s.cc.stream.set(be, srv, uc.c)
+	defer s.cc.stream.clear()
 	srv.Counters.request(tHead)
 	srv.Counters.Qtime.Add(0)
 	be.Counters.Qtime.Add(0)
@@ -225,10 +240,13 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 		stale := ferr != nil || (err != nil && !isTimeout(err) && len(s.resp.buf) == 0)
 		if stale && reused && !hasBody && attempt == 0 {
 			uc.close()
-			if uc, tc, err = s.dial(be, srv); err != nil { // econ counted by dial
+			var c net.Conn
+			if srv, c, tc, err = connectServer(be, srv, &s.lbreq); err != nil { // econ counted
 				s.fail(503, "SC", idleStart, tq, be, srv)
 				return false
 			}
+			uc = &upConn{c: c, br: getReader(c), bw: getWriter(c), srv: srv}
+			s.cc.stream.set(be, srv, uc.c)
 			reused = false
 			continue
 		}
@@ -247,10 +265,13 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 		be.Counters.Eresp.Add(1)
 		switch {
 		case isTimeout(err):
+			srv.observeResponse(504)
 			s.fail(504, "sH", idleStart, tq, be, srv)
 		case errors.Is(err, errBadHead) || errors.Is(err, errHeadTooLarge) || errors.Is(err, errSmuggling):
+			srv.observeResponse(502)
 			s.fail(502, "PH", idleStart, tq, be, srv)
 		default:
+			srv.observeResponse(502)
 			s.fail(502, "SH", idleStart, tq, be, srv)
 		}
 		return false
@@ -261,6 +282,7 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 	be.Counters.Rtime.Add(tr)
 
 	status := s.resp.status
+	srv.observeResponse(status)
 	isHead := string(s.req.line[0]) == "HEAD"
 	noBody := isHead || status == 204 || status == 304 || status == 101
 	untilClose := !noBody && !s.resp.chunked && s.resp.contentLength < 0
@@ -281,6 +303,7 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 		bodyBytes, berr = s.copyUntilClose(uc)
 	}
 	if berr == nil && !upgrade {
+		s.cc.stream.clear() // uc is no longer this stream's once pooled
 		// The response has been read whole: the server connection is free
 		// for the next request before the last bytes reach the client.
 		if upReusable {
@@ -353,35 +376,47 @@ func (s *httpSession) connect(be *Backend, avoid *Server, now time.Time) (srv *S
 	if uc = s.reuse(be, srv); uc != nil {
 		return srv, uc, true, 0, nil
 	}
-	uc, tc, err = s.dial(be, srv)
-	return srv, uc, false, tc, err
-}
-
-// dial opens a new connection to srv, retrying a failed connect up to the
-// backend's `retries` times. On final failure it counts econ.
-func (s *httpSession) dial(be *Backend, srv *Server) (*upConn, int64, error) {
-	c, tc, err := dialServer(be, srv)
+	srv, c, tc, err := connectServer(be, srv, &s.lbreq)
 	if err != nil {
-		return nil, tc, err
+		return srv, nil, false, tc, err
 	}
-	return &upConn{c: c, br: getReader(c), bw: getWriter(c), srv: srv}, tc, nil
+	return srv, &upConn{c: c, br: getReader(c), bw: getWriter(c), srv: srv}, false, tc, nil
 }
 
-// dialServer connects to srv with the backend's timeout_connect and
-// retries, counting wretr per retry and econ on final failure. It returns
-// the connect time in ms of the successful attempt.
-func dialServer(be *Backend, srv *Server) (net.Conn, int64, error) {
+// connectServer connects to srv with the backend's timeout_connect,
+// retrying a failed connect up to `retries` times (each counted in wretr).
+// With `redispatch`, the last retry goes to another server chosen by the
+// algorithm, as HAProxy's option redispatch: the session moves there
+// (unassigned from srv, assigned to the new one, counted in wredis) and that
+// server is returned. On final failure econ is counted on the last server
+// tried, which is returned with the error. Every attempt is reported to the
+// server's traffic observer (passive health checks). The connect time of
+// the successful attempt is returned in ms.
+func connectServer(be *Backend, srv *Server, view *lb.Request) (*Server, net.Conn, int64, error) {
 	d := net.Dialer{Timeout: be.Conf.TimeoutConnect}
+	retries := be.Conf.Retries
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
 		c, err := d.Dial("tcp", srv.Addr())
+		srv.observeConnect(err == nil)
 		if err == nil { // Go sets TCP_NODELAY on TCP connections by default
-			return c, time.Since(start).Milliseconds(), nil
+			return srv, c, time.Since(start).Milliseconds(), nil
 		}
-		if attempt >= be.Conf.Retries {
+		if attempt >= retries {
 			srv.Counters.Econ.Add(1)
 			be.Counters.Econ.Add(1)
-			return nil, -1, err
+			return srv, nil, -1, err
+		}
+		if attempt == retries-1 && be.Conf.Redispatch {
+			if other := be.assign(view, srv, start); other != nil {
+				be.unassign(srv)
+				if other != srv {
+					other.Counters.Wredis.Add(1)
+					be.Counters.Wredis.Add(1)
+					srv = other
+					continue
+				}
+			}
 		}
 		srv.Counters.Wretr.Add(1)
 		be.Counters.Wretr.Add(1)
@@ -518,16 +553,24 @@ func (s *httpSession) writeRequestHead(w *bufio.Writer) int64 {
 	n := w.Buffered()
 	w.Write(r.line[0])
 	w.WriteByte(' ')
-	w.Write(r.line[1])
+	w.Write(s.requestURI())
 	w.WriteString(" HTTP/1.1\r\n")
-	for _, h := range r.headers {
-		if r.isHopByHop(h.name, r.connUpgrade) || (r.expect100 && bytes.EqualFold(h.name, hdrExpect)) {
+	for i, h := range r.headers {
+		if s.edits.Hidden(i) || r.isHopByHop(h.name, r.connUpgrade) || (r.expect100 && bytes.EqualFold(h.name, hdrExpect)) {
 			continue
 		}
 		w.Write(h.name)
 		w.WriteString(": ")
 		w.Write(h.value)
 		w.WriteString("\r\n")
+	}
+	for i := range s.edits.NumAdded() { // add-header and set-header lines
+		if name, value, ok := s.edits.AddedAt(i); ok {
+			w.Write(name)
+			w.WriteString(": ")
+			w.Write(value)
+			w.WriteString("\r\n")
+		}
 	}
 	if r.connUpgrade {
 		w.WriteString("Connection: upgrade\r\n")

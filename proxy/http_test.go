@@ -488,3 +488,35 @@ func TestHTTPReuseAggressive(t *testing.T) {
 		t.Errorf("server connections: got %d, want 3", got)
 	}
 }
+
+// TestRedispatch: with retries 2 and redispatch, a server that refuses
+// connections is retried once, then the last retry goes to the other
+// server: the client sees no error, and wretr/wredis say what happened.
+func TestRedispatch(t *testing.T) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := l.Addr().String()
+	l.Close()
+	u := newUpstream(t, "s2")
+	cfg := testConfig(conf.ModeHTTP, []string{dead, u.addr()}, nil)
+	cfg.Backends[0].Retries = 2
+	cfg.Backends[0].Redispatch = true
+	p, addr := startProxy(t, cfg)
+	rc := dialRaw(t, addr)
+	// Roundrobin alternates s1, s2; each redispatch takes s2's turn, so
+	// every request is first assigned to the dead s1.
+	for i := 0; i < 4; i++ {
+		resp := rc.do(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		if resp.StatusCode != 200 || strings.TrimSpace(bodyOf(resp)) != "s2" {
+			t.Fatalf("request %d: got %d, want 200 from s2", i, resp.StatusCode)
+		}
+	}
+	snap := p.Snapshot()
+	be, s1, s2 := snap.Backends[0], snap.Backends[0].Servers[0], snap.Backends[0].Servers[1]
+	if be.Wretr != 4 || be.Wredis != 4 || s1.Wretr != 4 || s2.Wredis != 4 || be.Econ != 0 {
+		t.Errorf("wretr/wredis/econ: got be %d/%d/%d s1 wretr %d s2 wredis %d, want 4/4/0 4 4",
+			be.Wretr, be.Wredis, be.Econ, s1.Wretr, s2.Wredis)
+	}
+	if s1.Scur != 0 || s2.Scur != 0 {
+		t.Errorf("scur after requests: s1 %d s2 %d, want 0 0", s1.Scur, s2.Scur)
+	}
+}

@@ -22,8 +22,8 @@ type Proxy struct {
 	cancel  context.CancelFunc
 	started time.Time
 
-	globalSlots chan struct{} // global maxconn, nil = unlimited
-	work        chan work     // accepted connections for idle worker goroutines
+	globalSlots limiter   // global maxconn (set maxconn global changes it)
+	work        chan work // accepted connections for idle worker goroutines
 	stopping    atomic.Bool
 	wg          sync.WaitGroup // accept loops and connections
 }
@@ -40,12 +40,11 @@ func New(cfg *conf.Config, log zerolog.Logger) (*Proxy, error) {
 			cancel()
 			return nil, err
 		}
+		b.log = log // panic_threshold warnings
 		p.Backends = append(p.Backends, b)
 		byName[b.Name] = b
 	}
-	if cfg.Global.MaxConn > 0 {
-		p.globalSlots = make(chan struct{}, cfg.Global.MaxConn)
-	}
+	p.globalSlots.setMax(cfg.Global.MaxConn)
 	for i, fc := range cfg.Frontends {
 		fe := &Frontend{
 			Name: fc.Name, ID: i + 1, Conf: fc, p: p,
@@ -64,9 +63,11 @@ func New(cfg *conf.Config, log zerolog.Logger) (*Proxy, error) {
 			// both sections); either turns it on.
 			fe.forwardFor = fe.forwardFor || fe.backend.Conf.ForwardFor
 		}
-		if fc.MaxConn > 0 {
-			fe.slots = make(chan struct{}, fc.MaxConn)
+		if err := fe.buildRules(byName); err != nil {
+			cancel()
+			return nil, err
 		}
+		fe.slots.setMax(fc.MaxConn)
 		p.Frontends = append(p.Frontends, fe)
 	}
 	return p, nil
@@ -158,37 +159,21 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 // acquire takes a frontend slot then a global slot, waiting while either
 // limit is reached. It returns false when the proxy is stopping.
 func (p *Proxy) acquire(fe *Frontend) bool {
-	if fe.slots != nil {
-		select {
-		case fe.slots <- struct{}{}:
-		default:
-			fe.MaxconnHits.Add(1)
-			select {
-			case fe.slots <- struct{}{}:
-			case <-p.ctx.Done():
-				return false
-			}
-		}
-	}
-	if p.globalSlots != nil {
-		select {
-		case p.globalSlots <- struct{}{}:
-		case <-p.ctx.Done():
-			if fe.slots != nil {
-				<-fe.slots
-			}
+	if !fe.slots.tryAcquire() {
+		fe.MaxconnHits.Add(1)
+		if !fe.slots.acquire(p.ctx.Done()) {
 			return false
 		}
+	}
+	if !p.globalSlots.acquire(p.ctx.Done()) {
+		fe.slots.release()
+		return false
 	}
 	return true
 }
 
 // releaseSlots returns the slots taken by acquire.
 func (p *Proxy) releaseSlots(fe *Frontend) {
-	if p.globalSlots != nil {
-		<-p.globalSlots
-	}
-	if fe.slots != nil {
-		<-fe.slots
-	}
+	p.globalSlots.release()
+	fe.slots.release()
 }

@@ -41,6 +41,10 @@ type OpState int32
 const (
 	OpUp OpState = iota
 	OpDown
+	// OpStopping is HAProxy's soft-stop (NOLB): the server finishes what
+	// it has and takes only persistent traffic. Set by `set server ...
+	// health stopping`; not usable for new traffic, like DOWN.
+	OpStopping
 )
 
 // Server is one server of a backend.
@@ -73,11 +77,54 @@ type Server struct {
 
 	lastChange atomic.Int64 // unix nanoseconds of the last state change
 
-	lb lb.Server // the algorithm's view; lb.Cur is the in-flight count
+	lb  lb.Server     // the algorithm's view; lb.Cur is the in-flight count
+	bal serverBalance // slowstart and free-slot accounting (backend.go)
 
 	Counters Counters
 
 	pool connPool
+
+	observer atomic.Pointer[TrafficObserver]
+
+	// checks is the server's health and agent check state, installed by
+	// proxy/check (nil while nothing checks the server); maxConnSet is the
+	// runtime maxconn plus one (0 = the configured one applies).
+	checks     atomic.Pointer[CheckReporter]
+	maxConnSet atomic.Int64
+}
+
+// TrafficObserver receives the outcome of real traffic to a server, for
+// passive health checks (HAProxy's `observe layer4|layer7`). Its methods are
+// called on the request path, concurrently: they must be cheap and must not
+// block.
+type TrafficObserver interface {
+	// ObserveConnect reports one connection attempt to the server.
+	ObserveConnect(ok bool)
+	// ObserveResponse reports one HTTP response from the server by status;
+	// a response that could not be read is reported as 502, a server
+	// timeout as 504.
+	ObserveResponse(status int)
+}
+
+// SetTrafficObserver installs o (nil removes it).
+func (s *Server) SetTrafficObserver(o TrafficObserver) {
+	if o == nil {
+		s.observer.Store(nil)
+		return
+	}
+	s.observer.Store(&o)
+}
+
+func (s *Server) observeConnect(ok bool) {
+	if o := s.observer.Load(); o != nil {
+		(*o).ObserveConnect(ok)
+	}
+}
+
+func (s *Server) observeResponse(status int) {
+	if o := s.observer.Load(); o != nil {
+		(*o).ObserveResponse(status)
+	}
 }
 
 // Addr returns the server's current address (host:port).
@@ -155,4 +202,68 @@ func (uc *upConn) close() {
 	putReader(uc.br)
 	putWriter(uc.bw)
 	uc.br, uc.bw = nil, nil
+}
+
+// CheckReporter is a server's check state as proxy/check keeps it: the
+// health check, the agent check and passive observation. Snapshot calls it
+// once per server, without any backend lock held, to fill the check parts
+// of the server's snapshot.
+type CheckReporter interface {
+	// ReportChecks fills ss.Check, ss.Agent and the check fields of ss as
+	// they are at now.
+	ReportChecks(now time.Time, ss *ServerSnapshot)
+}
+
+// SetCheckReporter installs r (proxy/check does it once per server) and
+// returns false when another reporter was installed first, which stays.
+func (s *Server) SetCheckReporter(r CheckReporter) bool {
+	return s.checks.CompareAndSwap(nil, &r)
+}
+
+// CheckReporter returns the installed reporter, or nil.
+func (s *Server) CheckReporter() CheckReporter {
+	if r := s.checks.Load(); r != nil {
+		return *r
+	}
+	return nil
+}
+
+// MaxConn returns the server's current maxconn, 0 = unlimited: the
+// configured value until the agent (`maxconn:N`) or an operator changes it.
+func (s *Server) MaxConn() int {
+	if n := s.maxConnSet.Load(); n > 0 {
+		return int(n - 1)
+	}
+	return s.Conf.MaxConn
+}
+
+// SetMaxConn changes a server's maxconn (0 = unlimited) and returns the
+// previous value. Sessions above the new limit are not cut; new ones wait.
+// The limit the algorithms see (lb.Server.MaxConn, lowered by slowstart
+// while the server ramps up) follows at once, through rebuildLocked, which
+// also tells the algorithm and the free-slot count.
+func (b *Backend) SetMaxConn(s *Server, n int) (old int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	old = s.MaxConn()
+	s.maxConnSet.Store(int64(n) + 1)
+	b.rebuildLocked()
+	return old
+}
+
+// ServersUp counts the backend's servers that are UP and not in
+// maintenance, active and backup, as HAProxy's "N active and M backup
+// servers left" (the transition log line).
+func (b *Backend) ServersUp() (active, backup int) {
+	for _, s := range b.Servers {
+		if s.Op() != OpUp || s.Admin() == AdminMaint {
+			continue
+		}
+		if s.Conf.Backup {
+			backup++
+		} else {
+			active++
+		}
+	}
+	return active, backup
 }

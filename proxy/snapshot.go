@@ -1,6 +1,9 @@
 package proxy
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // CounterValues is a plain copy of Counters at one instant. Times are in
 // milliseconds; LastSess is zero when no session was ever assigned.
@@ -97,9 +100,31 @@ type ServerSnapshot struct {
 	MaxConn  int // 0 = unlimited
 	MaxQueue int // 0 = unlimited
 
-	// Check is the health-check state, nil while the server has no check
-	// (every server until health checks exist).
+	// Check is the health-check state, nil while the server has no health
+	// check enabled (not configured, or `disable health`): stats print
+	// "no check" and empty check columns.
 	Check *CheckSnapshot
+
+	// Agent is the agent-check state, nil while the server has no agent
+	// check enabled (not configured, or `disable agent`).
+	Agent *AgentSnapshot
+
+	// HealthState is what `show servers state` prints for the checks,
+	// filled whether or not checks are enabled.
+	HealthState ServerCheckState
+}
+
+// ServerCheckState is the check part of a `show servers state` line
+// (runtime-api.md 4.5), in HAProxy's numeric encodings.
+type ServerCheckState struct {
+	CheckStatus int // srv_check_status: HAProxy's HCHK_STATUS_* number (1 = INI)
+	CheckResult int // srv_check_result: 0 unknown, 1 neutral, 2 failed, 3 passed, 4 cond. passed
+	CheckHealth int // srv_check_health: the rise/fall counter (rise without checks, 0 in MAINT)
+	CheckState  int // srv_check_state: 0x01 running, 0x02 configured, 0x04 enabled, 0x08 paused
+	AgentState  int // srv_agent_state: the same bits, plus 0x10 (agent)
+	CheckPort   int // srv_check_port: 0 = the server's port
+	AgentAddr   string
+	AgentPort   int // 0 = no agent
 }
 
 // CheckSnapshot is a server's health-check state as `show stat` prints it.
@@ -115,26 +140,77 @@ type CheckSnapshot struct {
 	Failed             int64 // failed checks (chkfail)
 	Downs              int64 // UP to DOWN transitions (chkdown)
 	Downtime           int64 // seconds spent DOWN
+
+	// Paused is true while the server is in MAINT: checks do not run and
+	// HAProxy prints check_status, check_code, check_duration, check_desc
+	// and check_health empty (Status and Desc are "" then).
+	Paused bool
+	// Observe is true when the server has `observe`: hanafail is printed.
+	Observe  bool
+	HanaFail int64 // error_limit reached by observe (hanafail)
 }
 
-// Status returns the server's status as `show stat` prints it: MAINT,
-// DRAIN, UP or DOWN (see the truth table on Server).
+// AgentSnapshot is a server's agent-check state as `show stat` prints it
+// (agent_status, agent_code, agent_duration, agent_desc, last_agt,
+// agent_rise, agent_fall, agent_health).
+type AgentSnapshot struct {
+	Status   string // L7OK (up), L7STS (down/stopped/fail), CHECKED, L4CON, L4TOUT, ...; "" = none yet
+	Desc     string // the code's text: "Layer7 check passed", "No status change"
+	Info     string // last_agt: "via agent : up", "agent reports an error : hello"
+	Code     int    // agent_code: 0 after an up/down reply, -1 = empty
+	Duration int64  // ms, -1 = unknown
+	Running  bool   // a probe is in progress ("* " prefix)
+
+	Rise, Fall, Health int // 1, 1, and 1 (up) or 0 (down)
+}
+
+// Status returns the server's status exactly as HAProxy's `show stat`
+// prints it (stats-csv.md section 3): MAINT; UP, "UP 1/3", "DRAIN (agent)",
+// "DRAIN 2/3", DRAIN or "no check" while running; NOLB or "NOLB 1/3" while
+// soft-stopping; "DOWN (agent)", "DOWN 1/2" or DOWN while stopped. x/y is
+// health-rise+1 / fall going down, health / rise going up.
 func (s *ServerSnapshot) Status() string {
-	switch {
-	case s.Admin == AdminMaint:
+	ck, ag := s.Check, s.Agent
+	if s.Admin == AdminMaint {
 		return "MAINT"
-	case s.Op == OpDown:
-		return "DOWN"
-	case s.Admin == AdminDrain:
-		return "DRAIN"
 	}
-	return "UP"
+	goingDown := ck != nil && ck.Health < ck.Rise+ck.Fall-1
+	switch s.Op {
+	case OpUp:
+		switch {
+		case s.Admin == AdminDrain && ag != nil:
+			return "DRAIN (agent)"
+		case s.Admin == AdminDrain && goingDown:
+			return fmt.Sprintf("DRAIN %d/%d", ck.Health-ck.Rise+1, ck.Fall)
+		case s.Admin == AdminDrain:
+			return "DRAIN"
+		case goingDown:
+			return fmt.Sprintf("UP %d/%d", ck.Health-ck.Rise+1, ck.Fall)
+		case ck == nil:
+			return "no check"
+		}
+		return "UP"
+	case OpStopping:
+		if goingDown {
+			return fmt.Sprintf("NOLB %d/%d", ck.Health-ck.Rise+1, ck.Fall)
+		}
+		return "NOLB"
+	}
+	switch {
+	case ag != nil && ag.Health == 0:
+		return "DOWN (agent)"
+	case ck != nil && ck.Health == 0:
+		return "DOWN"
+	case ck != nil:
+		return fmt.Sprintf("DOWN %d/%d", ck.Health, ck.Rise)
+	}
+	return "DOWN"
 }
 
 // Snapshot takes a snapshot of every counter and state.
 func (p *Proxy) Snapshot() *Snapshot {
 	now := time.Now()
-	snap := &Snapshot{Taken: now, Started: p.started, MaxConn: p.Conf.Global.MaxConn, Stopping: p.stopping.Load()}
+	snap := &Snapshot{Taken: now, Started: p.started, MaxConn: p.MaxConn(), Stopping: p.stopping.Load()}
 	// fullconn's default: 10% of the maxconn of the frontends that reach
 	// the backend (HAProxy counts default_backend and static use_backend).
 	reach := map[string]int{}
@@ -148,9 +224,9 @@ func (p *Proxy) Snapshot() *Snapshot {
 		}
 	}
 	for _, fe := range p.Frontends {
-		fs := FrontendSnapshot{Name: fe.Name, ID: fe.ID, Mode: string(fe.Conf.Mode), MaxConn: fe.Conf.MaxConn,
+		fs := FrontendSnapshot{Name: fe.Name, ID: fe.ID, Mode: string(fe.Conf.Mode), MaxConn: fe.MaxConn(),
 			CounterValues: fe.Counters.values(now)}
-		fs.Slim = int64(fe.Conf.MaxConn)
+		fs.Slim = int64(fs.MaxConn)
 		snap.Frontends = append(snap.Frontends, fs)
 	}
 	for _, b := range p.Backends {
@@ -168,8 +244,8 @@ func (p *Proxy) Snapshot() *Snapshot {
 				EffectiveWeight: s.lb.EffectiveWeight, Backup: s.Conf.Backup,
 				LastChange: s.LastChange(), CounterValues: s.Counters.values(now),
 			}
-			ss.Slim = int64(s.Conf.MaxConn)
-			ss.MaxConn, ss.MaxQueue = s.Conf.MaxConn, s.Conf.MaxQueue
+			ss.Slim = int64(s.MaxConn())
+			ss.MaxConn, ss.MaxQueue = s.MaxConn(), s.Conf.MaxQueue
 			if s.Op() == OpUp && s.Admin() != AdminMaint {
 				if ss.Backup {
 					bs.BackupUp++
@@ -181,6 +257,16 @@ func (p *Proxy) Snapshot() *Snapshot {
 			bs.Servers = append(bs.Servers, ss)
 		}
 		b.mu.Unlock()
+		// Check state is read outside the backend lock: proxy/check holds
+		// its own lock while it changes a server's state in the backend.
+		for i, s := range b.Servers {
+			ss := &bs.Servers[i]
+			ss.HealthState.CheckStatus = 1 // INI, HAProxy's value for servers without checks
+			ss.HealthState.CheckHealth = 2 // rise's default
+			if r := s.CheckReporter(); r != nil {
+				r.ReportChecks(now, ss)
+			}
+		}
 		snap.Backends = append(snap.Backends, bs)
 	}
 	return snap

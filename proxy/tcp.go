@@ -189,15 +189,17 @@ func (fe *Frontend) serveTCP(cc *clientConn) {
 		e.flags = "SC"
 		return
 	}
+	defer func() { be.unassign(srv) }() // srv may move with a redispatch
+	srv, sc, tc, err := connectServer(be, srv, &view)
 	e.server = srv.Name
-	defer be.unassign(srv)
-	sc, tc, err := dialServer(be, srv)
 	e.tc = tc
 	if err != nil {
 		e.flags = "SC"
 		return
 	}
 	defer sc.Close()
+	cc.stream.set(be, srv, sc) // for shutdown sessions (sessions.go)
+	defer cc.stream.clear()
 	srv.Counters.Ctime.Add(tc)
 	be.Counters.Ctime.Add(tc)
 	srv.Counters.Qtime.Add(0)

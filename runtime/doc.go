@@ -1,7 +1,21 @@
-// Package runtime is fulcrum's Runtime API: HAProxy's command language on a
-// Unix socket (command table, parser, prompt mode, levels), reading and
-// changing the live proxy through package proxy's API.
+// Package runtime is fulcrum's Runtime API: HAProxy's command language on
+// Unix (and loopback TCP) sockets, reading and changing the live proxy
+// through package proxy's API, as `socat`, hatop, the Prometheus haproxy
+// exporter and fulcrumctl expect it.
 //
-// The command table arrives with the Runtime API capability; today the
-// package holds only this description.
+// The main types:
+//   - API serves the configured sockets (api.go): creation with mode and
+//     ownership, stale-file replacement, removal at Close;
+//   - session is one client connection (session.go): it reads lines, splits
+//     them into commands (parse.go), checks each command's level, runs it
+//     and frames the reply: the empty line, `prompt` mode, `quit`;
+//   - Command is one row of the command table; the table is the only list
+//     of commands (commands.go lists the per-file tables), and help and
+//     the unknown-command reply are generated from it (help.go).
+//
+// Invariants: replies keep HAProxy 2.6's exact texts, including the few
+// that lack their own line feed; handlers never check the level (the
+// dispatcher does, before Run) and never write the empty line that ends a
+// reply; every change is logged at info level with the command, the
+// socket and the previous value.
 package runtime

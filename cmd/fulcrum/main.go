@@ -152,12 +152,20 @@ func serve(ctx context.Context, cfg *conf.Config, logw io.Writer, started func(*
 	if err != nil {
 		return cli.Exit("fulcrum: "+err.Error(), 1)
 	}
+	setupStats(p) // stats page and /metrics on [frontend.stats] (stats.go)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 	if err := p.Start(); err != nil {
 		return cli.Exit("fulcrum: "+err.Error(), 1)
 	}
+	defer startChecks(p, log)()
+	stopRuntime, err := startRuntime(cfg, p, log) // Runtime API sockets (runtime.go)
+	if err != nil {
+		p.Shutdown(context.Background())
+		return cli.Exit("fulcrum: "+err.Error(), 1)
+	}
+	defer stopRuntime() // after the proxy's graceful stop: the drain stays observable
 	for _, fe := range p.Frontends {
 		for _, a := range fe.Addrs() {
 			log.Info().Str("frontend", fe.Name).Str("bind", a.String()).Str("mode", string(fe.Conf.Mode)).Msg("listening")

@@ -1,14 +1,27 @@
 // Package lb holds fulcrum's balance algorithms, one file each, behind the
-// small Algorithm interface.
+// small Algorithm interface: HAProxy 2.6's roundrobin, static-rr,
+// leastconn, first, source, uri, url_param, hdr, random and hash, with
+// hash_type map-based or consistent and bounded loads
+// (hash_balance_factor).
 //
 // An algorithm sees servers only through *Server, the view it needs: an
-// index, the effective weight and the current load. The backend (package
-// proxy) decides which servers are usable and hands the algorithm that set
-// whenever it changes (Rebuild); the algorithm never decides usability and
-// never sees the HTTP path. All calls into an Algorithm are made by the
-// backend; Rebuild and the optional hooks are called with the backend's lock
-// held, Pick may be called concurrently and synchronises itself.
+// index, a weight, maxconn and the current load. The backend (package
+// proxy) decides which servers are usable (up, ready, weight above 0,
+// active or backup, panic mode) and hands the algorithm that set whenever
+// it changes (Rebuild); the algorithm never decides usability and never
+// sees the HTTP path. What it does decide is to skip a full server (one at
+// its maxconn): fullness changes with every session, so it is checked at
+// pick time, and ConnObserver lets an algorithm keep full servers out of
+// its way.
 //
-// The list of algorithm names is written once, in registry.go: configuration
-// validation, `fulcrum check` and the docs all read it.
+// Invariants every algorithm keeps:
+//   - Pick returns a server of the last Rebuild's set, never a full one,
+//     and the server to avoid only when no other one is free.
+//   - Pick is safe for concurrent use and allocates nothing.
+//   - Ties break by Index, and randomness comes from Config.Rand, so tests
+//     are deterministic.
+//
+// The list of algorithm names is written once, in registry.go: Parse
+// checks a balance expression against it for configuration validation and
+// `fulcrum check`, and the docs are written from it.
 package lb

@@ -1,23 +1,54 @@
 package lb
 
 import (
+	"math/rand/v2"
 	"net/netip"
 	"sync/atomic"
 )
 
+// WeightScale is the number of algorithm weight units in one point of a
+// configured weight (HAProxy's BE_WEIGHT_SCALE). The scale lets slowstart
+// ramp even a weight-1 server in steps instead of jumping from 0 to 1.
+const WeightScale = 16
+
+// MaxWeight is the largest configured weight (HAProxy's SRV_UWGHT_MAX).
+const MaxWeight = 256
+
 // Server is the view of a backend server that algorithms see.
+//
+// The backend writes Weight and EffectiveWeight with its lock held, just
+// before it calls Rebuild; algorithms read them only inside Rebuild and keep
+// a copy, because picks and hooks run concurrently with the next write.
+// MaxConn and Cur are atomics that anyone may read at any time.
 type Server struct {
-	// Index is the server's position in its backend (0-based); it is also
-	// the tie-breaker that makes every algorithm deterministic.
+	// Index is the server's position in its backend (0-based): HAProxy's
+	// id order for `first`, and the tie-breaker that makes every algorithm
+	// deterministic. Constant.
 	Index int
-	// Name is "server" of "backend/server", for messages only.
+	// Name is "server" of "backend/server". Constant. Consistent hashing
+	// places a server's ring points by its name, so that adding a server
+	// in the middle of a backend does not move the others.
 	Name string
-	// EffectiveWeight is the weight the algorithm uses, 0..256 (HAProxy's
-	// cur_eweight). The backend sets it before calling Rebuild or a hook.
+	// Weight is the weight algorithms use: the configured or runtime weight
+	// times WeightScale, lowered by slowstart while it ramps. A server in
+	// the usable set has Weight >= 1.
+	Weight int
+	// EffectiveWeight is Weight in configured units, rounded up (HAProxy
+	// prints cur_eweight that way): what stats show. Algorithms ignore it.
 	EffectiveWeight int
+	// MaxConn is the most sessions the server takes at once, 0 for no
+	// limit. Slowstart may lower it for a while.
+	MaxConn atomic.Int64
 	// Cur is the number of sessions currently on the server (in-flight HTTP
-	// requests or TCP connections); maintained by the proxy.
+	// requests or TCP connections); maintained by the backend.
 	Cur atomic.Int64
+}
+
+// Full reports whether the server has no free slot: it has a maxconn and
+// as many sessions. A full server is never picked.
+func (s *Server) Full() bool {
+	m := s.MaxConn.Load()
+	return m > 0 && s.Cur.Load() >= m
 }
 
 // Request is the small view of a request that hashing algorithms need. It
@@ -43,21 +74,58 @@ type HeaderGetter interface {
 
 // Algorithm chooses one server among the usable servers of a backend.
 type Algorithm interface {
-	// Pick returns the server for r, or nil if none is usable (or all are
-	// full). avoid, if non-nil, just failed for r: return it only as a last
-	// resort. Pick is safe for concurrent use.
+	// Pick returns the server for r, or nil if none is usable or every
+	// usable one is full. avoid, if non-nil, just failed for r: Pick
+	// returns it only as a last resort. Pick never returns a full server
+	// and is safe for concurrent use; r may be nil for algorithms that do
+	// not hash (and then hashing algorithms fall back to round-robin).
 	Pick(r *Request, avoid *Server) *Server
-	// Rebuild replaces the set of usable servers. It is called by the
-	// backend, with the backend's lock held, whenever a server's usability or
-	// effective weight changes. servers is owned by the caller and may be
-	// kept read-only until the next Rebuild.
+	// Rebuild replaces the set of usable servers. The backend calls it,
+	// with its lock held, whenever a server comes up or goes down, changes
+	// weight, or the backend switches between active, backup and panic
+	// sets; the hooks HAProxy has for each of these (set_server_status_up,
+	// set_server_status_down, update_server_eweight) are all this one call.
+	// servers is sorted by Index, every one has Weight >= 1, and it is
+	// owned by the caller: an algorithm may keep it read-only until the
+	// next Rebuild. An algorithm diffs the new set against its own state,
+	// so that one change costs it O(n) at most, not a from-scratch build.
 	Rebuild(servers []*Server)
 }
 
 // ConnObserver is implemented by algorithms that track load (leastconn,
-// bounded-load hashing). The proxy calls ConnTaken when a session starts on s
-// and ConnReleased when it ends; both may be called concurrently.
+// first, bounded-load hashing) or fullness. The backend calls ConnTaken
+// after a session starts on s (s.Cur already counts it) and ConnReleased
+// after it ends (s.Cur no longer counts it), without its lock; both may be
+// called concurrently with each other, with Pick and with Rebuild, and for
+// a server that has left the usable set meanwhile.
 type ConnObserver interface {
 	ConnTaken(s *Server)
 	ConnReleased(s *Server)
+}
+
+// Config is what an algorithm is built from, beside its own arguments in
+// the balance expression: the backend's hashing settings and a random
+// source.
+type Config struct {
+	// Hash is the backend's hash_type; the zero value is "map-based sdbm".
+	Hash HashType
+	// BalanceFactor is hash_balance_factor: 0 for off, else more than 100;
+	// used by consistent hashing and random.
+	BalanceFactor int
+	// RingWeight is the sum of the configured weights of the backend's
+	// servers (active and backup). Consistent hashing sizes its ring from
+	// it, once: the ring, and so the key-to-server mapping, depends on the
+	// configuration only, never on which servers happen to be up.
+	RingWeight int
+	// Rand returns uniformly distributed 64-bit values and must be safe
+	// for concurrent use. nil means math/rand/v2. Tests pass a seeded one.
+	Rand func() uint64
+}
+
+// rng returns c.Rand, or math/rand/v2's when it is nil.
+func (c Config) rng() func() uint64 {
+	if c.Rand != nil {
+		return c.Rand
+	}
+	return rand.Uint64
 }

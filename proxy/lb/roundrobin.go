@@ -1,46 +1,167 @@
 package lb
 
-import "sync"
-
-// roundRobin is smooth weighted round-robin (the nginx scheme, also what
-// HAProxy's roundrobin produces in effect: picks are spread so that over one
-// cycle of sum(weights) picks each server is chosen exactly its weight times,
-// and no server gets long runs).
+// Smooth weighted round-robin ("balance roundrobin"), by earliest deadline
+// first.
 //
-// Each pick adds every server's weight to its running credit, takes the
-// server with the highest credit (lowest index on ties) and subtracts the
-// total weight from it. Cost per pick: O(n) under a mutex; weights may change
-// at runtime (dynamic) and apply to the next pick. Servers of weight 0 are
-// never in the set (the backend filters them out).
+// Algorithm: a server of weight w owns the deadlines (2k-1)/(2w) for
+// k = 1, 2, ... on a virtual time axis: the midpoints of w equal slots in
+// every unit of time. Each pick takes the server with the earliest pending
+// deadline (lowest index on ties) and moves it to its next one. Every unit
+// interval (t, t+1] holds exactly w deadlines of each server, so every cycle
+// of sum(weights) picks gives each server exactly its weight, in the same
+// order, and midpoints spread each server's picks evenly over the cycle
+// (3:2:1 gives s1 s2 s1 s3 s2 s1). This is Envoy's EdfScheduler with exact
+// rational deadlines instead of doubles, so ties are real ties.
+//
+// Cost per pick: O(log n) under one mutex (a binary heap of the usable
+// servers that are not full). Dynamic: Rebuild applies a weight change to
+// the next pick, by giving the server its first deadline of the new weight
+// after the current virtual time; a server that comes up joins the same
+// way, so it neither waits a cycle nor catches up on missed turns.
+//
+// A full server leaves the heap ("parked") until a release frees a slot,
+// so a pick never scans full servers. It keeps its deadline while parked,
+// so parking does not let it jump the queue when it comes back.
+
+import (
+	"sync"
+)
+
+// rrRebase is the virtual time past which every deadline is shifted back
+// by a whole number of cycles, so that numerators times denominators (at
+// most 2^34 * 2^13) never overflow 64 bits. Shifting by whole units keeps
+// every deadline's place in its cycle.
+const rrRebase = 1 << 20
+
+// rrEntry is one server in the heap: its pending deadline num/den, with num
+// odd and den twice its weight.
+type rrEntry struct {
+	num, den uint64
+	s        *Server
+}
+
+// rrState is what roundRobin remembers of the server of the same Index.
+type rrState struct {
+	gen    uint64 // == roundRobin.gen while the server is in the usable set
+	pos    int    // index in the heap, -1 while parked
+	parked bool   // full: out of the heap until a slot frees
+	num    uint64 // deadline numerator, kept while parked
+	den    uint64
+}
+
+// roundRobin is the state of one backend's roundrobin. Lock: mu guards
+// everything; Pick, Rebuild and the hooks all take it.
 type roundRobin struct {
-	mu      sync.Mutex
-	servers []*Server
-	weight  []int // copies of EffectiveWeight taken at Rebuild
-	credit  []int
-	total   int
+	mu     sync.Mutex
+	heap   []rrEntry
+	st     []rrState // by Server.Index
+	gen    uint64    // generation of the current usable set
+	nowNum uint64    // virtual time: the latest deadline consumed, nowNum/nowDen
+	nowDen uint64
+}
+
+// parseRoundRobin checks "roundrobin".
+func parseRoundRobin(a Args) (Balance, error) {
+	return Balance{build: func(Config) Algorithm { return NewRoundRobin() }}, noArgs("roundrobin", a)
 }
 
 // NewRoundRobin returns an empty roundrobin algorithm; the backend fills it
 // with Rebuild.
-func NewRoundRobin() Algorithm { return &roundRobin{} }
+func NewRoundRobin() Algorithm { return newRoundRobin() }
 
-// Rebuild implements Algorithm. Credits of servers that stay in the set are
-// kept, so a weight change does not restart the cycle.
+func newRoundRobin() *roundRobin { return &roundRobin{nowDen: 1} }
+
+// less orders heap entries by deadline, then by server index.
+func (rr *roundRobin) less(i, j int) bool {
+	a, b := &rr.heap[i], &rr.heap[j]
+	x, y := a.num*b.den, b.num*a.den
+	if x != y {
+		return x < y
+	}
+	return a.s.Index < b.s.Index
+}
+
+// swap exchanges two heap entries and their recorded positions.
+func (rr *roundRobin) swap(i, j int) {
+	rr.heap[i], rr.heap[j] = rr.heap[j], rr.heap[i]
+	rr.st[rr.heap[i].s.Index].pos = i
+	rr.st[rr.heap[j].s.Index].pos = j
+}
+
+// up and down restore the heap order around entry i.
+func (rr *roundRobin) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !rr.less(i, p) {
+			return
+		}
+		rr.swap(i, p)
+		i = p
+	}
+}
+
+func (rr *roundRobin) down(i int) {
+	n := len(rr.heap)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		c := l
+		if r := l + 1; r < n && rr.less(r, l) {
+			c = r
+		}
+		if !rr.less(c, i) {
+			return
+		}
+		rr.swap(i, c)
+		i = c
+	}
+}
+
+// joinNum returns the numerator of the first deadline of weight den/2
+// strictly after the current virtual time: the smallest odd num with
+// num/den > nowNum/nowDen.
+func (rr *roundRobin) joinNum(den uint64) uint64 {
+	q := rr.nowNum * den / rr.nowDen
+	if q%2 == 0 {
+		return q + 1
+	}
+	return q + 2
+}
+
+// Rebuild implements Algorithm. A server that stays with the same weight
+// keeps its deadline; a new one, or one whose weight changed, joins at the
+// current virtual time.
 func (rr *roundRobin) Rebuild(servers []*Server) {
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
-	old := make(map[*Server]int, len(rr.servers))
-	for i, s := range rr.servers {
-		old[s] = rr.credit[i]
+	for _, e := range rr.heap { // remember the deadlines of the old set
+		st := &rr.st[e.s.Index]
+		st.num, st.den = e.num, e.den
 	}
-	rr.servers = servers
-	rr.credit = make([]int, len(servers))
-	rr.weight = make([]int, len(servers))
-	rr.total = 0
-	for i, s := range servers {
-		rr.credit[i] = old[s]
-		rr.weight[i] = s.EffectiveWeight
-		rr.total += s.EffectiveWeight
+	rr.gen++
+	if n := maxIndex(servers) + 1; n > len(rr.st) {
+		rr.st = append(rr.st, make([]rrState, n-len(rr.st))...)
+	}
+	heap := make([]rrEntry, 0, len(servers))
+	for _, s := range servers {
+		st := &rr.st[s.Index]
+		den := 2 * uint64(s.Weight)
+		if st.gen != rr.gen-1 || st.den != den { // new in the set, or reweighted
+			st.num, st.den = rr.joinNum(den), den
+		}
+		st.gen = rr.gen
+		st.parked = s.Full()
+		st.pos = -1
+		if !st.parked {
+			st.pos = len(heap)
+			heap = append(heap, rrEntry{num: st.num, den: den, s: s})
+		}
+	}
+	rr.heap = heap
+	for i := len(heap)/2 - 1; i >= 0; i-- {
+		rr.down(i)
 	}
 }
 
@@ -48,28 +169,125 @@ func (rr *roundRobin) Rebuild(servers []*Server) {
 func (rr *roundRobin) Pick(_ *Request, avoid *Server) *Server {
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
-	if len(rr.servers) == 0 || rr.total == 0 {
-		return nil
-	}
-	best := -1
-	for i, s := range rr.servers {
-		rr.credit[i] += rr.weight[i]
-		if s == avoid {
-			continue
-		}
-		if best < 0 || rr.credit[i] > rr.credit[best] {
-			best = i
-		}
-	}
-	if best < 0 { // only the avoided server is usable: last resort
-		for i, s := range rr.servers {
-			if s == avoid {
-				best = i
+	for len(rr.heap) > 0 {
+		i := 0
+		if rr.heap[0].s == avoid && len(rr.heap) > 1 {
+			// The second earliest deadline is one of the root's children.
+			i = 1
+			if len(rr.heap) > 2 && rr.less(2, 1) {
+				i = 2
 			}
 		}
+		e := &rr.heap[i]
+		if e.s.Full() { // a session started since the last hook
+			rr.park(i)
+			continue
+		}
+		if e.num*rr.nowDen > rr.nowNum*e.den {
+			rr.nowNum, rr.nowDen = e.num, e.den
+		}
+		e.num += 2
+		s := e.s
+		rr.down(i)
+		if rr.nowNum > rrRebase*rr.nowDen {
+			rr.rebase()
+		}
+		return s
 	}
-	rr.credit[best] -= rr.total
-	return rr.servers[best]
+	return nil
 }
 
-var _ Algorithm = (*roundRobin)(nil)
+// park takes heap entry i out of the heap because its server is full.
+// rr.mu must be held.
+func (rr *roundRobin) park(i int) {
+	last := len(rr.heap) - 1
+	if i != last {
+		rr.swap(i, last)
+	}
+	e := rr.heap[last]
+	rr.heap = rr.heap[:last]
+	st := &rr.st[e.s.Index]
+	st.num, st.den, st.parked, st.pos = e.num, e.den, true, -1
+	if i < last {
+		rr.down(i)
+		rr.up(i)
+	}
+}
+
+// unpark puts a parked server back in the heap, at its own deadline or at
+// the current virtual time, whichever is later. rr.mu must be held.
+func (rr *roundRobin) unpark(s *Server) {
+	st := &rr.st[s.Index]
+	num := st.num
+	if j := rr.joinNum(st.den); j > num {
+		num = j
+	}
+	st.parked, st.pos = false, len(rr.heap)
+	rr.heap = append(rr.heap, rrEntry{num: num, den: st.den, s: s})
+	rr.up(st.pos)
+}
+
+// rebase moves the virtual time and every deadline back by a whole number
+// of units. rr.mu must be held.
+func (rr *roundRobin) rebase() {
+	t := rr.nowNum/rr.nowDen - 2
+	shift := func(num, den uint64) uint64 {
+		if num > t*den {
+			return num - t*den // an odd minus an even: still odd
+		}
+		return 1
+	}
+	rr.nowNum -= t * rr.nowDen
+	for i := range rr.heap {
+		rr.heap[i].num = shift(rr.heap[i].num, rr.heap[i].den)
+	}
+	for i := range rr.st {
+		if st := &rr.st[i]; st.gen == rr.gen && st.parked {
+			st.num = shift(st.num, st.den)
+		}
+	}
+	for i := len(rr.heap)/2 - 1; i >= 0; i-- {
+		rr.down(i)
+	}
+}
+
+// ConnTaken implements ConnObserver: a server that became full is parked.
+func (rr *roundRobin) ConnTaken(s *Server) { rr.reconcile(s) }
+
+// ConnReleased implements ConnObserver: a parked server with a free slot
+// again goes back in the heap.
+func (rr *roundRobin) ConnReleased(s *Server) { rr.reconcile(s) }
+
+// reconcile parks or unparks s according to its fullness now. Servers
+// without maxconn are never parked and cost no lock.
+func (rr *roundRobin) reconcile(s *Server) {
+	if s.MaxConn.Load() == 0 {
+		return
+	}
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	if s.Index >= len(rr.st) || rr.st[s.Index].gen != rr.gen {
+		return // not in the usable set
+	}
+	st := &rr.st[s.Index]
+	switch full := s.Full(); {
+	case full && !st.parked:
+		rr.park(st.pos)
+	case !full && st.parked:
+		rr.unpark(s)
+	}
+}
+
+// maxIndex returns the highest Index in servers, or -1.
+func maxIndex(servers []*Server) int {
+	m := -1
+	for _, s := range servers {
+		m = max(m, s.Index)
+	}
+	return m
+}
+
+var (
+	_ Algorithm    = (*roundRobin)(nil)
+	_ ConnObserver = (*roundRobin)(nil)
+)

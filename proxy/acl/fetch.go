@@ -1,0 +1,517 @@
+package acl
+
+// Sample fetches: the values a condition reads from a request. Each fetch
+// is a row of the fetches table (name, output type, arguments, layer); the
+// parser, the matchers' compatibility checks and `fulcrum check` all read
+// that table. A fetch returns its values one at a time through next, so
+// that multi-valued fetches (every value of a header, every cookie of a
+// name) are matched without building a list.
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// sampleType is the type of a fetched value.
+type sampleType uint8
+
+const (
+	typeStr sampleType = iota
+	typeInt
+	typeIP
+	typeBool
+)
+
+func (t sampleType) String() string {
+	return [...]string{"str", "int", "ip", "bool"}[t]
+}
+
+// sample is one fetched value. s aliases the request's buffers.
+type sample struct {
+	t  sampleType
+	s  []byte
+	n  int64 // typeInt; typeBool as 0 or 1
+	ip netip.Addr
+}
+
+// iter is the position of a multi-valued fetch between two values.
+type iter struct {
+	i, j int // header index and offset inside its value
+	n    int // values returned so far
+}
+
+// argKind says what a fetch takes between parentheses.
+type argKind uint8
+
+const (
+	argNone     argKind = iota
+	argName             // one required name: url_param(id), req.cook(SID)
+	argNameOcc          // a name and an optional occurrence: hdr(host,-1)
+	argOptional         // an optional name: req.hdr_cnt, req.hdr_cnt(x-a)
+)
+
+// fetchDef is one row of the fetches table.
+type fetchDef struct {
+	name string
+	out  sampleType
+	args argKind
+	l7   bool // needs an HTTP request (not at tcp_request connection)
+	// derive lists the match suffixes HAProxy accepts on the name, as in
+	// path_beg or hdr_dom(host).
+	derive string
+	id     fetchID
+}
+
+// fetchID selects a fetch's function. Dispatch is a switch, not a func
+// field, so that the compiler sees every callee and the iteration state
+// stays on the stack (no allocation per request).
+type fetchID uint8
+
+const (
+	fSrc fetchID = iota
+	fSrcPort
+	fDst
+	fDstPort
+	fMethod
+	fPath
+	fURL
+	fQuery
+	fURLParam
+	fHdr
+	fHdrCnt
+	fHost
+	fCook
+	fVer
+	fSSL
+	fConst // TRUE and FALSE: the fetch's occ holds the value
+)
+
+// stringSuffixes are the ACL keyword suffixes of string fetches.
+const stringSuffixes = "beg end sub dir dom reg len"
+
+// fetches is the table of sample fetches, with HAProxy's names and aliases.
+var fetches = []*fetchDef{
+	{name: "src", out: typeIP, id: fSrc},
+	{name: "src_port", out: typeInt, id: fSrcPort},
+	{name: "dst", out: typeIP, id: fDst},
+	{name: "dst_port", out: typeInt, id: fDstPort},
+	{name: "method", out: typeStr, l7: true, id: fMethod},
+	{name: "path", out: typeStr, l7: true, derive: stringSuffixes, id: fPath},
+	{name: "url", out: typeStr, l7: true, derive: stringSuffixes + " ip", id: fURL},
+	{name: "query", out: typeStr, l7: true, id: fQuery},
+	{name: "url_param", out: typeStr, args: argName, l7: true, derive: stringSuffixes, id: fURLParam},
+	{name: "urlp", out: typeStr, args: argName, l7: true, derive: stringSuffixes, id: fURLParam},
+	{name: "hdr", out: typeStr, args: argNameOcc, l7: true, derive: stringSuffixes + " ip", id: fHdr},
+	{name: "req.hdr", out: typeStr, args: argNameOcc, l7: true, id: fHdr},
+	{name: "req.hdr_cnt", out: typeInt, args: argOptional, l7: true, id: fHdrCnt},
+	{name: "hdr_cnt", out: typeInt, args: argOptional, l7: true, id: fHdrCnt},
+	{name: "host", out: typeStr, l7: true, id: fHost},
+	{name: "req.cook", out: typeStr, args: argName, l7: true, id: fCook},
+	{name: "cook", out: typeStr, args: argName, l7: true, derive: stringSuffixes, id: fCook},
+	{name: "req.ver", out: typeStr, l7: true, id: fVer},
+	{name: "req_ver", out: typeStr, l7: true, id: fVer},
+	{name: "ssl_fc", out: typeBool, id: fSSL},
+}
+
+// fetchByName finds a fetch by its exact name.
+func fetchByName(name string) *fetchDef {
+	for _, d := range fetches {
+		if d.name == name {
+			return d
+		}
+	}
+	return nil
+}
+
+// fetch is a fetch with its arguments, compiled.
+type fetch struct {
+	def  *fetchDef
+	text string // as written, for messages
+	name []byte // argument name (header, parameter, cookie)
+	occ  int    // hdr occurrence: 0 all, n>0 the n-th, n<0 the n-th from the end
+}
+
+// parseFetch parses "name" or "name(args)" with the definition def.
+func parseFetch(def *fetchDef, text, args string, hasArgs bool) (*fetch, error) {
+	f := &fetch{def: def, text: text}
+	if !hasArgs {
+		if def.args == argName || def.args == argNameOcc {
+			return nil, fmt.Errorf("fetch '%s' expects an argument: %s(<name>)", def.name, def.name)
+		}
+		return f, nil
+	}
+	if def.args == argNone {
+		if args != "" {
+			return nil, fmt.Errorf("fetch '%s' takes no argument, got %q", def.name, text)
+		}
+		return f, nil
+	}
+	name, occ, hasOcc := strings.Cut(args, ",")
+	if name == "" && def.args != argOptional {
+		return nil, fmt.Errorf("fetch '%s' expects a name argument, got %q", def.name, text)
+	}
+	f.name = []byte(name)
+	if hasOcc {
+		if def.args != argNameOcc {
+			return nil, fmt.Errorf("fetch '%s' takes one argument, got %q", def.name, text)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(occ))
+		if err != nil {
+			return nil, fmt.Errorf("fetch '%s': occurrence must be an integer, got %q", def.name, occ)
+		}
+		f.occ = n
+	}
+	return f, nil
+}
+
+// next returns the fetch's next value for r, or false when there is none.
+func (f *fetch) next(r *Request, it *iter) (sample, bool) {
+	if f.def.l7 && !r.HTTP {
+		return sample{}, false
+	}
+	switch f.def.id {
+	case fSrc:
+		return fetchSrc(r, f, it)
+	case fSrcPort:
+		return fetchSrcPort(r, f, it)
+	case fDst:
+		return fetchDst(r, f, it)
+	case fDstPort:
+		return fetchDstPort(r, f, it)
+	case fMethod:
+		return fetchMethod(r, f, it)
+	case fPath:
+		return fetchPath(r, f, it)
+	case fURL:
+		return fetchURL(r, f, it)
+	case fQuery:
+		return fetchQuery(r, f, it)
+	case fURLParam:
+		return fetchURLParam(r, f, it)
+	case fHdr:
+		return fetchHdr(r, f, it)
+	case fHdrCnt:
+		return fetchHdrCnt(r, f, it)
+	case fHost:
+		return fetchHost(r, f, it)
+	case fCook:
+		return fetchCook(r, f, it)
+	case fVer:
+		return fetchVer(r, f, it)
+	case fSSL:
+		return fetchSSL(r, f, it)
+	case fConst:
+		return once(it, sample{t: typeBool, n: int64(f.occ)})
+	}
+	return sample{}, false
+}
+
+// once returns v the first time and nothing after: single-valued fetches.
+func once(it *iter, v sample) (sample, bool) {
+	if it.n > 0 {
+		return sample{}, false
+	}
+	it.n++
+	return v, true
+}
+
+func fetchSrc(r *Request, _ *fetch, it *iter) (sample, bool) {
+	if !r.Src.IsValid() {
+		return sample{}, false
+	}
+	return once(it, sample{t: typeIP, ip: r.Src.Addr().Unmap()})
+}
+
+func fetchSrcPort(r *Request, _ *fetch, it *iter) (sample, bool) {
+	if !r.Src.IsValid() {
+		return sample{}, false
+	}
+	return once(it, sample{t: typeInt, n: int64(r.Src.Port())})
+}
+
+func fetchDst(r *Request, _ *fetch, it *iter) (sample, bool) {
+	if !r.Dst.IsValid() {
+		return sample{}, false
+	}
+	return once(it, sample{t: typeIP, ip: r.Dst.Addr().Unmap()})
+}
+
+func fetchDstPort(r *Request, _ *fetch, it *iter) (sample, bool) {
+	if !r.Dst.IsValid() {
+		return sample{}, false
+	}
+	return once(it, sample{t: typeInt, n: int64(r.Dst.Port())})
+}
+
+func fetchMethod(r *Request, _ *fetch, it *iter) (sample, bool) {
+	return once(it, sample{t: typeStr, s: r.Method})
+}
+
+func fetchURL(r *Request, _ *fetch, it *iter) (sample, bool) {
+	return once(it, sample{t: typeStr, s: r.URI})
+}
+
+func fetchVer(r *Request, _ *fetch, it *iter) (sample, bool) {
+	return once(it, sample{t: typeStr, s: r.Version})
+}
+
+func fetchSSL(r *Request, _ *fetch, it *iter) (sample, bool) {
+	v := int64(0)
+	if r.SSL {
+		v = 1
+	}
+	return once(it, sample{t: typeBool, n: v})
+}
+
+// pathOf returns the path of a request URI: without the query string, and
+// without scheme and authority for an absolute-form URI (HAProxy's path).
+func pathOf(uri []byte) []byte {
+	if len(uri) > 0 && uri[0] != '/' {
+		if i := bytes.Index(uri, []byte("://")); i >= 0 {
+			rest := uri[i+3:]
+			j := bytes.IndexAny(rest, "/?")
+			if j < 0 || rest[j] == '?' {
+				return nil // absolute URI without a path
+			}
+			uri = rest[j:]
+		}
+	}
+	if i := bytes.IndexByte(uri, '?'); i >= 0 {
+		uri = uri[:i]
+	}
+	return uri
+}
+
+func fetchPath(r *Request, _ *fetch, it *iter) (sample, bool) {
+	p := pathOf(r.URI)
+	if p == nil {
+		return sample{}, false
+	}
+	return once(it, sample{t: typeStr, s: p})
+}
+
+func fetchQuery(r *Request, _ *fetch, it *iter) (sample, bool) {
+	i := bytes.IndexByte(r.URI, '?')
+	if i < 0 {
+		return sample{}, false
+	}
+	return once(it, sample{t: typeStr, s: r.URI[i+1:]})
+}
+
+// fetchURLParam returns the value of the first parameter named f.name in
+// the query string; parameters are separated by '&' or ';'. The value is
+// not URL-decoded, as in HAProxy.
+func fetchURLParam(r *Request, f *fetch, it *iter) (sample, bool) {
+	i := bytes.IndexByte(r.URI, '?')
+	if i < 0 || it.n > 0 {
+		return sample{}, false
+	}
+	q := r.URI[i+1:]
+	for len(q) > 0 {
+		end := bytes.IndexAny(q, "&;")
+		p := q
+		if end >= 0 {
+			p, q = q[:end], q[end+1:]
+		} else {
+			q = nil
+		}
+		name, value, _ := bytes.Cut(p, []byte("="))
+		if bytes.Equal(name, f.name) {
+			it.n++
+			return sample{t: typeStr, s: value}, true
+		}
+	}
+	return sample{}, false
+}
+
+// headerCount returns the number of header lines r has after its edits.
+func headerCount(r *Request) int {
+	n := 0
+	if r.Headers != nil {
+		n = r.Headers.NumHeaders()
+	}
+	if r.Edits != nil {
+		n += len(r.Edits.added)
+	}
+	return n
+}
+
+// headerAt returns header line i after the edits: the received lines
+// first, then the added ones; ok is false for a line removed by an edit.
+func headerAt(r *Request, i int) (name, value []byte, ok bool) {
+	base := 0
+	if r.Headers != nil {
+		base = r.Headers.NumHeaders()
+	}
+	if i < base {
+		if r.Edits != nil && r.Edits.Hidden(i) {
+			return nil, nil, false
+		}
+		name, value = r.Headers.HeaderAt(i)
+		return name, value, true
+	}
+	a := &r.Edits.added[i-base]
+	return a.name, a.value, !a.dead
+}
+
+// nextHeaderValue returns the next comma-separated value of the headers
+// named name, from the position it, and advances it. HAProxy's hdr()
+// splits values on commas; hdr(host) has a single one in practice.
+func nextHeaderValue(r *Request, name []byte, it *iter) ([]byte, bool) {
+	n := headerCount(r)
+	for ; it.i < n; it.i, it.j = it.i+1, 0 {
+		hn, hv, ok := headerAt(r, it.i)
+		if !ok || (len(name) > 0 && !bytes.EqualFold(hn, name)) {
+			continue
+		}
+		if it.j > len(hv) {
+			continue
+		}
+		rest := hv[it.j:]
+		if it.j == 0 && len(rest) == 0 {
+			it.j = 1 // an empty header has one empty value
+			return rest, true
+		}
+		if len(rest) == 0 {
+			continue
+		}
+		v := rest
+		if k := bytes.IndexByte(rest, ','); k >= 0 {
+			v = rest[:k]
+			it.j += k + 1
+		} else {
+			it.j = len(hv) + 1
+		}
+		return trimSpace(v), true
+	}
+	return nil, false
+}
+
+// fetchHdr returns the values of a header: every one in turn (occurrence
+// 0), or only the n-th (n > 0), or the n-th from the end (n < 0).
+func fetchHdr(r *Request, f *fetch, it *iter) (sample, bool) {
+	switch {
+	case f.occ == 0:
+		v, ok := nextHeaderValue(r, f.name, it)
+		return sample{t: typeStr, s: v}, ok
+	case it.n > 0:
+		return sample{}, false
+	case f.occ > 0:
+		var local iter
+		for k := 1; ; k++ {
+			v, ok := nextHeaderValue(r, f.name, &local)
+			if !ok {
+				return sample{}, false
+			}
+			if k == f.occ {
+				it.n++
+				return sample{t: typeStr, s: v}, true
+			}
+		}
+	default:
+		// From the end: count, then walk again to the wanted one.
+		var local iter
+		total := 0
+		for {
+			if _, ok := nextHeaderValue(r, f.name, &local); !ok {
+				break
+			}
+			total++
+		}
+		want := total + f.occ + 1
+		if want < 1 {
+			return sample{}, false
+		}
+		local = iter{}
+		for k := 1; ; k++ {
+			v, _ := nextHeaderValue(r, f.name, &local)
+			if k == want {
+				it.n++
+				return sample{t: typeStr, s: v}, true
+			}
+		}
+	}
+}
+
+var hostName = []byte("host")
+
+func fetchHost(r *Request, _ *fetch, it *iter) (sample, bool) {
+	if it.n > 0 {
+		return sample{}, false
+	}
+	var local iter
+	v, ok := nextHeaderValue(r, hostName, &local)
+	if ok {
+		it.n++
+	}
+	return sample{t: typeStr, s: v}, ok
+}
+
+// fetchHdrCnt counts the values of a header (all header lines without a
+// name), as HAProxy's req.hdr_cnt.
+func fetchHdrCnt(r *Request, f *fetch, it *iter) (sample, bool) {
+	if it.n > 0 {
+		return sample{}, false
+	}
+	it.n++
+	var local iter
+	n := int64(0)
+	if len(f.name) == 0 {
+		for i := range headerCount(r) {
+			if _, _, ok := headerAt(r, i); ok {
+				n++
+			}
+		}
+		return sample{t: typeInt, n: n}, true
+	}
+	for {
+		if _, ok := nextHeaderValue(r, f.name, &local); !ok {
+			break
+		}
+		n++
+	}
+	return sample{t: typeInt, n: n}, true
+}
+
+var cookieName = []byte("cookie")
+
+// fetchCook returns the value of every cookie named f.name in the Cookie
+// headers, in turn. Cookies are separated by ';' (and ',' from the header
+// split); names are case-sensitive.
+func fetchCook(r *Request, f *fetch, it *iter) (sample, bool) {
+	n := headerCount(r)
+	for ; it.i < n; it.i, it.j = it.i+1, 0 {
+		hn, hv, ok := headerAt(r, it.i)
+		if !ok || !bytes.EqualFold(hn, cookieName) {
+			continue
+		}
+		for it.j < len(hv) {
+			rest := hv[it.j:]
+			c := rest
+			if k := bytes.IndexAny(rest, ";,"); k >= 0 {
+				c = rest[:k]
+				it.j += k + 1
+			} else {
+				it.j = len(hv)
+			}
+			name, value, found := bytes.Cut(trimSpace(c), []byte("="))
+			if found && bytes.Equal(trimSpace(name), f.name) {
+				return sample{t: typeStr, s: trimSpace(value)}, true
+			}
+		}
+	}
+	return sample{}, false
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}

@@ -1,0 +1,37 @@
+package acl
+
+import "net/netip"
+
+// Headers is the header list of a request as the HTTP engine holds it.
+// Names and values are the bytes as received (values without surrounding
+// whitespace); they must stay valid while the request is evaluated.
+type Headers interface {
+	// NumHeaders returns the number of header lines.
+	NumHeaders() int
+	// HeaderAt returns header line i, 0 <= i < NumHeaders().
+	HeaderAt(i int) (name, value []byte)
+}
+
+// Request is the view of a request that fetches read. The HTTP engine fills
+// it once per request; the byte slices alias the engine's buffers and are
+// valid only until the next request is read, so nothing in this package
+// keeps them past an evaluation.
+//
+// At the tcp_request connection stage only Src and Dst are set, and HTTP is
+// false: layer-7 fetches then find no sample (configurations using them
+// there are rejected at load).
+type Request struct {
+	Src, Dst netip.AddrPort
+	HTTP     bool   // an HTTP request is available (false at connection accept)
+	Method   []byte // "GET"
+	URI      []byte // as on the request line: origin-form or absolute-form
+	Version  []byte // "1.1" or "1.0", without "HTTP/"
+	Headers  Headers
+	SSL      bool // the client connection is TLS (never yet: ssl_fc is false)
+
+	// Edits are the header and path changes made by the rules run so far
+	// (set-header, add-header, del-header, set-path). Fetches see them, as
+	// in HAProxy, and the engine applies them to the request it forwards.
+	// nil means the rules may not edit (EvalHTTP then refuses edits).
+	Edits *Edits
+}

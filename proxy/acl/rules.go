@@ -1,0 +1,629 @@
+package acl
+
+// Rules: use_backend, http_request and tcp_request, in HAProxy's syntax,
+// compiled by a Scope and run in order against a Request.
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Action is what a rule does when its condition holds.
+type Action uint8
+
+// The actions of http_request and tcp_request rules.
+const (
+	ActAllow     Action = iota // http_request allow: stop the section's rules
+	ActDeny                    // http_request deny: answer Status's error page
+	ActReturn                  // http_request return: answer Response
+	ActRedirect                // http_request redirect: answer AppendRedirect's response
+	ActSetHeader               // replace every header Name by Value
+	ActAddHeader               // add a header line
+	ActDelHeader               // remove every header Name
+	ActSetPath                 // replace the path, keeping the query string
+	ActAccept                  // tcp_request connection accept
+	ActReject                  // tcp_request connection reject
+)
+
+// DenyStatuses are the codes deny_status accepts: those HAProxy 2.6 has a
+// built-in error page for (the proxy serves each of them).
+var DenyStatuses = []int{200, 400, 401, 403, 404, 405, 407, 408, 410, 413, 421, 425, 429, 500, 501, 502, 503, 504}
+
+// Rule is one compiled http_request or tcp_request rule.
+type Rule struct {
+	Action Action
+	Cond   *Cond  // nil: always
+	Text   string // the rule as written
+	Line   int
+
+	// Status is the code of deny, return and redirect.
+	Status int
+	// Response is the whole response of a return rule, built at load.
+	Response []byte
+
+	name  []byte // header name (set/add/del-header)
+	value format // header value or path (set-header, add-header, set-path)
+	redir string // location, prefix or scheme
+	rkind string // "location", "prefix" or "scheme"
+	dropQ bool   // redirect drop-query
+	slash bool   // redirect append-slash
+}
+
+// UseBackendRule is a compiled `use_backend NAME if COND`.
+type UseBackendRule struct {
+	Backend string
+	Cond    *Cond
+}
+
+// Rules are the compiled rules of one frontend or backend. A nil *Rules
+// has none. Rules never change after load.
+type Rules struct {
+	TCPConnection []*Rule // tcp_request connection rules (frontends)
+	HTTP          []*Rule // http_request rules
+	UseBackend    []UseBackendRule
+}
+
+// Empty reports whether there is no rule at all.
+func (rs *Rules) Empty() bool {
+	return rs == nil || len(rs.TCPConnection)+len(rs.HTTP)+len(rs.UseBackend) == 0
+}
+
+// AcceptConnection runs the tcp_request connection rules against a new
+// connection (only Src and Dst are set). It returns false when the
+// connection must be closed (reject); the first accept or reject whose
+// condition holds ends the evaluation, and no rule means accept.
+func (rs *Rules) AcceptConnection(r *Request) bool {
+	if rs == nil {
+		return true
+	}
+	for _, rule := range rs.TCPConnection {
+		if rule.Cond.Eval(r) {
+			return rule.Action == ActAccept
+		}
+	}
+	return true
+}
+
+// SelectBackend returns the index in UseBackend of the first rule whose
+// condition holds, or -1 (then the default backend applies).
+func (rs *Rules) SelectBackend(r *Request) int {
+	if rs == nil {
+		return -1
+	}
+	for i := range rs.UseBackend {
+		if rs.UseBackend[i].Cond.Eval(r) {
+			return i
+		}
+	}
+	return -1
+}
+
+// EvalHTTP runs the http_request rules in order against r. Header and path
+// actions are applied to r.Edits (and r.URI) as they come, so that later
+// rules see them. It returns the first deny, return or redirect rule whose
+// condition holds, or nil when the request goes on (no rule, or allow).
+func (rs *Rules) EvalHTTP(r *Request) *Rule {
+	if rs == nil {
+		return nil
+	}
+	for _, rule := range rs.HTTP {
+		if !rule.Cond.Eval(r) {
+			continue
+		}
+		switch rule.Action {
+		case ActAllow:
+			return nil
+		case ActDeny, ActReturn, ActRedirect:
+			return rule
+		case ActSetHeader, ActAddHeader, ActDelHeader, ActSetPath:
+			if r.Edits != nil {
+				rule.apply(r)
+			}
+		}
+	}
+	return nil
+}
+
+// Edits are the changes http_request rules made to one request: header
+// lines hidden or added, and the request URI replaced. The engine keeps
+// one per connection and calls Reset before each request, so the buffers
+// are reused and applying rules allocates nothing once warm.
+type Edits struct {
+	hidden []bool // by index of the received header lines
+	added  []addedHeader
+	arena  []byte // storage of formatted values; slices into it stay valid until Reset
+	uri    bool   // the URI was replaced (Request.URI holds the new one)
+}
+
+type addedHeader struct {
+	name, value []byte
+	dead        bool
+}
+
+// Reset empties e for a request with n received header lines.
+func (e *Edits) Reset(n int) {
+	e.hidden = slices.Grow(e.hidden[:0], n)[:n]
+	clear(e.hidden)
+	clear(e.added) // drop references to the last request's values
+	e.added = e.added[:0]
+	e.arena = e.arena[:0]
+	e.uri = false
+}
+
+// Changed reports whether any header or the URI was changed.
+func (e *Edits) Changed() bool {
+	if e.uri || len(e.added) > 0 {
+		return true
+	}
+	for _, h := range e.hidden {
+		if h {
+			return true
+		}
+	}
+	return false
+}
+
+// URIChanged reports whether set-path replaced Request.URI.
+func (e *Edits) URIChanged() bool { return e.uri }
+
+// Hidden reports whether received header line i was removed or replaced.
+func (e *Edits) Hidden(i int) bool { return i < len(e.hidden) && e.hidden[i] }
+
+// NumAdded returns the number of header lines added by rules; AddedAt
+// returns line i (ok false when a later rule removed it).
+func (e *Edits) NumAdded() int { return len(e.added) }
+
+// AddedAt returns added header line i; ok is false if a later rule removed it.
+func (e *Edits) AddedAt(i int) (name, value []byte, ok bool) {
+	a := &e.added[i]
+	return a.name, a.value, !a.dead
+}
+
+// del hides every header named name, received or added.
+func (e *Edits) del(r *Request, name []byte) {
+	if r.Headers != nil {
+		if n := r.Headers.NumHeaders(); len(e.hidden) < n { // Reset not called
+			e.hidden = append(e.hidden, make([]bool, n-len(e.hidden))...)
+		}
+		for i := range r.Headers.NumHeaders() {
+			if n, _ := r.Headers.HeaderAt(i); bytes.EqualFold(n, name) {
+				e.hidden[i] = true
+			}
+		}
+	}
+	for i := range e.added {
+		if bytes.EqualFold(e.added[i].name, name) {
+			e.added[i].dead = true
+		}
+	}
+}
+
+// apply runs a header or path action on r; r.Edits is not nil.
+func (rule *Rule) apply(r *Request) {
+	e := r.Edits
+	switch rule.Action {
+	case ActDelHeader:
+		e.del(r, rule.name)
+	case ActSetHeader, ActAddHeader:
+		start := len(e.arena)
+		e.arena = rule.value.append(e.arena, r)
+		v := e.arena[start:len(e.arena):len(e.arena)]
+		if rule.Action == ActSetHeader {
+			e.del(r, rule.name)
+		}
+		e.added = append(e.added, addedHeader{name: rule.name, value: v})
+	case ActSetPath:
+		q := []byte(nil)
+		if i := bytes.IndexByte(r.URI, '?'); i >= 0 {
+			q = r.URI[i:]
+		}
+		start := len(e.arena)
+		e.arena = rule.value.append(e.arena, r)
+		e.arena = append(e.arena, q...)
+		r.URI = e.arena[start:len(e.arena):len(e.arena)]
+		e.uri = true
+	}
+}
+
+// redirectReasons are the status lines of the redirect codes.
+var redirectReasons = map[int]string{301: "Moved Permanently", 302: "Found", 303: "See Other", 307: "Temporary Redirect", 308: "Permanent Redirect"}
+
+// AppendRedirect appends the response of a redirect rule for r to dst,
+// byte for byte as HAProxy 2.6 writes it (302, 303 and 307 carry
+// "cache-control: no-cache").
+func (rule *Rule) AppendRedirect(dst []byte, r *Request) []byte {
+	dst = append(dst, "HTTP/1.1 "...)
+	dst = strconv.AppendInt(dst, int64(rule.Status), 10)
+	dst = append(dst, ' ')
+	dst = append(dst, redirectReasons[rule.Status]...)
+	dst = append(dst, "\r\ncontent-length: 0\r\nlocation: "...)
+	switch rule.rkind {
+	case "location":
+		dst = append(dst, rule.redir...)
+	case "prefix", "scheme":
+		if rule.rkind == "scheme" {
+			dst = append(dst, rule.redir...)
+			dst = append(dst, "://"...)
+			var it iter
+			if h, ok := nextHeaderValue(r, hostName, &it); ok {
+				dst = append(dst, h...)
+			}
+		} else if rule.redir != "/" {
+			dst = append(dst, rule.redir...)
+		}
+		uri := r.URI
+		if rule.rkind == "scheme" {
+			if p := pathOf(uri); p != nil {
+				uri = uri[len(uri)-len(p)-len(queryOf(uri)):]
+			}
+		}
+		path, query := uri, []byte(nil)
+		if i := bytes.IndexByte(uri, '?'); i >= 0 {
+			path, query = uri[:i], uri[i:]
+		}
+		dst = append(dst, path...)
+		if rule.slash && (len(path) == 0 || path[len(path)-1] != '/') {
+			dst = append(dst, '/')
+		}
+		if !rule.dropQ {
+			dst = append(dst, query...)
+		}
+	}
+	dst = append(dst, "\r\n"...)
+	if rule.Status == 302 || rule.Status == 303 || rule.Status == 307 {
+		dst = append(dst, "cache-control: no-cache\r\n"...)
+	}
+	return append(dst, "\r\n"...)
+}
+
+// queryOf returns "?query" of a URI, or nil.
+func queryOf(uri []byte) []byte {
+	if i := bytes.IndexByte(uri, '?'); i >= 0 {
+		return uri[i:]
+	}
+	return nil
+}
+
+// format is a value of set-header, add-header or set-path: literal text
+// with %[fetch] samples, HAProxy's log-format restricted to sample fetches
+// without converters.
+type format []formatPart
+
+type formatPart struct {
+	lit []byte
+	f   *fetch
+}
+
+// parseFormat compiles a value; %% is a literal percent sign.
+func (sc *Scope) parseFormat(s string, l7ok bool) (format, error) {
+	var out format
+	var lit []byte
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			lit = append(lit, s[i])
+			continue
+		}
+		switch {
+		case strings.HasPrefix(s[i:], "%%"):
+			lit = append(lit, '%')
+			i++
+		case strings.HasPrefix(s[i:], "%["):
+			end := strings.IndexByte(s[i:], ']')
+			if end < 0 {
+				return nil, fmt.Errorf("missing ']' in '%s'", s)
+			}
+			expr := s[i+2 : i+end]
+			if strings.ContainsAny(expr, ", ") && !strings.Contains(expr, "(") {
+				return nil, fmt.Errorf("converters are not supported in '%%[%s]'", expr)
+			}
+			if k := strings.IndexByte(expr, ')'); k >= 0 && k+1 < len(expr) {
+				return nil, fmt.Errorf("converters are not supported in '%%[%s]'", expr)
+			}
+			name, args, hasArgs := expr, "", false
+			if k := strings.IndexByte(expr, '('); k >= 0 {
+				if !strings.HasSuffix(expr, ")") {
+					return nil, fmt.Errorf("missing closing ')' in '%%[%s]'", expr)
+				}
+				name, args, hasArgs = expr[:k], expr[k+1:len(expr)-1], true
+			}
+			def := fetchByName(name)
+			if def == nil {
+				return nil, fmt.Errorf("unknown fetch method '%s' in '%%[%s]'", name, expr)
+			}
+			f, err := parseFetch(def, expr, args, hasArgs)
+			if err != nil {
+				return nil, err
+			}
+			if len(lit) > 0 {
+				out = append(out, formatPart{lit: lit})
+				lit = nil
+			}
+			out = append(out, formatPart{f: f})
+			i += end
+		default:
+			return nil, fmt.Errorf("only %%[fetch] and %%%% are supported in values, got '%s'", s)
+		}
+	}
+	if len(lit) > 0 {
+		out = append(out, formatPart{lit: lit})
+	}
+	return out, nil
+}
+
+// append renders the value for r: each fetch's first sample as text.
+func (f format) append(dst []byte, r *Request) []byte {
+	for _, p := range f {
+		if p.f == nil {
+			dst = append(dst, p.lit...)
+			continue
+		}
+		var it iter
+		if s, ok := p.f.next(r, &it); ok {
+			dst = sampleTextAppend(dst, s)
+		}
+	}
+	return dst
+}
+
+// sampleTextAppend appends a sample as text.
+func sampleTextAppend(dst []byte, s sample) []byte {
+	switch s.t {
+	case typeInt, typeBool:
+		return strconv.AppendInt(dst, s.n, 10)
+	case typeIP:
+		return s.ip.AppendTo(dst)
+	}
+	return append(dst, s.s...)
+}
+
+// splitCond splits a rule's words at "if" or "unless" and compiles the
+// condition (nil when there is none).
+func (sc *Scope) splitCond(words []string, line int) ([]string, *Cond, error) {
+	for i, w := range words {
+		if w == "if" || w == "unless" {
+			c, err := sc.parseCond(words[i+1:], w == "unless", line)
+			return words[:i], c, err
+		}
+	}
+	return words, nil, nil
+}
+
+// HTTPRule compiles one http_request rule, e.g.
+// "deny deny_status 429 if { path_beg /admin } !internal".
+func (sc *Scope) HTTPRule(text string, line int) (*Rule, error) {
+	words, err := splitWords(text)
+	if err != nil {
+		return nil, err
+	}
+	if len(words) == 0 {
+		return nil, fmt.Errorf("empty rule")
+	}
+	args, cond, err := sc.splitCond(words, line)
+	if err != nil {
+		return nil, err
+	}
+	rule := &Rule{Cond: cond, Text: text, Line: line}
+	act, opts := args[0], args[1:]
+	need := func(n int, usage string) error {
+		if len(opts) != n {
+			return fmt.Errorf("'%s' expects %s", act, usage)
+		}
+		return nil
+	}
+	switch act {
+	case "allow":
+		rule.Action = ActAllow
+		err = need(0, "no argument")
+	case "deny":
+		rule.Action, rule.Status = ActDeny, 403
+		for len(opts) > 0 && err == nil {
+			switch opts[0] {
+			case "deny_status", "status":
+				if len(opts) < 2 {
+					return nil, fmt.Errorf("'deny %s' expects a status code", opts[0])
+				}
+				rule.Status, err = statusArg(opts[1], DenyStatuses)
+				opts = opts[2:]
+			default:
+				err = fmt.Errorf("'deny': unsupported option '%s' (supported: deny_status)", opts[0])
+			}
+		}
+	case "return":
+		err = rule.parseReturn(opts)
+	case "redirect":
+		err = rule.parseRedirect(opts)
+	case "set-header", "add-header":
+		rule.Action = ActSetHeader
+		if act == "add-header" {
+			rule.Action = ActAddHeader
+		}
+		if err = need(2, "<name> <fmt>"); err == nil {
+			rule.name = []byte(opts[0])
+			rule.value, err = sc.parseFormat(opts[1], true)
+		}
+	case "del-header":
+		rule.Action = ActDelHeader
+		if err = need(1, "<name>"); err == nil {
+			rule.name = []byte(opts[0])
+		}
+	case "set-path":
+		rule.Action = ActSetPath
+		if err = need(1, "<fmt>"); err == nil {
+			rule.value, err = sc.parseFormat(opts[0], true)
+		}
+	case "track-sc0", "track-sc1", "track-sc2":
+		return nil, fmt.Errorf("'%s' is not supported yet (it needs stick tables)", act)
+	default:
+		return nil, fmt.Errorf("unknown http_request action '%s' (supported: add-header, allow, del-header, deny, redirect, return, set-header, set-path)", act)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rule, nil
+}
+
+// statusArg parses a status code that must be one of allowed (nil: 200..599).
+func statusArg(s string, allowed []int) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("status code must be an integer, got '%s'", s)
+	}
+	if allowed != nil && !slices.Contains(allowed, n) {
+		return 0, fmt.Errorf("status %d has no built-in error page (one of %s)", n, joinInts(allowed))
+	}
+	if n < 200 || n > 599 {
+		return 0, fmt.Errorf("status code must be 200..599, got %d", n)
+	}
+	return n, nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
+}
+
+// parseReturn compiles `return [status N] [content-type T] [string S]`
+// into its response, as HAProxy 2.6 writes it.
+func (rule *Rule) parseReturn(opts []string) error {
+	rule.Action, rule.Status = ActReturn, 200
+	ctype, body, hasBody := "", "", false
+	for len(opts) > 0 {
+		if len(opts) < 2 {
+			return fmt.Errorf("'return %s' expects an argument", opts[0])
+		}
+		switch opts[0] {
+		case "status":
+			n, err := statusArg(opts[1], nil)
+			if err != nil {
+				return err
+			}
+			rule.Status = n
+		case "content-type":
+			ctype = opts[1]
+		case "string":
+			body, hasBody = opts[1], true
+		default:
+			return fmt.Errorf("'return': unsupported option '%s' (supported: status, content-type, string)", opts[0])
+		}
+		opts = opts[2:]
+	}
+	if hasBody && ctype == "" {
+		return fmt.Errorf("'return': 'string' needs a 'content-type'")
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\ncontent-length: %d\r\n", rule.Status, reasonPhrase(rule.Status), len(body))
+	if ctype != "" {
+		fmt.Fprintf(&b, "content-type: %s\r\n", ctype)
+	}
+	b.WriteString("\r\n")
+	b.WriteString(body)
+	rule.Response = b.Bytes()
+	return nil
+}
+
+// parseRedirect compiles `redirect location|prefix|scheme VALUE [code N]
+// [drop-query] [append-slash]`.
+func (rule *Rule) parseRedirect(opts []string) error {
+	rule.Action, rule.Status = ActRedirect, 302
+	if len(opts) < 2 {
+		return fmt.Errorf("'redirect' expects location, prefix or scheme and a value")
+	}
+	switch opts[0] {
+	case "location", "prefix", "scheme":
+		rule.rkind, rule.redir = opts[0], opts[1]
+	default:
+		return fmt.Errorf("'redirect' expects location, prefix or scheme, got '%s'", opts[0])
+	}
+	if strings.Contains(rule.redir, "%[") {
+		return fmt.Errorf("'redirect': log-format values are not supported yet, got '%s'", rule.redir)
+	}
+	for opts = opts[2:]; len(opts) > 0; opts = opts[1:] {
+		switch opts[0] {
+		case "code":
+			if len(opts) < 2 {
+				return fmt.Errorf("'redirect code' expects 301, 302, 303, 307 or 308")
+			}
+			n, err := strconv.Atoi(opts[1])
+			if _, ok := redirectReasons[n]; err != nil || !ok {
+				return fmt.Errorf("'redirect code' expects 301, 302, 303, 307 or 308, got '%s'", opts[1])
+			}
+			rule.Status = n
+			opts = opts[1:]
+		case "drop-query":
+			rule.dropQ = true
+		case "append-slash":
+			rule.slash = true
+		default:
+			return fmt.Errorf("'redirect': unsupported option '%s' (supported: code, drop-query, append-slash)", opts[0])
+		}
+	}
+	return nil
+}
+
+// TCPRule compiles one tcp_request rule; only the connection stage
+// exists yet: "connection accept|reject [if|unless COND]". Conditions may
+// use layer-4 fetches only (src, src_port, dst, dst_port).
+func (sc *Scope) TCPRule(text string, line int) (*Rule, error) {
+	words, err := splitWords(text)
+	if err != nil {
+		return nil, err
+	}
+	if len(words) == 0 {
+		return nil, fmt.Errorf("empty rule")
+	}
+	if words[0] != "connection" {
+		return nil, fmt.Errorf("unsupported tcp_request stage '%s' (supported: connection)", words[0])
+	}
+	args, cond, err := sc.splitCond(words[1:], line)
+	if err != nil {
+		return nil, err
+	}
+	rule := &Rule{Cond: cond, Text: text, Line: line}
+	if len(args) == 0 {
+		return nil, fmt.Errorf("'connection' expects an action: accept or reject")
+	}
+	switch args[0] {
+	case "accept":
+		rule.Action = ActAccept
+	case "reject":
+		rule.Action = ActReject
+	case "track-sc0", "track-sc1", "track-sc2":
+		return nil, fmt.Errorf("'%s' is not supported yet (it needs stick tables)", args[0])
+	default:
+		return nil, fmt.Errorf("unknown tcp_request connection action '%s' (supported: accept, reject)", args[0])
+	}
+	if len(args) > 1 {
+		return nil, fmt.Errorf("'connection %s' takes no argument, got '%s'", args[0], args[1])
+	}
+	if cond != nil && cond.l7 {
+		return nil, fmt.Errorf("condition uses HTTP fetches, which tcp_request connection rules cannot see (only src, src_port, dst, dst_port)")
+	}
+	return rule, nil
+}
+
+// reasonPhrase returns HAProxy's reason phrase for a status code.
+func reasonPhrase(code int) string {
+	if s, ok := reasons[code]; ok {
+		return s
+	}
+	return "Unknown"
+}
+
+var reasons = map[int]string{
+	200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 206: "Partial Content",
+	301: "Moved Permanently", 302: "Found", 303: "See Other", 304: "Not Modified",
+	307: "Temporary Redirect", 308: "Permanent Redirect",
+	400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+	405: "Method Not Allowed", 407: "Proxy Authentication Required", 408: "Request Timeout",
+	409: "Conflict", 410: "Gone", 411: "Length Required", 413: "Payload Too Large",
+	414: "URI Too Long", 415: "Unsupported Media Type", 421: "Misdirected Request",
+	425: "Too Early", 429: "Too Many Requests",
+	500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway",
+	503: "Service Unavailable", 504: "Gateway Timeout",
+}

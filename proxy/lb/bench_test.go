@@ -1,0 +1,97 @@
+package lb
+
+import (
+	"fmt"
+	"testing"
+)
+
+// benchCases are the algorithms benchmarked, with their hash type and
+// balance factor.
+var benchCases = []struct {
+	name, expr, hash string
+	factor           int
+}{
+	{"roundrobin", "roundrobin", "", 0},
+	{"static-rr", "static-rr", "", 0},
+	{"leastconn", "leastconn", "", 0},
+	{"first", "first", "", 0},
+	{"source-map", "source", "map-based", 0},
+	{"uri-consistent", "uri", "consistent", 0},
+	{"uri-consistent-bounded", "uri", "consistent", 125},
+	{"random2", "random(2)", "", 0},
+}
+
+// BenchmarkPickRelease measures one pick, the session start and its end,
+// as the backend does them (Cur and the ConnObserver hooks), at 3, 100,
+// 1,000 and 10,000 servers of weights 1, 2 and 3, every server with a
+// maxconn that is never reached (so the hooks that watch fullness run).
+// Hashing algorithms cycle through 1,024 different keys.
+func BenchmarkPickRelease(b *testing.B) {
+	reqs := make([]*Request, 1024)
+	for i := range reqs {
+		reqs[i] = req(fmt.Sprintf("10.%d.%d.%d:1234", i>>16&255, i>>8&255, i&255), fmt.Sprintf("/obj/%d", i))
+	}
+	for _, bc := range benchCases {
+		for _, n := range []int{3, 100, 1000, 10000} {
+			all := make([]*Server, n)
+			total := 0
+			for i := range all {
+				w := 1 + i%3
+				all[i] = &Server{Index: i, Name: fmt.Sprintf("s%d", i+1), Weight: w * WeightScale, EffectiveWeight: w}
+				all[i].MaxConn.Store(1 << 30)
+				total += w
+			}
+			h, _ := ParseHashType(bc.hash)
+			bal, err := Parse(bc.expr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			mk := func() Algorithm {
+				a := bal.New(Config{Hash: h, BalanceFactor: bc.factor, RingWeight: total})
+				a.Rebuild(all)
+				return a
+			}
+			co := func(a Algorithm) ConnObserver {
+				if o, ok := a.(ConnObserver); ok {
+					return o
+				}
+				return nopObserver{}
+			}
+			b.Run(fmt.Sprintf("%s/n=%d", bc.name, n), func(b *testing.B) {
+				a := mk()
+				o := co(a)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					s := a.Pick(reqs[i&1023], nil)
+					s.Cur.Add(1)
+					o.ConnTaken(s)
+					s.Cur.Add(-1)
+					o.ConnReleased(s)
+				}
+			})
+			b.Run(fmt.Sprintf("%s/n=%d/parallel", bc.name, n), func(b *testing.B) {
+				a := mk()
+				o := co(a)
+				b.ReportAllocs()
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					i := 0
+					for pb.Next() {
+						s := a.Pick(reqs[i&1023], nil)
+						s.Cur.Add(1)
+						o.ConnTaken(s)
+						s.Cur.Add(-1)
+						o.ConnReleased(s)
+						i++
+					}
+				})
+			})
+		}
+	}
+}
+
+type nopObserver struct{}
+
+func (nopObserver) ConnTaken(*Server)    {}
+func (nopObserver) ConnReleased(*Server) {}

@@ -1,0 +1,84 @@
+package runtime
+
+import (
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"strings"
+	"time"
+)
+
+// Process commands: the environment, captured errors and activity figures.
+var processCommands = []Command{
+	{Words: []string{"show", "env"}, Level: LevelOperator, Usage: "show env [var]", Help: "dump environment variables known to the process", Run: showEnv},
+	{Words: []string{"show", "errors"}, Level: LevelOperator, Usage: "show errors [<px>] [request|response]", Help: "report last request and/or response errors for each proxy", Run: showErrors},
+	{Words: []string{"show", "activity"}, Level: LevelUser, Usage: "show activity", Help: "show per-thread activity stats (for support/developers)", Run: showActivity},
+}
+
+// showEnv prints the process environment, or one variable of it.
+func showEnv(c *Context, args []string) error {
+	if name := arg(args, 0); name != "" {
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			return reply("Variable not found")
+		}
+		c.Printf("%s=%s\n", name, v)
+		return nil
+	}
+	for _, kv := range os.Environ() {
+		c.Printf("%s\n", kv)
+	}
+	return nil
+}
+
+// haproxyDate formats t as HAProxy's dates in dumps: [29/Nov/2026:19:31:12.702].
+func haproxyDate(t time.Time) string { return t.Format("02/Jan/2006:15:04:05.000") }
+
+// showErrors reports captured invalid requests and responses. fulcrum does
+// not capture them yet, so the dump has HAProxy's header with 0 events; the
+// arguments are still checked as HAProxy does.
+func showErrors(c *Context, args []string) error {
+	if px := arg(args, 0); px != "" && px != "-1" {
+		if v, _, _ := strtol(px); v == 0 && c.Proxy.Backend(px) == nil && c.Proxy.Frontend(px) == nil {
+			return reply("No such proxy.")
+		}
+	}
+	c.Printf("Total events captured on [%s] : 0\n", haproxyDate(time.Now()))
+	return nil
+}
+
+// showActivity prints support figures as `name: value` lines, the shape of
+// HAProxy's show activity (whose per-thread columns do not apply to Go's
+// scheduler).
+func showActivity(c *Context, _ []string) error {
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
+	now := time.Now()
+	var conns, accepted int64
+	for _, fe := range c.Proxy.Frontends {
+		conns += fe.Counters.Scur.Load()
+		accepted += fe.Counters.Stot.Load()
+	}
+	c.api.mu.Lock()
+	cli := len(c.api.sessions)
+	c.api.mu.Unlock()
+	lines := [][2]any{
+		{"thread_id", fmt.Sprintf("0 (1..%d)", goruntime.GOMAXPROCS(0))},
+		{"date_now", fmt.Sprintf("%d.%06d", now.Unix(), now.Nanosecond()/1000)},
+		{"uptime_sec", int64(now.Sub(c.api.started) / time.Second)},
+		{"goroutines", goruntime.NumGoroutine()},
+		{"gc_cycles", ms.NumGC},
+		{"gc_pause_ms_tot", ms.PauseTotalNs / 1e6},
+		{"heap_alloc_kb", ms.HeapAlloc >> 10},
+		{"sys_kb", ms.Sys >> 10},
+		{"curr_conns", conns},
+		{"accepted", accepted},
+		{"cli_sessions", cli},
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		fmt.Fprintf(&b, "%s: %v\n", l[0], l[1])
+	}
+	c.Printf("%s", b.String())
+	return nil
+}

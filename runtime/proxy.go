@@ -1,0 +1,93 @@
+package runtime
+
+import (
+	"math"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy"
+)
+
+// Proxy commands: the list of backends and the connection limits of
+// frontends and of the process.
+var proxyCommands = []Command{
+	{Words: []string{"show", "backend"}, Level: LevelUser, Usage: "show backend", Help: "list backends in the current running config", Run: showBackend},
+	{Words: []string{"set", "maxconn", "frontend"}, Level: LevelAdmin, Usage: "set maxconn frontend <frontend> <value>", Help: "change a frontend's maxconn setting", Run: setMaxconnFrontend},
+	{Words: []string{"set", "maxconn", "global"}, Level: LevelAdmin, Usage: "set maxconn global <value>", Help: "change the per-process maxconn setting", Run: setMaxconnGlobal},
+}
+
+// showBackend lists the backends in configuration order.
+func showBackend(c *Context, _ []string) error {
+	c.Printf("# name\n")
+	for _, b := range c.Proxy.Backends {
+		c.Printf("%s\n", b.Name)
+	}
+	return nil
+}
+
+// findFrontend returns the frontend named name, or whose id is #N.
+func findFrontend(p *proxy.Proxy, name string) *proxy.Frontend {
+	if len(name) > 1 && name[0] == '#' {
+		v, rest, ok := strtol(name[1:])
+		if !ok || rest != "" {
+			return nil
+		}
+		for _, fe := range p.Frontends {
+			if int64(fe.ID) == v {
+				return fe
+			}
+		}
+		return nil
+	}
+	return p.Frontend(name)
+}
+
+// atoi is C's atoi: the leading integer, 0 when there is none, clamped to
+// the int range.
+func atoi(s string) int {
+	v, _, _ := strtol(s)
+	return int(max(min(v, math.MaxInt32), math.MinInt32))
+}
+
+// setMaxconnFrontend changes a frontend's maxconn (0 = unlimited); a value
+// that is not a number counts as 0, as HAProxy's atoi.
+func setMaxconnFrontend(c *Context, args []string) error {
+	name := arg(args, 0)
+	if name == "" {
+		return reply("A frontend name is expected.")
+	}
+	fe := findFrontend(c.Proxy, name)
+	if fe == nil {
+		return reply("No such frontend.")
+	}
+	if arg(args, 1) == "" {
+		return reply("Integer value expected.")
+	}
+	v := atoi(args[1])
+	if v < 0 {
+		return reply("Value out of range.")
+	}
+	if old := fe.SetMaxConn(v); old != v {
+		c.Changed().Str("frontend", fe.Name).Int("maxconn", v).Int("previous_maxconn", old).Msg("frontend maxconn changed")
+	}
+	return nil
+}
+
+// setMaxconnGlobal changes the process's maxconn, within the configured
+// one (Hard_maxconn); 0 or less goes back to it (unlimited when the
+// configuration sets none).
+func setMaxconnGlobal(c *Context, args []string) error {
+	if arg(args, 0) == "" {
+		return reply("Expects an integer value.")
+	}
+	v := atoi(args[0])
+	hard := c.Proxy.HardMaxConn()
+	if hard > 0 && v > hard {
+		return reply("Value out of range.")
+	}
+	if v <= 0 {
+		v = hard
+	}
+	if old := c.Proxy.SetMaxConn(v); old != v {
+		c.Changed().Int("maxconn", v).Int("previous_maxconn", old).Msg("global maxconn changed")
+	}
+	return nil
+}

@@ -1,0 +1,447 @@
+package runtime
+
+import (
+	"math"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy"
+)
+
+// Server commands: weights, admin states, addresses, and the dumps of the
+// servers' state and connections (HAProxy's server.c cli_kws).
+var serverCommands = []Command{
+	{Words: []string{"get", "weight"}, Level: LevelUser, Usage: "get weight <bk>/<srv>", Help: "report a server's current weight", Run: getWeight},
+	{Words: []string{"set", "weight"}, Level: LevelAdmin, Usage: "set weight <bk>/<srv>  (DEPRECATED)", Help: "change a server's weight (use 'set server' instead)", Run: setWeightCmd},
+	{Words: []string{"set", "server"}, Level: LevelAdmin, Usage: "set server <bk>/<srv> [opts]", Help: "change a server's state, weight, address or ssl", Run: setServer},
+	{Words: []string{"enable", "server"}, Level: LevelAdmin, Usage: "enable server  (DEPRECATED)", Help: "enable a disabled server (use 'set server' instead)", Run: setAdminCmd(proxy.AdminReady)},
+	{Words: []string{"disable", "server"}, Level: LevelAdmin, Usage: "disable server (DEPRECATED)", Help: "disable a server for maintenance (use 'set server' instead)", Run: setAdminCmd(proxy.AdminMaint)},
+	{Words: []string{"show", "servers", "state"}, Level: LevelUser, Usage: "show servers state [<backend>]", Help: "dump volatile server information (all or for a single backend)", Run: showServersState},
+	{Words: []string{"show", "servers", "conn"}, Level: LevelUser, Usage: "show servers conn [<backend>]", Help: "dump server connections status (all or for a single backend)", Run: showServersConn},
+	{Words: []string{"set", "maxconn", "server"}, Level: LevelAdmin, Usage: "set maxconn server <bk>/<srv>", Help: "change a server's maxconn setting", Run: setMaxconnServer},
+	{Words: []string{"shutdown", "sessions", "server"}, Level: LevelAdmin, Usage: "shutdown sessions server <bk>/<srv>", Help: "kill sessions on a server", Run: shutdownSessionsServer},
+}
+
+// setServerOps are the subcommands of `set server <b>/<s>`, one row each;
+// the usage reply lists them. Health, agent and check subcommands join
+// when checks exist.
+var setServerOps = []struct {
+	name string
+	run  func(c *Context, b *proxy.Backend, s *proxy.Server, args []string) error
+}{
+	{"addr", setServerAddr},
+	{"fqdn", setServerFQDN},
+	{"ssl", setServerSSL},
+	{"state", setServerState},
+	{"weight", func(c *Context, b *proxy.Backend, s *proxy.Server, args []string) error {
+		return setWeight(c, b, s, arg(args, 0))
+	}},
+}
+
+// arg returns args[i], or "" past the end (HAProxy's empty argument).
+func arg(args []string, i int) string {
+	if i < len(args) {
+		return args[i]
+	}
+	return ""
+}
+
+// findBackend returns the backend named name, or whose id is #N.
+func findBackend(p *proxy.Proxy, name string) *proxy.Backend {
+	if id, ok := strings.CutPrefix(name, "#"); ok {
+		n, err := strconv.Atoi(id)
+		if err != nil {
+			return nil
+		}
+		for _, b := range p.Backends {
+			if b.ID == n {
+				return b
+			}
+		}
+		return nil
+	}
+	return p.Backend(name)
+}
+
+// findServer resolves "<backend>/<server>", each a name or #id, with
+// HAProxy's replies (cli_find_server): a missing "/" or argument, then an
+// unknown backend, then an unknown server.
+func findServer(p *proxy.Proxy, spec string) (*proxy.Backend, *proxy.Server, error) {
+	bname, sname, ok := strings.Cut(spec, "/")
+	if !ok {
+		return nil, nil, errRequireServer
+	}
+	b := findBackend(p, bname)
+	if b == nil {
+		return nil, nil, errNoBackend
+	}
+	if id, ok := strings.CutPrefix(sname, "#"); ok {
+		if n, err := strconv.Atoi(id); err == nil {
+			for _, s := range b.Servers {
+				if s.ID == n {
+					return b, s, nil
+				}
+			}
+		}
+		return nil, nil, errNoServer
+	}
+	s := b.Server(sname)
+	if s == nil {
+		return nil, nil, errNoServer
+	}
+	return b, s, nil
+}
+
+// fullName is "backend/server", as logs and messages name a server.
+func fullName(b *proxy.Backend, s *proxy.Server) string { return b.Name + "/" + s.Name }
+
+func getWeight(c *Context, args []string) error {
+	_, s, err := findServer(c.Proxy, arg(args, 0))
+	if err != nil {
+		return err
+	}
+	c.Printf("%d (initial %d)\n", s.UserWeight.Load(), s.InitialWeight)
+	return nil
+}
+
+func setWeightCmd(c *Context, args []string) error {
+	b, s, err := findServer(c.Proxy, arg(args, 0))
+	if err != nil {
+		return err
+	}
+	return setWeight(c, b, s, arg(args, 1))
+}
+
+// setWeight applies `set weight` / `set server ... weight`: an absolute
+// weight 0..256 or a percentage of the initial weight, with HAProxy's
+// replies (server_parse_weight_change_request).
+func setWeight(c *Context, b *proxy.Backend, s *proxy.Server, value string) error {
+	w, err := parseWeight(value, s.InitialWeight, b.Dynamic())
+	if err != nil {
+		return err
+	}
+	old, err := b.SetWeight(s, w)
+	if err != nil {
+		return reply("Absolute weight can only be between 0 and 256 inclusive.")
+	}
+	if old != w {
+		c.Changed().Str("server", fullName(b, s)).Int("weight", w).Int("previous_weight", old).Msg("server weight changed")
+	}
+	return nil
+}
+
+// parseWeight reads a weight as HAProxy does, with its checks in its order:
+// the value is read as C's strtol, so "300abc" is out of range before it
+// is trailing garbage. A percentage applies to the initial weight and is
+// capped at 256. With a static algorithm only 0 and the initial weight are
+// accepted.
+func parseWeight(value string, initial int, dynamic bool) (int, error) {
+	if value == "" {
+		return 0, reply("Require <weight> or <weight%>.")
+	}
+	v, rest, ok := strtol(value)
+	switch {
+	case !ok:
+		return 0, replyNoLF("Empty weight string empty or preceded by garbage")
+	case rest == "%":
+		if v < 0 {
+			return 0, reply("Relative weight must be positive.")
+		}
+		v = min(v, 25600) // as HAProxy, against overflow
+		v = min(int64(initial)*v/100, 256)
+	case v < 0 || v > 256:
+		return 0, reply("Absolute weight can only be between 0 and 256 inclusive.")
+	case rest != "":
+		return 0, replyNoLF("Trailing garbage in weight string")
+	}
+	if v != 0 && int(v) != initial && !dynamic {
+		return 0, reply("Backend is using a static LB algorithm and only accepts weights '0%' and '100%'.")
+	}
+	return int(v), nil
+}
+
+// strtol reads a leading base-10 integer as C's strtol: blanks, a sign,
+// digits (saturating). ok is false when no digit was read; rest is what
+// follows the number.
+func strtol(s string) (v int64, rest string, ok bool) {
+	i := 0
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\v' || s[i] == '\f' || s[i] == '\r') {
+		i++
+	}
+	neg := false
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		neg = s[i] == '-'
+		i++
+	}
+	start := i
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		d := int64(s[i] - '0')
+		if v > (math.MaxInt64-d)/10 {
+			v = math.MaxInt64
+		} else if v != math.MaxInt64 {
+			v = v*10 + d
+		}
+		i++
+	}
+	if i == start {
+		return 0, s, false
+	}
+	if neg {
+		v = -v
+	}
+	return v, s[i:], true
+}
+
+// setAdminCmd returns the handler of `enable server` (ready) and `disable
+// server` (maint), which differ only by the state they set.
+func setAdminCmd(state proxy.AdminState) func(*Context, []string) error {
+	return func(c *Context, args []string) error {
+		b, s, err := findServer(c.Proxy, arg(args, 0))
+		if err != nil {
+			return err
+		}
+		setAdmin(c, b, s, state)
+		return nil
+	}
+}
+
+// setAdmin sets s's admin state and logs the change. Entering maintenance
+// also closes s's idle connections: the server is about to be stopped or
+// redeployed, and the next request after `ready` must not meet a dead one.
+func setAdmin(c *Context, b *proxy.Backend, s *proxy.Server, state proxy.AdminState) {
+	old := b.SetAdmin(s, state)
+	if state == proxy.AdminMaint {
+		s.CloseIdle()
+	}
+	if old != state {
+		c.Changed().Str("server", fullName(b, s)).Stringer("state", state).Stringer("previous_state", old).Msg("server state changed")
+	}
+}
+
+// setServer is `set server <b>/<s> <subcommand> ...`.
+func setServer(c *Context, args []string) error {
+	b, s, err := findServer(c.Proxy, arg(args, 0))
+	if err != nil {
+		return err
+	}
+	sub := arg(args, 1)
+	for _, op := range setServerOps {
+		if op.name == sub {
+			return op.run(c, b, s, args[2:])
+		}
+	}
+	names := make([]string, len(setServerOps))
+	for i, op := range setServerOps {
+		names[i] = op.name
+	}
+	return reply("usage: set server <backend>/<server> " + strings.Join(names, " | "))
+}
+
+func setServerState(c *Context, b *proxy.Backend, s *proxy.Server, args []string) error {
+	var state proxy.AdminState
+	switch arg(args, 0) {
+	case "ready":
+		state = proxy.AdminReady
+	case "drain":
+		state = proxy.AdminDrain
+	case "maint":
+		state = proxy.AdminMaint
+	default:
+		return reply("'set server <srv> state' expects 'ready', 'drain' and 'maint'.")
+	}
+	setAdmin(c, b, s, state)
+	return nil
+}
+
+// setServerFQDN answers as HAProxy without resolvers: fulcrum has none.
+func setServerFQDN(c *Context, b *proxy.Backend, s *proxy.Server, args []string) error {
+	if arg(args, 0) == "" {
+		return reply("set server <b>/<s> fqdn requires a FQDN.")
+	}
+	return reply("set server <b>/<s> fqdn failed because no resolution is configured.")
+}
+
+// setServerSSL answers as HAProxy for a server without SSL settings:
+// fulcrum does not speak TLS to servers.
+func setServerSSL(c *Context, b *proxy.Backend, s *proxy.Server, args []string) error {
+	return reply("'set server <srv> ssl' cannot be set.  default-server should define ssl settings")
+}
+
+// setServerAddr is `set server <b>/<s> addr <ip> [port <port>]`. Its reply
+// says what changed, in HAProxy's words (srv_update_addr_port): the address
+// part, then the port part when a port was given, then the updater. An
+// address change applies even when the port is refused.
+func setServerAddr(c *Context, b *proxy.Backend, s *proxy.Server, args []string) error {
+	addr := arg(args, 0)
+	if addr == "" {
+		return reply("set server <b>/<s> addr requires an address and optionally a port.")
+	}
+	port := ""
+	if arg(args, 1) == "port" {
+		port = arg(args, 2)
+	}
+	curHost, curPort, err := net.SplitHostPort(s.Addr())
+	if err != nil {
+		curHost, curPort = s.Addr(), ""
+	}
+	newHost, newPort := curHost, curPort
+	var msg strings.Builder
+	ip, perr := netip.ParseAddr(addr)
+	switch {
+	case perr != nil || ip.Zone() != "":
+		msg.WriteString("Invalid addr '" + addr + "'")
+		port = "" // HAProxy stops at a bad address
+	case sameIP(curHost, ip):
+		msg.WriteString("no need to change the addr")
+	default:
+		newHost = ip.String()
+		msg.WriteString("IP changed from '" + curHost + "' to '" + addr + "'")
+	}
+	if port != "" {
+		msg.WriteString(", ")
+		v, _, ok := strtol(port)
+		switch {
+		case !ok || v < 0 || v > 65535:
+			msg.WriteString("problem converting port '" + port + "' to an int")
+		case strconv.FormatInt(v, 10) == curPort:
+			msg.WriteString("no need to change the port")
+		default:
+			newPort = strconv.FormatInt(v, 10)
+			msg.WriteString("port changed from '" + curPort + "' to '" + newPort + "'")
+		}
+	}
+	msg.WriteString(" by 'stats socket command'")
+	if newHost != curHost || newPort != curPort {
+		next := net.JoinHostPort(newHost, newPort)
+		old := b.SetAddr(s, next)
+		c.Changed().Str("server", fullName(b, s)).Str("addr", next).Str("previous_addr", old).Msg("server address changed")
+	}
+	return reply(msg.String())
+}
+
+// sameIP reports whether host is the address ip.
+func sameIP(host string, ip netip.Addr) bool {
+	cur, err := netip.ParseAddr(host)
+	return err == nil && cur.Unmap() == ip.Unmap()
+}
+
+// showServersState dumps every server (of one backend) in HAProxy's
+// server-state format version 1 (runtime-api.md 4.5): what a reload would
+// need to restore, one line per server.
+func showServersState(c *Context, args []string) error {
+	var only *proxy.Backend
+	if name := arg(args, 0); name != "" {
+		if only = findBackend(c.Proxy, name); only == nil {
+			return reply("Can't find backend.")
+		}
+	}
+	c.Printf("1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight srv_time_since_last_change srv_check_status srv_check_result srv_check_health srv_check_state srv_agent_state bk_f_forced_id srv_f_forced_id srv_fqdn srv_port srvrecord srv_use_ssl srv_check_port srv_check_addr srv_agent_addr srv_agent_port\n")
+	now := time.Now()
+	for _, b := range c.Proxy.Backends {
+		if only != nil && b != only {
+			continue
+		}
+		for _, s := range b.Servers {
+			host, port, err := net.SplitHostPort(s.Addr())
+			if err != nil {
+				host, port = s.Addr(), "0"
+			}
+			op, health := 2, 2 // running; health = rise (2) for a server without checks
+			switch s.Op() {
+			case proxy.OpDown:
+				op, health = 0, 0
+			case proxy.OpStopping:
+				op = 3
+			}
+			admin := 0
+			switch s.Admin() {
+			case proxy.AdminDrain:
+				admin = 0x08 // SRV_ADMF_FDRAIN
+			case proxy.AdminMaint:
+				op, health = 0, 0 // maintenance stops the server (HAProxy's SRV_ST_STOPPED)
+				admin = 0x01      // SRV_ADMF_FMAINT
+				if s.Conf.Disabled && s.LastChange().Before(c.api.started) {
+					admin |= 0x04 // SRV_ADMF_CMAINT: still `disabled` as configured
+				}
+			}
+			since := int64(now.Sub(s.LastChange()) / time.Second)
+			// No checks yet: status INI (1), result unknown (0), state 0.
+			c.Printf("%d %s %d %s %s %d %d %d %d %d 1 0 %d 0 0 0 0 - %s - 0 0 - - 0\n",
+				b.ID, b.Name, s.ID, s.Name, host, op, admin, s.UserWeight.Load(), s.InitialWeight,
+				since, health, port)
+		}
+	}
+	return nil
+}
+
+// showServersConn dumps each server's connection usage (runtime-api.md
+// 4.6). fulcrum keeps one pool per server, so idle_per_thr has one column.
+func showServersConn(c *Context, args []string) error {
+	var only *proxy.Backend
+	if name := arg(args, 0); name != "" {
+		if only = findBackend(c.Proxy, name); only == nil {
+			return reply("Can't find backend.")
+		}
+	}
+	c.Printf("# bkname/svname bkid/svid addr port - purge_delay used_cur used_max need_est unsafe_nb safe_nb idle_lim idle_cur idle_per_thr[1]\n")
+	for _, b := range c.Proxy.Backends {
+		if only != nil && b != only {
+			continue
+		}
+		for _, s := range b.Servers {
+			host, port, err := net.SplitHostPort(s.Addr())
+			if err != nil {
+				host, port = s.Addr(), "0"
+			}
+			safe, unsafe := s.IdleConns()
+			cur, peak := s.Counters.Scur.Load(), s.Counters.Smax.Load()
+			c.Printf("%s/%s %d/%d %s %s - 5000 %d %d %d %d %d %d %d %d\n",
+				b.Name, s.Name, b.ID, s.ID, host, port, cur, peak, peak,
+				unsafe, safe, s.PoolMax(), safe+unsafe, safe+unsafe)
+		}
+	}
+	return nil
+}
+
+// shutdownSessionsServer aborts every stream on a server.
+func shutdownSessionsServer(c *Context, args []string) error {
+	b, s, err := findServer(c.Proxy, arg(args, 0))
+	if err != nil {
+		return err
+	}
+	n := c.Proxy.ShutdownSessions(s)
+	c.Changed().Str("server", fullName(b, s)).Int("sessions", n).Msg("server sessions shut down")
+	return nil
+}
+
+// setMaxconnServer changes a server's maxconn (0 = unlimited), read as
+// HAProxy's strtol. A negative value, which HAProxy wraps to 4294967295,
+// means unlimited here too.
+func setMaxconnServer(c *Context, args []string) error {
+	b, s, err := findServer(c.Proxy, arg(args, 0))
+	if err != nil {
+		return err
+	}
+	value := arg(args, 1)
+	if value == "" {
+		return reply("Require <maxconn>.")
+	}
+	v, rest, ok := strtol(value)
+	switch {
+	case !ok:
+		return replyNoLF("maxconn string empty or preceded by garbage")
+	case rest != "":
+		return replyNoLF("Trailing garbage in maxconn string")
+	}
+	n := int(min(v, math.MaxInt32))
+	if v < 0 {
+		n = 0
+	}
+	if old := b.SetMaxConn(s, n); old != n {
+		c.Changed().Str("server", fullName(b, s)).Int("maxconn", n).Int("previous_maxconn", old).Msg("server maxconn changed")
+	}
+	return nil
+}

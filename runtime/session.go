@@ -1,0 +1,248 @@
+package runtime
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"time"
+)
+
+// The dispatcher: one session per client connection, reading lines, running
+// their commands and framing the replies (runtime-api.md 1.3 to 1.6).
+//
+//   - Non-interactive (the default): each command's reply is followed by a
+//     line feed, which makes the empty line that ends it. Once a line has
+//     run and no further complete line is waiting, the session closes;
+//     that close is what socat one-liners and the Prometheus exporter wait
+//     for.
+//   - Interactive (after `prompt`): each reply is followed by "\n> " and
+//     the session stays open. A second `prompt` leaves the mode: the rest
+//     of its line runs, then the session closes.
+//   - `quit` closes at once, without a byte.
+//   - A line ending in " <<" opens a payload: the following lines, up to an
+//     empty one, are given to its last command (Context.Payload). In
+//     interactive mode each of them is answered by "+ ".
+//   - A line is only run once its line feed arrives; a CR before the line
+//     feed is dropped. A session that completes no line within its idle
+//     timeout is closed silently.
+//   - A line longer than maxLine, or holding control bytes (binary
+//     garbage), gets an error reply and the session closes: HAProxy would
+//     wait on the first and misread the second.
+
+// maxLine bounds one line, line feed included: HAProxy's CLI buffer
+// (tune.bufsize, 16 KiB).
+const maxLine = 16 << 10
+
+// minWriteTimeout bounds how long a reply may wait on a client that does
+// not read, whatever the idle timeout (set timeout cli may make it 1 s).
+const minWriteTimeout = 10 * time.Second
+
+// Replies to input that cannot be a command; the session closes after them.
+const (
+	msgLineTooLong = "Command line too long (limit 16384 bytes)."
+	msgBinary      = "Binary data in command line."
+)
+
+var errLineTooLong = errors.New("line too long")
+
+// session is one client connection.
+type session struct {
+	api     *API
+	sock    *listener
+	conn    net.Conn
+	bw      *bufio.Writer
+	started time.Time
+
+	// Owned by the session's goroutine.
+	level   Level
+	prompt  bool
+	quit    bool
+	timeout time.Duration // idle timeout; set timeout cli changes it
+}
+
+// serve runs the session until the client leaves, quits, times out, or the
+// non-interactive exchange is over. The caller closes the connection.
+func (s *session) serve() {
+	br := bufio.NewReaderSize(s.conn, 4096)
+	s.bw = bufio.NewWriterSize(s.conn, 16<<10)
+	var buf []byte
+	for {
+		s.conn.SetReadDeadline(time.Now().Add(s.timeout))
+		raw, err := readLine(br, buf[:0])
+		buf = raw
+		if errors.Is(err, errLineTooLong) {
+			s.fail(msgLineTooLong)
+			return
+		}
+		if err != nil {
+			return // EOF, timeout, reset: nothing to say (bytes without LF never run)
+		}
+		line := trimEOL(raw)
+		if isBinary(line) {
+			s.fail(msgBinary)
+			return
+		}
+		text := string(line)
+		var payload string
+		if strings.HasSuffix(text, " <<") {
+			text = strings.TrimSuffix(text, " <<")
+			if payload, err = s.readPayload(br); err != nil {
+				return
+			}
+		}
+		s.runLine(text, payload)
+		if err := s.flush(); err != nil || s.quit {
+			return
+		}
+		if !s.prompt && !hasLine(br) {
+			return
+		}
+	}
+}
+
+// readPayload reads payload lines up to an empty one, answering "+ " to
+// each in interactive mode.
+func (s *session) readPayload(br *bufio.Reader) (string, error) {
+	var b strings.Builder
+	for {
+		if s.prompt {
+			s.bw.WriteString("+ ")
+			if err := s.flush(); err != nil {
+				return "", err
+			}
+		}
+		s.conn.SetReadDeadline(time.Now().Add(s.timeout))
+		raw, err := readLine(br, nil)
+		if errors.Is(err, errLineTooLong) {
+			s.fail(msgLineTooLong)
+			return "", err
+		}
+		if err != nil {
+			return "", err
+		}
+		line := trimEOL(raw)
+		if isBinary(line) {
+			s.fail(msgBinary)
+			return "", errors.New("binary")
+		}
+		if len(line) == 0 {
+			return b.String(), nil
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+}
+
+// runLine runs every command of one line, each reply followed by its
+// terminator. It stops at quit.
+func (s *session) runLine(line, payload string) {
+	cmds := splitLine(line)
+	for i, words := range cmds {
+		p := ""
+		if i == len(cmds)-1 {
+			p = payload
+		}
+		s.exec(words, p)
+		if s.quit {
+			return
+		}
+		if s.prompt {
+			s.bw.WriteString("\n> ")
+		} else {
+			s.bw.WriteString("\n")
+		}
+	}
+}
+
+// exec runs one command: the unknown-command reply when no row matches,
+// "Permission denied" below the row's level, else its handler.
+func (s *session) exec(words []string, payload string) {
+	s.conn.SetWriteDeadline(time.Now().Add(max(s.timeout, minWriteTimeout)))
+	t := s.api.table
+	cmd, n := t.find(words)
+	if cmd == nil {
+		s.bw.WriteString(t.usage(s.level, words, false))
+		return
+	}
+	if s.level < cmd.Level {
+		writeError(s.bw, errPermission)
+		return
+	}
+	c := &Context{Proxy: s.api.proxy, Payload: payload, api: s.api, sess: s, w: s.bw, words: words}
+	if err := cmd.Run(c, words[n:]); err != nil {
+		writeError(s.bw, err)
+	}
+}
+
+// fail sends msg as the last reply before the session closes. The client
+// may still be sending (a flood without line feeds): what it sends is read
+// and dropped for a moment after our half-close, so that the kernel does
+// not answer it with a reset that would destroy the reply in flight.
+func (s *session) fail(msg string) {
+	s.conn.SetWriteDeadline(time.Now().Add(minWriteTimeout))
+	s.bw.WriteString(msg)
+	s.bw.WriteString("\n\n")
+	if s.bw.Flush() != nil {
+		return
+	}
+	if cw, ok := s.conn.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+		s.conn.SetReadDeadline(time.Now().Add(time.Second))
+		io.CopyN(io.Discard, s.conn, 1<<20)
+	}
+}
+
+// flush sends what the replies wrote.
+func (s *session) flush() error {
+	s.conn.SetWriteDeadline(time.Now().Add(max(s.timeout, minWriteTimeout)))
+	return s.bw.Flush()
+}
+
+// readLine reads one line, line feed included, into buf. It fails with
+// errLineTooLong past maxLine bytes, and with the read error (io.EOF at a
+// close) before a line feed: a partial line is never returned as a line.
+func readLine(br *bufio.Reader, buf []byte) ([]byte, error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(buf)+len(frag) > maxLine {
+			return nil, errLineTooLong
+		}
+		buf = append(buf, frag...)
+		if err == nil {
+			return buf, nil
+		}
+		if err != bufio.ErrBufferFull {
+			return nil, err
+		}
+	}
+}
+
+// trimEOL drops the line feed and a CR before it.
+func trimEOL(line []byte) []byte {
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	return bytes.TrimSuffix(line, []byte("\r"))
+}
+
+// isBinary reports whether line holds control bytes other than tab: no
+// command contains them, and HAProxy would cut the line at a NUL.
+func isBinary(line []byte) bool {
+	for _, c := range line {
+		if (c < 0x20 && c != '\t') || c == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// hasLine reports whether a complete line is already buffered.
+func hasLine(br *bufio.Reader) bool {
+	n := br.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := br.Peek(n)
+	return bytes.IndexByte(b, '\n') >= 0
+}

@@ -1,0 +1,154 @@
+package stats
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy"
+)
+
+// maxAdminBody bounds an admin POST; beyond it the reply is EXCD, as
+// HAProxy's when the request does not fit its buffer.
+const maxAdminBody = 16 << 10
+
+// serveAdmin applies an admin action posted by the page's form and
+// redirects to the page with the result code (HAProxy's `stats admin`):
+// b is the backend ("#<iid>" or its name), s the servers (repeated) and
+// action one of HAProxy's. The reply is 303 to "<uri>;st=<CODE>": DONE,
+// NONE (nothing given or nothing to do), PART (some servers unknown), ERRP
+// (bad backend, servers or action), EXCD (request too large) or DENY
+// (admin not allowed). Cross-site posts are refused with 403 before
+// anything else: the request must come from a page of the same origin.
+func (pg *page) serveAdmin(w http.ResponseWriter, r *http.Request) {
+	if !sameOrigin(r) {
+		http.Error(w, "403 Forbidden: cross-origin request", http.StatusForbidden)
+		return
+	}
+	code := pg.adminAction(r)
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Type", "text/plain")
+	h.Set("Location", pg.cfg.URI+";st="+code)
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+// sameOrigin reports whether r comes from a page of the site itself: the
+// browser's Sec-Fetch-Site says same-origin, or Origin (else Referer) names
+// the request's own host. A request with none of them (curl, scripts) is
+// not a browser's cross-site form and passes; basic authentication and the
+// admin condition still apply.
+func sameOrigin(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
+		return site == "same-origin" || site == "none"
+	}
+	from := r.Header.Get("Origin")
+	if from == "" || from == "null" {
+		from = r.Header.Get("Referer")
+	}
+	if from == "" {
+		return r.Header.Get("Origin") != "null"
+	}
+	u, err := url.Parse(from)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
+}
+
+// adminAction parses and applies one action and returns its result code.
+func (pg *page) adminAction(r *http.Request) string {
+	if !pg.adminAllowed(r) {
+		return "DENY"
+	}
+	r.Body = http.MaxBytesReader(nil, r.Body, maxAdminBody)
+	if err := r.ParseForm(); err != nil {
+		if strings.Contains(err.Error(), "too large") {
+			return "EXCD"
+		}
+		return "ERRP"
+	}
+	form := r.PostForm
+	action, servers := form.Get("action"), form["s"]
+	if len(servers) == 0 {
+		return "NONE"
+	}
+	b := pg.lookupBackend(form.Get("b"))
+	if b == nil {
+		return "ERRP"
+	}
+	apply, ok := adminActions[action]
+	if !ok {
+		return "ERRP"
+	}
+	altered, unknown := 0, 0
+	for _, name := range servers {
+		s := b.Server(name)
+		if s == nil {
+			unknown++
+			continue
+		}
+		if apply(pg.core, b, s) {
+			altered++
+		}
+	}
+	switch {
+	case unknown == len(servers):
+		return "ERRP"
+	case unknown > 0:
+		return "PART"
+	case altered == 0:
+		return "NONE"
+	}
+	return "DONE"
+}
+
+// lookupBackend finds a backend by "#<iid>" or by name.
+func (pg *page) lookupBackend(b string) *proxy.Backend {
+	if id, ok := strings.CutPrefix(b, "#"); ok {
+		n, err := strconv.Atoi(id)
+		if err != nil {
+			return nil
+		}
+		for _, be := range pg.core.Backends {
+			if be.ID == n {
+				return be
+			}
+		}
+		return nil
+	}
+	return pg.core.Backend(b)
+}
+
+// adminActions are the page's actions, through the same core calls as the
+// Runtime API. Each returns whether it applied to the server. The health
+// and agent actions of servers without checks or agent change nothing, as
+// in HAProxy (every fulcrum server until checks exist); NOLB does not
+// exist in fulcrum's core yet.
+var adminActions = map[string]func(p *proxy.Proxy, b *proxy.Backend, s *proxy.Server) bool{
+	"ready": func(_ *proxy.Proxy, b *proxy.Backend, s *proxy.Server) bool {
+		b.SetAdmin(s, proxy.AdminReady)
+		return true
+	},
+	"drain": func(_ *proxy.Proxy, b *proxy.Backend, s *proxy.Server) bool {
+		b.SetAdmin(s, proxy.AdminDrain)
+		return true
+	},
+	"maint": func(_ *proxy.Proxy, b *proxy.Backend, s *proxy.Server) bool {
+		b.SetAdmin(s, proxy.AdminMaint)
+		return true
+	},
+	"hrunn": func(_ *proxy.Proxy, b *proxy.Backend, s *proxy.Server) bool { b.SetOp(s, proxy.OpUp); return true },
+	"hdown": func(_ *proxy.Proxy, b *proxy.Backend, s *proxy.Server) bool { b.SetOp(s, proxy.OpDown); return true },
+	"shutdown": func(p *proxy.Proxy, _ *proxy.Backend, s *proxy.Server) bool {
+		p.ShutdownSessions(s)
+		return true
+	},
+	"hnolb":  noChange,
+	"dhlth":  noChange,
+	"ehlth":  noChange,
+	"dagent": noChange,
+	"eagent": noChange,
+	"arunn":  noChange,
+	"adown":  noChange,
+}
+
+func noChange(*proxy.Proxy, *proxy.Backend, *proxy.Server) bool { return false }

@@ -1,0 +1,207 @@
+package stats
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy"
+)
+
+// ProcessFacts are the facts about the running process that the snapshot
+// does not hold; cmd/fulcrum gathers them once.
+type ProcessFacts struct {
+	Version     string // one word, e.g. "0.3.0" or "devel-1a2b3c4d5e6f"
+	ReleaseDate string // "2025/06/01"; "" when unknown
+	BuildInfo   string // Go version, VCS revision and the like, one line
+	Pid         int
+	Nbthread    int    // GOMAXPROCS
+	Node        string // host name
+	Tasks       int    // goroutines
+}
+
+// Info is `show info`: the process facts and the totals over frontends, at
+// one instant. NewInfo builds it; WriteInfo prints it.
+type Info struct {
+	Name        string
+	Version     string
+	ReleaseDate string
+	BuildInfo   string
+	Nbthread    int
+	Pid         int
+	Node        string
+	Started     time.Time
+	Uptime      time.Duration
+	MaxConn     int   // global maxconn, 0 = unlimited
+	CurrConns   int64 // client connections now, over all frontends
+	CumConns    int64 // client connections since start
+	CumReq      int64 // HTTP requests since start
+	ConnRate    int64 // connections over the last second
+	SessRate    int64 // sessions over the last second (= ConnRate in fulcrum)
+	Tasks       int
+	Stopping    bool
+	BytesOut    int64 // bytes sent to clients since start
+}
+
+// NewInfo sums snap's frontends and adds the process facts.
+func NewInfo(snap *proxy.Snapshot, p ProcessFacts) Info {
+	in := Info{
+		Name: "fulcrum", Version: p.Version, ReleaseDate: p.ReleaseDate, BuildInfo: p.BuildInfo,
+		Nbthread: p.Nbthread, Pid: p.Pid, Node: p.Node, Tasks: p.Tasks,
+		Started: snap.Started, MaxConn: snap.MaxConn, Stopping: snap.Stopping,
+	}
+	if !snap.Started.IsZero() {
+		in.Uptime = snap.Taken.Sub(snap.Started)
+	}
+	for i := range snap.Frontends {
+		c := &snap.Frontends[i].CounterValues
+		in.CurrConns += c.Scur
+		in.CumConns += c.Stot
+		in.CumReq += c.ReqTot
+		in.ConnRate += c.Rate
+		in.BytesOut += c.Bout
+	}
+	in.SessRate = in.ConnRate // a frontend session is a connection
+	return in
+}
+
+// infoField is one line of `show info`, at HAProxy 2.6's position. Lines
+// for what fulcrum does not have (memory pools, file descriptor limits,
+// peers, idle time) are not printed; lines for features fulcrum lacks
+// (TLS, pipes, compression) print 0.
+type infoField struct {
+	pos  int
+	name string
+	tags string
+	typ  fieldType
+	prom string // haproxy_process_<prom> in HAProxy's exporter; "" = none
+	desc string
+	get  func(in *Info) value
+}
+
+func infoZero(*Info) value { return num(0) }
+
+var infoFields = []infoField{
+	{0, "Name", "POS", tStr, "", "Product name", func(in *Info) value { return str(in.Name) }},
+	{1, "Version", "POS", tStr, "", "Product version", func(in *Info) value { return str(in.Version) }},
+	{2, "Release_date", "POS", tStr, "", "Date of latest source code update", func(in *Info) value { return str(in.ReleaseDate) }},
+	{3, "Nbthread", "CGS", tU32, "nbthread", "Number of started threads (global.nbthread)", func(in *Info) value { return num(int64(in.Nbthread)) }},
+	{4, "Nbproc", "CGS", tU32, "nbproc", "Number of started worker processes (historical, always 1)", func(*Info) value { return num(1) }},
+	{5, "Process_num", "KGP", tU32, "relative_process_id", "Relative worker process number (1)", func(*Info) value { return num(1) }},
+	{6, "Pid", "SGP", tU32, "", "This worker process identifier for the system", func(in *Info) value { return num(int64(in.Pid)) }},
+	{7, "Uptime", "MDP", tStr, "", "How long ago this worker process was started (days+hours+minutes+seconds)", func(in *Info) value { return str(uptime(in.Uptime)) }},
+	{8, "Uptime_sec", "MDP", tU32, "uptime_seconds", "How long ago this worker process was started (seconds)", func(in *Info) value { return num(int64(in.Uptime / time.Second)) }},
+	{9, "Memmax_MB", "CLP", tU32, "", "Worker process's hard limit on memory usage in MB (-m on command line)", infoZero},
+	{15, "Maxconn", "CLP", tU32, "max_connections", "Hard limit on the number of per-process connections (configured or imposed by Ulimit-n)", func(in *Info) value { return num(int64(in.MaxConn)) }},
+	{16, "Hard_maxconn", "CLP", tU32, "hard_max_connections", "Hard limit on the number of per-process connections (imposed by Memmax_MB or Ulimit-n)", func(in *Info) value { return num(int64(in.MaxConn)) }},
+	{17, "CurrConns", "MGP", tU32, "current_connections", "Current number of connections on this worker process", func(in *Info) value { return num(in.CurrConns) }},
+	{18, "CumConns", "MCP", tU32, "connections_total", "Total number of connections on this worker process since started", func(in *Info) value { return num(in.CumConns) }},
+	{19, "CumReq", "MCP", tU32, "requests_total", "Total number of requests on this worker process since started", func(in *Info) value { return num(in.CumReq) }},
+	{20, "MaxSslConns", "MMP", tU32, "max_ssl_connections", "Hard limit on the number of per-process SSL endpoints (front+back), 0=unlimited", infoZero},
+	{21, "CurrSslConns", "MGP", tU32, "current_ssl_connections", "Current number of SSL endpoints on this worker process (front+back)", infoZero},
+	{22, "CumSslConns", "MCP", tU32, "ssl_connections_total", "Total number of SSL endpoints on this worker process since started (front+back)", infoZero},
+	{23, "Maxpipes", "CLP", tU32, "max_pipes", "Hard limit on the number of pipes for splicing, 0=unlimited", infoZero},
+	{24, "PipesUsed", "MGP", tU32, "pipes_used_total", "Current number of pipes in use in this worker process", infoZero},
+	{25, "PipesFree", "MGP", tU32, "pipes_free_total", "Current number of allocated and available pipes in this worker process", infoZero},
+	{26, "ConnRate", "MRP", tU32, "current_connection_rate", "Number of front connections created on this worker process over the last second", func(in *Info) value { return num(in.ConnRate) }},
+	{27, "ConnRateLimit", "CLP", tU32, "limit_connection_rate", "Hard limit for ConnRate (global.maxconnrate)", infoZero},
+	{29, "SessRate", "MRP", tU32, "current_session_rate", "Number of sessions created on this worker process over the last second", func(in *Info) value { return num(in.SessRate) }},
+	{30, "SessRateLimit", "CLP", tU32, "limit_session_rate", "Hard limit for SessRate (global.maxsessrate)", infoZero},
+	{32, "SslRate", "MRP", tU32, "current_ssl_rate", "Number of SSL connections created on this worker process over the last second", infoZero},
+	{33, "SslRateLimit", "CLP", tU32, "limit_ssl_rate", "Hard limit for SslRate (global.maxsslrate)", infoZero},
+	{34, "MaxSslRate", "MMP", tU32, "max_ssl_rate", "Highest SslRate reached on this worker process since started (in connections per second)", infoZero},
+	{42, "CompressBpsIn", "MRP", tU32, "http_comp_bytes_in_total", "Number of bytes submitted to the HTTP compressor in this worker process over the last second", infoZero},
+	{43, "CompressBpsOut", "MRP", tU32, "http_comp_bytes_out_total", "Number of bytes emitted by the HTTP compressor in this worker process over the last second", infoZero},
+	{44, "CompressBpsRateLim", "CLP", tU32, "limit_http_comp", "Limit of CompressBpsOut beyond which HTTP compression is automatically disabled", infoZero},
+	// Tasks and Run_queue are among the keys hatop requires. Tasks counts
+	// goroutines; Go does not expose its run queue, so Run_queue stays 0.
+	{47, "Tasks", "MGP", tU32, "current_tasks", "Total number of tasks in the current worker process (active + sleeping)", func(in *Info) value { return num(int64(in.Tasks)) }},
+	{48, "Run_queue", "MGP", tU32, "current_run_queue", "Total number of active tasks+tasklets in the current worker process", infoZero},
+	{50, "node", "COS", tStr, "", "Node name (global.node)", func(in *Info) value { return str(in.Node) }},
+	{52, "Stopping", "MGP", tU32, "stopping", "1 if the worker process is currently stopping, otherwise zero", func(in *Info) value { return boolValue(in.Stopping) }},
+	{61, "TotalBytesOut", "MGP", tU64, "bytes_out_total", "Total number of bytes emitted by current worker process since started", func(in *Info) value { return num(in.BytesOut) }},
+	{66, "Build info", "POS", tStr, "", "Build info", func(in *Info) value { return str(in.BuildInfo) }},
+	{70, "Start_time_sec", "MDP", tU32, "start_time_seconds", "Start time in seconds", func(in *Info) value {
+		if in.Started.IsZero() {
+			return value{}
+		}
+		return num(in.Started.Unix())
+	}},
+}
+
+// uptime formats d as HAProxy: "0d 0h02m46s".
+func uptime(d time.Duration) string {
+	s := int64(d / time.Second)
+	return fmt.Sprintf("%dd %dh%02dm%02ds", s/86400, s%86400/3600, s%3600/60, s%60)
+}
+
+// WriteInfo writes `show info` in format "" (Name: value lines), "typed"
+// ("<pos>.<name>.1:<tags>:<type>:<value>"), "typed desc" (typed followed by
+// the description) or "json". Without the Runtime API's final empty line.
+func WriteInfo(w io.Writer, info Info, format string) error {
+	bw := bufio.NewWriter(w)
+	var b []byte
+	switch format {
+	case "", "typed", "typed desc", "desc":
+		for i := range infoFields {
+			fd := &infoFields[i]
+			v := fd.get(&info)
+			if !v.set {
+				continue
+			}
+			b = b[:0]
+			if format == "" || format == "desc" {
+				b = append(b, fd.name...)
+				b = append(b, ": "...)
+				b = v.appendText(b, fd.typ)
+			} else {
+				b = strconv.AppendInt(b, int64(fd.pos), 10)
+				b = append(b, '.')
+				b = append(b, fd.name...)
+				b = append(b, ".1:"...)
+				b = append(b, fd.tags...)
+				b = append(b, ':')
+				b = append(b, fd.typ.String()...)
+				b = append(b, ':')
+				b = v.appendText(b, fd.typ)
+				if format == "typed desc" {
+					b = append(b, ":\""...)
+					b = append(b, fd.desc...)
+					b = append(b, '"')
+				}
+			}
+			b = append(b, '\n')
+			bw.Write(b)
+		}
+	case "json":
+		b = append(b, '[')
+		n := 0
+		for i := range infoFields {
+			fd := &infoFields[i]
+			v := fd.get(&info)
+			if !v.set {
+				continue
+			}
+			if n > 0 {
+				b = append(b, ',')
+			}
+			n++
+			b = append(b, `{"field":{"pos":`...)
+			b = strconv.AppendInt(b, int64(fd.pos), 10)
+			b = append(b, `,"name":`...)
+			b = appendJSONString(b, fd.name)
+			b = append(b, `},"processNum":1,"tags":`...)
+			b = appendJSONTags(b, fd.tags)
+			b = append(b, `,"value":`...)
+			b = appendJSONValue(b, v, fd.typ)
+			b = append(b, '}')
+		}
+		b = append(b, "]\n"...)
+		bw.Write(b)
+	default:
+		return fmt.Errorf("show info: unknown format %q", format)
+	}
+	return bw.Flush()
+}

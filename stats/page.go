@@ -1,0 +1,481 @@
+package stats
+
+import (
+	"bytes"
+	"crypto/subtle"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// PageConfig configures the HTTP stats page ([frontend.stats]).
+type PageConfig struct {
+	// URI is the prefix the page answers on ("/stats"); the options
+	// ";csv", ";json", ";typed", ";norefresh", ";up", ";no-maint" and
+	// ";st=CODE" follow it, as HAProxy's `stats uri`.
+	URI string
+	// Refresh makes the HTML page reload itself (meta refresh and the
+	// refresh header, as HAProxy); 0 = never.
+	Refresh time.Duration
+	// Auth lists "user:password" pairs for HTTP basic authentication; the
+	// password may be a bcrypt hash ("$2a$...", "$2b$...", "$2y$..."). Empty
+	// means no authentication.
+	Auth []string
+	// Admin reports whether a request may act on servers (HAProxy's
+	// `stats admin if COND`); nil = never.
+	Admin func(r *http.Request) bool
+	// HideVersion leaves the version and build out of the page.
+	HideVersion bool
+	// Facts gives the process facts of the page header; nil = none.
+	Facts func() ProcessFacts
+}
+
+// page serves the stats page. snapshot is called once per request; core,
+// when non-nil, receives admin actions.
+type page struct {
+	cfg      PageConfig
+	snapshot func() *proxy.Snapshot
+	core     *proxy.Proxy
+	users    map[string]string // user -> password or bcrypt hash
+	bufs     sync.Pool         // *bytes.Buffer
+}
+
+// NewPage returns the stats page of p: HTML, CSV, JSON and typed renderings
+// of p.Snapshot(), and admin actions on p's servers. It answers GET, HEAD
+// and (admin actions) POST; the frontend routes cfg.URI to it.
+func NewPage(p *proxy.Proxy, cfg PageConfig) http.Handler {
+	return newPage(p.Snapshot, p, cfg)
+}
+
+// newPage is NewPage with the snapshot source apart, for tests.
+func newPage(snapshot func() *proxy.Snapshot, core *proxy.Proxy, cfg PageConfig) *page {
+	pg := &page{cfg: cfg, snapshot: snapshot, core: core, users: map[string]string{}}
+	for _, a := range cfg.Auth {
+		if u, pw, ok := strings.Cut(a, ":"); ok {
+			pg.users[u] = pw
+		}
+	}
+	return pg
+}
+
+// NewMetrics returns the Prometheus endpoint of p, behind the page's
+// authentication when cfg.Auth is set.
+func NewMetrics(p *proxy.Proxy, cfg PageConfig) http.Handler {
+	h := MetricsHandler(NewCollector(p.Snapshot, cfg.Facts))
+	pg := newPage(p.Snapshot, nil, cfg)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !pg.authorized(w, r) {
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// authorized checks basic authentication; on failure it answers 401 and
+// returns false.
+func (pg *page) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if len(pg.users) == 0 {
+		return true
+	}
+	if u, pw, ok := r.BasicAuth(); ok {
+		if want, ok := pg.users[u]; ok && passwordMatches(want, pw) {
+			return true
+		}
+	}
+	w.Header().Set("WWW-Authenticate", `Basic realm="fulcrum Statistics"`)
+	http.Error(w, "401 Unauthorized", http.StatusUnauthorized)
+	return false
+}
+
+// passwordMatches compares pw with a configured password or bcrypt hash.
+func passwordMatches(want, pw string) bool {
+	if strings.HasPrefix(want, "$2a$") || strings.HasPrefix(want, "$2b$") || strings.HasPrefix(want, "$2y$") {
+		return bcrypt.CompareHashAndPassword([]byte(want), []byte(pw)) == nil
+	}
+	return subtle.ConstantTimeCompare([]byte(want), []byte(pw)) == 1
+}
+
+// pageOptions are the ";" options after the URI.
+type pageOptions struct {
+	format    string // "", "csv", "json", "typed"
+	norefresh bool
+	up        bool
+	noMaint   bool
+	st        string
+}
+
+// options parses the options that follow the URI anywhere in the rest of
+// the request target (HAProxy searches them there, so "/stats?stats;csv"
+// works too).
+func (pg *page) options(r *http.Request) pageOptions {
+	target := r.RequestURI
+	if target == "" {
+		target = r.URL.RequestURI()
+	}
+	rest := strings.TrimPrefix(target, pg.cfg.URI)
+	var o pageOptions
+	parts := strings.Split(rest, ";")
+	for _, opt := range parts[1:] {
+		opt, _, _ = strings.Cut(opt, "?")
+		switch {
+		case opt == "csv", opt == "json", opt == "typed":
+			o.format = opt
+		case opt == "norefresh":
+			o.norefresh = true
+		case opt == "up":
+			o.up = true
+		case opt == "no-maint":
+			o.noMaint = true
+		case strings.HasPrefix(opt, "st="):
+			o.st = strings.TrimPrefix(opt, "st=")
+		}
+	}
+	return o
+}
+
+// ServeHTTP answers one request to the page.
+func (pg *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !pg.authorized(w, r) {
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+	case http.MethodPost:
+		pg.serveAdmin(w, r)
+		return
+	default:
+		w.Header().Set("Allow", "GET, HEAD, POST")
+		http.Error(w, "405 Method Not Allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	o := pg.options(r)
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache")
+	if pg.cfg.Refresh > 0 && !o.norefresh {
+		h.Set("Refresh", strconv.Itoa(refreshSeconds(pg.cfg.Refresh)))
+	}
+	f := Filter{ProxyID: -1, Types: -1, ServerID: -1, Up: o.up, NoMaint: o.noMaint, HideLegends: true}
+	buf := pg.getBuf()
+	defer pg.bufs.Put(buf)
+	snap := pg.snapshot()
+	var err error
+	switch o.format {
+	case "csv":
+		h.Set("Content-Type", "text/plain")
+		err = WriteCSV(buf, snap, f)
+	case "typed":
+		h.Set("Content-Type", "text/plain")
+		err = WriteTyped(buf, snap, f)
+	case "json":
+		h.Set("Content-Type", "application/json")
+		err = WriteJSON(buf, snap, f)
+	default:
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		err = pg.renderHTML(buf, snap, f, o, pg.adminAllowed(r))
+	}
+	if err != nil {
+		http.Error(w, "500 Internal Server Error", http.StatusInternalServerError)
+		return
+	}
+	w.Write(buf.Bytes())
+}
+
+func (pg *page) getBuf() *bytes.Buffer {
+	if b, ok := pg.bufs.Get().(*bytes.Buffer); ok {
+		b.Reset()
+		return b
+	}
+	return new(bytes.Buffer)
+}
+
+// refreshSeconds rounds d up to whole seconds, at least 1.
+func refreshSeconds(d time.Duration) int {
+	return max(1, int((d+time.Second-1)/time.Second))
+}
+
+// adminAllowed reports whether r may act on servers.
+func (pg *page) adminAllowed(r *http.Request) bool {
+	return pg.core != nil && pg.cfg.Admin != nil && pg.cfg.Admin(r)
+}
+
+//go:embed page.html
+var pageHTML string
+
+var pageTmpl = template.Must(template.New("page").Parse(pageHTML))
+
+// pageData is what page.html renders.
+type pageData struct {
+	URI     string
+	Refresh int
+	Version string
+	Build   string
+	Info    Info
+	Uptime  string
+	MaxConn string
+	Admin   bool
+	Result  *pageResult
+	Groups  []pageGroup
+	Proxies []pageProxy
+}
+
+type pageResult struct{ Class, Text string }
+
+// pageProxy is one table: a frontend, or a backend with its servers.
+type pageProxy struct {
+	Kind string // "frontend" or "backend"
+	Name string
+	ID   int
+	Form bool // a backend with servers, when admin is allowed
+	// RowsHTML is the table's rows, written by appendRow with every text
+	// escaped: ten thousand rows through the template's own actions would
+	// take five times the page's budget.
+	RowsHTML template.HTML
+	rows     []byte
+}
+
+type pageCell struct{ Text, Title string }
+
+// pageGroup is a group of columns of the HTML tables, by column name.
+type pageGroup struct {
+	Title string
+	Cols  []pageCol
+}
+
+type pageCol struct {
+	Title string
+	col   int // index in columns
+}
+
+// pageGroups are HAProxy's HTML columns, read from the column table.
+var pageGroups = func() []pageGroup {
+	g := func(title string, cols ...string) pageGroup {
+		pg := pageGroup{Title: title}
+		for i := 0; i < len(cols); i += 2 {
+			idx := columnIndex(cols[i+1])
+			if idx < 0 {
+				panic("stats: page column " + cols[i+1])
+			}
+			pg.Cols = append(pg.Cols, pageCol{Title: cols[i], col: idx})
+		}
+		return pg
+	}
+	return []pageGroup{
+		g("Queue", "Cur", "qcur", "Max", "qmax", "Limit", "qlimit"),
+		g("Session rate", "Cur", "rate", "Max", "rate_max", "Limit", "rate_lim"),
+		g("Sessions", "Cur", "scur", "Max", "smax", "Limit", "slim", "Total", "stot", "LbTot", "lbtot", "Last", "lastsess"),
+		g("Bytes", "In", "bin", "Out", "bout"),
+		g("Denied", "Req", "dreq", "Resp", "dresp"),
+		g("Errors", "Req", "ereq", "Conn", "econ", "Resp", "eresp"),
+		g("Warnings", "Retr", "wretr", "Redis", "wredis"),
+		g("Server", "Status", "status", "LastChk", "check_status", "Wght", "weight", "Act", "act", "Bck", "bck",
+			"Chk", "chkfail", "Dwn", "chkdown", "Dwntme", "downtime", "Thrtle", "throttle"),
+	}
+}()
+
+// Result boxes of admin actions (HAProxy's texts).
+var pageResults = map[string]pageResult{
+	"DONE": {"ok", "Action processed successfully."},
+	"NONE": {"ok", "Nothing has changed."},
+	"PART": {"err", "Action partially processed. Some server names are probably unknown or ambiguous (duplicated names in the backend)."},
+	"ERRP": {"err", "Action not processed because of invalid parameters. The action is maybe unknown. The backend name is probably unknown or ambiguous (duplicated names). Some server names are probably unknown or ambiguous (duplicated names in the backend)."},
+	"EXCD": {"err", "Action not processed : the buffer couldn't store all the data. You should retry with less servers at a time."},
+	"DENY": {"err", "Action denied."},
+	"UNKN": {"err", "Unexpected result."},
+}
+
+// renderHTML writes the HTML page of snap.
+func (pg *page) renderHTML(buf *bytes.Buffer, snap *proxy.Snapshot, f Filter, o pageOptions, admin bool) error {
+	d := pageData{URI: pg.cfg.URI, Admin: admin, Groups: pageGroups}
+	if pg.cfg.Refresh > 0 && !o.norefresh {
+		d.Refresh = refreshSeconds(pg.cfg.Refresh)
+	}
+	var facts ProcessFacts
+	if pg.cfg.Facts != nil {
+		facts = pg.cfg.Facts()
+	}
+	d.Info = NewInfo(snap, facts)
+	if !pg.cfg.HideVersion {
+		d.Version, d.Build = facts.Version, facts.BuildInfo
+	}
+	d.Uptime = uptime(d.Info.Uptime)
+	d.MaxConn = "unlimited"
+	if snap.MaxConn > 0 {
+		d.MaxConn = strconv.Itoa(snap.MaxConn)
+	}
+	if res, ok := pageResults[o.st]; ok {
+		d.Result = &res
+	}
+	var cur *pageProxy
+	var cells []pageCell
+	eachRow(snap, &f, func(r *row) error {
+		if r.kind == KindFrontend {
+			d.Proxies = append(d.Proxies, pageProxy{Kind: "frontend", Name: r.pxname, ID: r.iid})
+		} else if cur == nil || cur.Kind != "backend" || cur.ID != r.iid {
+			d.Proxies = append(d.Proxies, pageProxy{Kind: "backend", Name: r.pxname, ID: r.iid,
+				Form: admin && len(r.be.Servers) > 0})
+		}
+		cur = &d.Proxies[len(d.Proxies)-1]
+		cells = cells[:0]
+		for _, g := range pageGroups {
+			for _, c := range g.Cols {
+				cells = append(cells, htmlCell(r, c.col))
+			}
+		}
+		cur.rows = appendRow(cur.rows, r, cells, admin, cur.Form)
+		return nil
+	})
+	for i := range d.Proxies {
+		d.Proxies[i].RowsHTML = template.HTML(d.Proxies[i].rows)
+	}
+	return pageTmpl.Execute(buf, &d)
+}
+
+// appendRow appends one <tr> of r to b. Every text goes through
+// appendEscaped, which is safe in element content and in quoted attribute
+// values. A server row carries its state class (plus
+// "backup"), data-server="backend/server" and data-state; with admin
+// rights, a checkbox in tables that have a form.
+func appendRow(b []byte, r *row, cells []pageCell, admin, form bool) []byte {
+	class := "frontend"
+	switch r.kind {
+	case KindBackend:
+		class = "backend"
+	case KindServer:
+		class = stateClass(r.sv)
+	}
+	b = append(b, `<tr class="`...)
+	b = append(b, class...)
+	if r.kind == KindServer {
+		if r.sv.Backup {
+			b = append(b, " backup"...)
+		}
+		b = append(b, `" data-server="`...)
+		b = appendEscaped(b, r.pxname)
+		b = append(b, '/')
+		b = appendEscaped(b, r.svname)
+		b = append(b, `" data-state="`...)
+		b = append(b, class...)
+	}
+	b = append(b, `">`...)
+	if admin && form {
+		if r.kind == KindServer {
+			b = append(b, `<td><input type="checkbox" name="s" value="`...)
+			b = appendEscaped(b, r.svname)
+			b = append(b, `"></td>`...)
+		} else {
+			b = append(b, "<td></td>"...)
+		}
+	}
+	b = append(b, `<td class="name">`...)
+	b = appendEscaped(b, r.svname)
+	b = append(b, "</td>"...)
+	for _, c := range cells {
+		if c.Title != "" {
+			b = append(b, `<td title="`...)
+			b = appendEscaped(b, c.Title)
+			b = append(b, `">`...)
+		} else {
+			b = append(b, "<td>"...)
+		}
+		b = appendEscaped(b, c.Text)
+		b = append(b, "</td>"...)
+	}
+	return append(b, "</tr>\n"...)
+}
+
+// appendEscaped appends s with the characters of template.HTMLEscapeString
+// escaped the same way (NUL, ", ', &, <, >), without allocating.
+func appendEscaped(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case 0:
+			b = append(b, "\uFFFD"...)
+		case '"':
+			b = append(b, "&#34;"...)
+		case '\'':
+			b = append(b, "&#39;"...)
+		case '&':
+			b = append(b, "&amp;"...)
+		case '<':
+			b = append(b, "&lt;"...)
+		case '>':
+			b = append(b, "&gt;"...)
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
+}
+
+// lastchgCol is the index of lastchg, shown with the status.
+var lastchgCol = columnIndex("lastchg")
+
+// htmlCell formats column col of r for the HTML page: ages as durations,
+// flags as Y or -, the check with its duration and detail.
+func htmlCell(r *row, col int) pageCell {
+	c := &columns[col]
+	v := c.value(r)
+	if !v.set {
+		return pageCell{}
+	}
+	switch c.Name {
+	case "lastsess":
+		if v.n < 0 {
+			return pageCell{Text: "never"}
+		}
+		return pageCell{Text: shortDuration(v.n)}
+	case "downtime":
+		return pageCell{Text: shortDuration(v.n)}
+	case "act", "bck":
+		if r.kind == KindServer {
+			if v.n == 1 {
+				return pageCell{Text: "Y"}
+			}
+			return pageCell{Text: "-"}
+		}
+	case "status":
+		if lc := columns[lastchgCol].value(r); lc.set {
+			return pageCell{Text: shortDuration(lc.n) + " " + v.s, Title: "last change " + shortDuration(lc.n) + " ago"}
+		}
+		return pageCell{Text: v.s}
+	case "check_status":
+		ck := r.sv.Check
+		text := v.s
+		if ck.Code > 0 {
+			text += "/" + strconv.Itoa(ck.Code)
+		}
+		if ck.Duration >= 0 {
+			text += " in " + strconv.FormatInt(ck.Duration, 10) + "ms"
+		}
+		title := ck.Desc
+		if ck.Info != "" {
+			title += ": " + ck.Info
+		}
+		return pageCell{Text: text, Title: title}
+	}
+	if c.typ == tStr {
+		return pageCell{Text: v.s}
+	}
+	return pageCell{Text: strconv.FormatInt(v.n, 10)}
+}
+
+// shortDuration formats seconds as HAProxy's page: 45s, 2m41s, 3h05m, 2d4h.
+func shortDuration(s int64) string {
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	case s < 86400:
+		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
+	}
+	return fmt.Sprintf("%dd%dh", s/86400, s%86400/3600)
+}
