@@ -32,8 +32,10 @@ func splitLine(line string) [][]string {
 	for i := 0; i < len(line); i++ {
 		switch c := line[i]; c {
 		case '\\':
-			in = true
+			// A backslash ending the line escapes nothing and is dropped;
+			// alone it must not make an empty word (found by FuzzSplitLine).
 			if i+1 < len(line) {
+				in = true
 				i++
 				word = append(word, line[i])
 			}

@@ -32,16 +32,23 @@ func demoCommand(stdout, stderr io.Writer) *cli.Command {
 			"until Ctrl-C. Nothing is read from or written to disk.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "address of the demo's HTTP frontend"},
+			&cli.StringFlag{Name: "stats", Value: "127.0.0.1:8404", Usage: "address of the stats page (/stats) and /metrics"},
+			&cli.StringFlag{Name: "socket", Value: "fulcrum.sock", Usage: "path of the admin socket (Runtime API)"},
 		},
 		Action: func(c *cli.Context) error {
-			return runDemo(c.Context, c.String("listen"), stdout, stderr, nil)
+			return runDemo(c.Context, demoAddrs{c.String("listen"), c.String("stats"), c.String("socket")}, stdout, stderr, nil)
 		},
 	}
 }
 
 // runDemo starts the upstreams and the proxy and serves until a signal or
 // ctx ends. started, if non-nil, is called once the proxy listens.
-func runDemo(ctx context.Context, listen string, stdout, stderr io.Writer, started func(*proxy.Proxy)) error {
+// demoAddrs are where the demo listens.
+type demoAddrs struct {
+	listen, stats, socket string
+}
+
+func runDemo(ctx context.Context, at demoAddrs, stdout, stderr io.Writer, started func(*proxy.Proxy)) error {
 	cfg, err := conf.Parse("demo.toml", demoConfig)
 	if err != nil {
 		return cli.Exit("fulcrum: embedded demo config: "+err.Error(), 1)
@@ -55,9 +62,12 @@ func runDemo(ctx context.Context, listen string, stdout, stderr io.Writer, start
 		defer stop()
 		s.Address = addr
 	}
-	cfg.Frontends[0].Binds = []string{listen}
+	cfg.Frontends[0].Binds = []string{at.listen}
+	cfg.Frontends[1].Binds = []string{at.stats}
+	cfg.Global.StatsSockets[0].Path = at.socket
 	return serve(ctx, cfg, stderr, func(p *proxy.Proxy) {
 		addr := p.Frontends[0].Addrs()[0].String()
+		statsAddr := p.Frontends[1].Addrs()[0].String()
 		fmt.Fprintf(stdout, `
 fulcrum demo is running: frontend "www" on http://%[1]s, balancing
 roundrobin over three built-in upstreams s1 (weight 2, 0 ms), s2 (weight 1,
@@ -69,9 +79,16 @@ Try:
   curl -si http://%[1]s/ | grep -i x-served-by
   curl -s -H 'Connection: close' http://%[1]s/hello
 
-The stats page and the admin socket come with their own features; they are
-not part of this demo yet. Press Ctrl-C to stop.
-`, addr)
+The stats page (servers, states, counters; drain a server from it):
+  http://%[2]s/stats     also ;csv and ;json, and /metrics for Prometheus
+
+The admin socket speaks HAProxy's Runtime API:
+  ./bin/fulcrumctl -s %[3]s show stat
+  echo "show servers state" | socat stdio unix-connect:%[3]s
+  echo "set server web/s3 state drain" | socat stdio unix-connect:%[3]s
+
+Press Ctrl-C to stop.
+`, addr, statsAddr, at.socket)
 		if started != nil {
 			started(p)
 		}

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fulcrum-proxy/fulcrum/cli"
 	"github.com/fulcrum-proxy/fulcrum/proxy"
 )
 
@@ -83,8 +84,12 @@ func TestDemoServes(t *testing.T) {
 	addrc := make(chan string, 1)
 	done := make(chan error, 1)
 	var out bytes.Buffer
+	var statsAddr string
+	sock := filepath.Join(t.TempDir(), "demo.sock")
 	go func() {
-		done <- runDemo(ctx, "127.0.0.1:0", &out, io.Discard, func(p *proxy.Proxy) {
+		at := demoAddrs{"127.0.0.1:0", "127.0.0.1:0", sock}
+		done <- runDemo(ctx, at, &out, io.Discard, func(p *proxy.Proxy) {
+			statsAddr = p.Frontends[1].Addrs()[0].String()
 			addrc <- p.Frontends[0].Addrs()[0].String()
 		})
 	}()
@@ -109,6 +114,20 @@ func TestDemoServes(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "map[s1:4 s2:2 s3:2]" {
 		t.Errorf("distribution: got %v, want map[s1:4 s2:2 s3:2]", got)
+	}
+	// The stats page and the admin socket answer.
+	resp, err := http.Get("http://" + statsAddr + "/stats;csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	csv, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(csv), "\nweb,s1,") {
+		t.Errorf("stats page: %d %q", resp.StatusCode, csv)
+	}
+	reply, err := cli.Run(cli.Addr(sock), "show stat", 5*time.Second)
+	if err != nil || !strings.Contains(reply, "\nweb,s3,") {
+		t.Errorf("admin socket show stat: %q %v", reply, err)
 	}
 	cancel()
 	if err := <-done; err != nil {
