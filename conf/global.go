@@ -13,6 +13,12 @@ type globalSection struct {
 	// listen queue. 0 means no limit. Default 0.
 	MaxConn int `toml:"maxconn"`
 
+	// NbThread is how many threads run Go code at once (GOMAXPROCS), as
+	// HAProxy's nbthread. 0 means one per available CPU. On a small machine
+	// shared with its servers, fewer threads than CPUs can give lower tail
+	// latency. Default 0.
+	NbThread int `toml:"nbthread"`
+
 	// HardStopAfter bounds a graceful stop (SIGTERM, SIGINT): listeners close
 	// at once, requests in flight get this long to finish, then the process
 	// exits anyway. "0s" means wait for them however long they take.
@@ -51,6 +57,7 @@ func (g *globalSection) setDefaults() {
 // validate checks the values set in [global].
 func (g *globalSection) validate(s scope) {
 	nonNegative(s.at("maxconn"), &g.MaxConn)
+	nonNegative(s.at("nbthread"), &g.NbThread)
 	oneOf(s.at("log_level"), g.LogLevel, "debug", "info", "warn", "error")
 	oneOf(s.at("log_format"), g.LogFormat, "json", "console")
 	positive(s.at("stats_timeout"), g.StatsTimeout)

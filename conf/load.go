@@ -180,6 +180,7 @@ func (f *fileSection) model(c *checker) *Config {
 		File: c.file,
 		Global: Global{
 			MaxConn:       f.Global.MaxConn,
+			NbThread:      f.Global.NbThread,
 			HardStopAfter: f.Global.HardStopAfter.Std(),
 			LogLevel:      *f.Global.LogLevel,
 			LogFormat:     *f.Global.LogFormat,

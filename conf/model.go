@@ -32,6 +32,7 @@ type Config struct {
 // Global holds process-wide settings ([global]).
 type Global struct {
 	MaxConn       int           // 0 = unlimited
+	NbThread      int           // GOMAXPROCS; 0 = one per CPU
 	HardStopAfter time.Duration // 0 = wait forever for in-flight work at stop
 	LogLevel      string        // debug | info | warn | error
 	LogFormat     string        // json | console

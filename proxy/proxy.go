@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,7 +71,34 @@ func New(cfg *conf.Config, log zerolog.Logger) (*Proxy, error) {
 		fe.slots.setMax(fc.MaxConn)
 		p.Frontends = append(p.Frontends, fe)
 	}
+	p.numberProxies()
 	return p, nil
+}
+
+// numberProxies gives frontends and backends one numbering, in declaration
+// order (by configuration line; frontends first among equal lines), as
+// HAProxy numbers its proxies (the iid column of show stat).
+func (p *Proxy) numberProxies() {
+	type proxyRef struct {
+		line int
+		fe   *Frontend
+		be   *Backend
+	}
+	all := make([]proxyRef, 0, len(p.Frontends)+len(p.Backends))
+	for _, fe := range p.Frontends {
+		all = append(all, proxyRef{line: fe.Conf.Line, fe: fe})
+	}
+	for _, be := range p.Backends {
+		all = append(all, proxyRef{line: be.Conf.Line, be: be})
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].line < all[j].line })
+	for i, r := range all {
+		if r.fe != nil {
+			r.fe.ID = i + 1
+		} else {
+			r.be.ID = i + 1
+		}
+	}
 }
 
 // Start opens every bind and starts accepting. If a bind fails, nothing is

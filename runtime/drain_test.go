@@ -160,7 +160,7 @@ func TestDrainScenario(t *testing.T) {
 		t.Errorf("s1 status while draining: %q", st)
 	}
 	conn := e.run(t, LevelUser, "show servers conn web")
-	if !strings.Contains(conn, "web/s1 1/1 ") || !strings.Contains(strings.Split(conn, "web/s1 ")[1], " - 5000 0 ") {
+	if !strings.Contains(conn, "web/s1 2/1 ") || !strings.Contains(strings.Split(conn, "web/s1 ")[1], " - 5000 0 ") {
 		t.Errorf("show servers conn after the drain: %q", conn)
 	}
 	lbtot, _ := strconv.Atoi(statRow(t, e, "web", "s1", "lbtot"))

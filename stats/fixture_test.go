@@ -71,7 +71,7 @@ func testSnapshot() *proxy.Snapshot {
 	web[7].Backup = true
 	web[7].MaxConn, web[7].MaxQueue, web[7].Slim = 50, 10, 50
 
-	webBE := proxy.BackendSnapshot{Name: "web", ID: 1, Mode: "http", Balance: "roundrobin", Servers: web, FullConn: 50,
+	webBE := proxy.BackendSnapshot{Name: "web", ID: 2, Mode: "http", Balance: "roundrobin", Servers: web, FullConn: 50,
 		CounterValues: proxy.CounterValues{Scur: 2, Smax: 7, Stot: 121, Bin: 14300, Bout: 981300, Lbtot: 121,
 			ReqTot: 121, Hrsp2xx: 111, Hrsp3xx: 4, Hrsp4xx: 5, Hrsp5xx: 1, Rate: 3, RateMax: 9, Econ: 1,
 			Eresp: 2, Wretr: 1, Wredis: 1, CliAbrt: 1, SrvAbrt: 1, Dreq: 0, LastSess: ago(2), Ctime: 1, Rtime: 12, Ttime: 40}}
@@ -91,13 +91,13 @@ func testSnapshot() *proxy.Snapshot {
 				Scur: 3, Smax: 12, Slim: 500, Stot: 130, Bin: 15000, Bout: 990000, Dreq: 4, Ereq: 1,
 				ReqTot: 131, Hrsp2xx: 111, Hrsp3xx: 4, Hrsp4xx: 15, Hrsp5xx: 1, Rate: 2, RateMax: 10,
 				ReqRate: 3, ReqRateMax: 11}},
-			{Name: "fe_tcp", ID: 2, Mode: "tcp", CounterValues: proxy.CounterValues{Stot: 5, Bin: 100, Bout: 200}},
+			{Name: "fe_tcp", ID: 3, Mode: "tcp", CounterValues: proxy.CounterValues{Stot: 5, Bin: 100, Bout: 200}},
 		},
 		Backends: []proxy.BackendSnapshot{
 			webBE,
-			{Name: "be_tcp", ID: 2, Mode: "tcp", Balance: "leastconn", Servers: tcp, FullConn: 1},
-			{Name: "be_down", ID: 3, Mode: "http", Balance: "roundrobin", Servers: down, FullConn: 1},
-			{Name: "be_empty", ID: 4, Mode: "http", Balance: "random(2)", FullConn: 1},
+			{Name: "be_tcp", ID: 4, Mode: "tcp", Balance: "leastconn", Servers: tcp, FullConn: 1},
+			{Name: "be_down", ID: 5, Mode: "http", Balance: "roundrobin", Servers: down, FullConn: 1},
+			{Name: "be_empty", ID: 6, Mode: "http", Balance: "random(2)", FullConn: 1},
 		},
 	}
 }

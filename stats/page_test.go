@@ -217,7 +217,7 @@ func TestPageAdmin(t *testing.T) {
 		{"not an admin address", "b=web&s=s1&action=maint", func(r *http.Request) { auth(r); r.RemoteAddr = "10.1.2.3:4" }, 303, "DENY", "s1", "no check"},
 		{"cross-site origin", "b=web&s=s1&action=maint", func(r *http.Request) { auth(r); r.Header.Set("Origin", "http://evil.example") }, 403, "", "s1", "no check"},
 		{"cross-site fetch", "b=web&s=s1&action=maint", func(r *http.Request) { auth(r); r.Header.Set("Sec-Fetch-Site", "cross-site") }, 403, "", "s1", "no check"},
-		{"maint by iid", "b=%231&s=s1&action=maint", func(r *http.Request) { auth(r); r.Header.Set("Origin", "http://example.com") }, 303, "DONE", "s1", "MAINT"},
+		{"maint by iid", "b=%232&s=s1&action=maint", func(r *http.Request) { auth(r); r.Header.Set("Origin", "http://example.com") }, 303, "DONE", "s1", "MAINT"},
 		{"ready by name", "action=ready&s=s1&b=web", func(r *http.Request) { auth(r); r.Header.Set("Sec-Fetch-Site", "same-origin") }, 303, "DONE", "s1", "no check"},
 		{"drain two", "b=web&s=s2&s=s3&action=drain", auth, 303, "DONE", "s3", "DRAIN"},
 		{"health down", "b=web&s=s2&action=hdown", auth, 303, "DONE", "s2", "DOWN"},
@@ -249,7 +249,7 @@ func TestPageAdmin(t *testing.T) {
 		if !strings.Contains(body, "Action processed successfully.") {
 			t.Errorf("no result box")
 		}
-		for _, want := range []string{`<form class="admin" method="post" action="/stats">`, `name="b" value="#1"`,
+		for _, want := range []string{`<form class="admin" method="post" action="/stats">`, `name="b" value="#2"`,
 			`<input type="checkbox" name="s" value="s1">`, `<option value="drain">`} {
 			if !strings.Contains(body, want) {
 				t.Errorf("page lacks %q", want)

@@ -166,28 +166,32 @@ func (f *Filter) proxyMatch(name string, iid int) bool {
 }
 
 // eachRow calls fn for every row that f selects, in HAProxy's order:
-// frontends, then each backend's servers followed by its BACKEND row.
-// (HAProxy interleaves proxies in declaration order; fulcrum declares
-// frontends and backends in separate lists, so frontends come first.)
+// proxies in declaration order (their ids), a frontend as its FRONTEND
+// row, a backend as its servers followed by its BACKEND row.
 // It returns ErrNoSuchProxy when f.Proxy names nothing, before any call.
 func eachRow(snap *proxy.Snapshot, f *Filter, fn func(r *row) error) error {
 	if f.Proxy != "" && !hasProxy(snap, f.Proxy) {
 		return ErrNoSuchProxy
 	}
 	r := row{snap: snap, f: f}
-	for i := range snap.Frontends {
-		fe := &snap.Frontends[i]
-		if !f.wants(kF) || !f.proxyMatch(fe.Name, fe.ID) {
+	fi, bi := 0, 0
+	for fi < len(snap.Frontends) || bi < len(snap.Backends) {
+		// Merge the two lists by proxy id (each is already in id order).
+		if fi < len(snap.Frontends) && (bi == len(snap.Backends) || snap.Frontends[fi].ID < snap.Backends[bi].ID) {
+			fe := &snap.Frontends[fi]
+			fi++
+			if !f.wants(kF) || !f.proxyMatch(fe.Name, fe.ID) {
+				continue
+			}
+			r = row{kind: kF, snap: snap, f: f, fe: fe, c: &fe.CounterValues,
+				iid: fe.ID, pxname: fe.Name, svname: "FRONTEND", mode: fe.Mode}
+			if err := fn(&r); err != nil {
+				return err
+			}
 			continue
 		}
-		r = row{kind: kF, snap: snap, f: f, fe: fe, c: &fe.CounterValues,
-			iid: fe.ID, pxname: fe.Name, svname: "FRONTEND", mode: fe.Mode}
-		if err := fn(&r); err != nil {
-			return err
-		}
-	}
-	for i := range snap.Backends {
-		be := &snap.Backends[i]
+		be := &snap.Backends[bi]
+		bi++
 		if !f.proxyMatch(be.Name, be.ID) {
 			continue
 		}

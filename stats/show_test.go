@@ -185,9 +185,9 @@ func TestFilter(t *testing.T) {
 	}{
 		{"frontends", Filter{ProxyID: -1, Types: 1, ServerID: -1}, []string{"fe_web/FRONTEND", "fe_tcp/FRONTEND"}},
 		{"one server by name", Filter{Proxy: "web", ProxyID: -1, Types: 4, ServerID: 1}, []string{"web/s1"}},
-		{"one backend by iid", Filter{ProxyID: 2, Types: 2, ServerID: -1}, []string{"be_tcp/BACKEND"}},
-		{"iid names frontends and backends", Filter{ProxyID: 2, Types: -1, ServerID: -1},
-			[]string{"fe_tcp/FRONTEND", "be_tcp/c1", "be_tcp/c2", "be_tcp/BACKEND"}},
+		{"one backend by iid", Filter{ProxyID: 4, Types: 2, ServerID: -1}, []string{"be_tcp/BACKEND"}},
+		{"iid names one proxy", Filter{ProxyID: 4, Types: -1, ServerID: -1},
+			[]string{"be_tcp/c1", "be_tcp/c2", "be_tcp/BACKEND"}},
 		{"sid keeps the backend row", Filter{Proxy: "be_tcp", ProxyID: -1, Types: -1, ServerID: 2},
 			[]string{"be_tcp/c2", "be_tcp/BACKEND"}},
 		{"unknown iid prints the header only", Filter{ProxyID: 99, Types: -1, ServerID: -1}, nil},
@@ -246,11 +246,11 @@ func TestTypedAndJSON(t *testing.T) {
 	f := Filter{Proxy: "web", ProxyID: -1, Types: 4, ServerID: 4}
 	typed := string(render(t, func(b *bytes.Buffer) error { return WriteTyped(b, snap, f) }))
 	for _, want := range []string{
-		"S.1.4.0.pxname.1:KNS:str:web\n",
-		"S.1.4.17.status.1:SGP:str:DOWN 1/2\n",
-		"S.1.4.19.act.1:SGP:u32:1\n",
-		"S.1.4.56.last_chk.1:MOP:str:Bad, \"quoted\" thing\n",
-		"S.1.4.103.ssl_sess.1:MCP:u64:0\n", // the - column is not counted
+		"S.2.4.0.pxname.1:KNS:str:web\n",
+		"S.2.4.17.status.1:SGP:str:DOWN 1/2\n",
+		"S.2.4.19.act.1:SGP:u32:1\n",
+		"S.2.4.56.last_chk.1:MOP:str:Bad, \"quoted\" thing\n",
+		"S.2.4.103.ssl_sess.1:MCP:u64:0\n", // the - column is not counted
 	} {
 		if !strings.Contains(typed, want) {
 			t.Errorf("typed output lacks %q", want)
@@ -259,7 +259,7 @@ func TestTypedAndJSON(t *testing.T) {
 	be := string(render(t, func(b *bytes.Buffer) error {
 		return WriteTyped(b, snap, Filter{Proxy: "web", ProxyID: -1, Types: 2, ServerID: -1})
 	}))
-	if !strings.Contains(be, "B.1.0.19.act.1:MGP:u32:3\n") {
+	if !strings.Contains(be, "B.2.0.19.act.1:MGP:u32:3\n") {
 		t.Errorf("backend act tags: got\n%s", be)
 	}
 	js := render(t, func(b *bytes.Buffer) error { return WriteJSON(b, snap, AllRows()) })

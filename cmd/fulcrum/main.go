@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	goruntime "runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
@@ -137,6 +138,9 @@ func newLogger(g conf.Global, w io.Writer) zerolog.Logger {
 // within hard_stop_after. started, if non-nil, is called once listening.
 func serve(ctx context.Context, cfg *conf.Config, logw io.Writer, started func(*proxy.Proxy)) error {
 	log := newLogger(cfg.Global, logw)
+	if n := cfg.Global.NbThread; n > 0 {
+		goruntime.GOMAXPROCS(n)
+	}
 	// FULCRUM_CPUPROFILE=FILE records a CPU profile from start to stop, for
 	// performance work (go tool pprof bin/fulcrum FILE).
 	if path := os.Getenv("FULCRUM_CPUPROFILE"); path != "" {
