@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy"
+	"github.com/fulcrum-proxy/fulcrum/proxy/check"
 	"github.com/fulcrum-proxy/fulcrum/stats"
 	"github.com/rs/zerolog"
 )
@@ -79,6 +80,17 @@ type listener struct {
 func New(p *proxy.Proxy, log zerolog.Logger, opts Options) *API {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
+	}
+	// Servers configured with checks get their check state now (an idle
+	// one until a Checker probes, the same the Checker would create), so
+	// that show stat and show servers state print the configured checks
+	// from the first command on, whether or not the Checker started yet.
+	for _, b := range p.Backends {
+		for _, s := range b.Servers {
+			if s.Conf.Check || s.Conf.Agent != nil {
+				check.Of(s)
+			}
+		}
 	}
 	return &API{proxy: p, log: log, opts: opts, table: commandTable, started: time.Now(),
 		sessions: map[*session]struct{}{}}

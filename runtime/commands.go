@@ -4,15 +4,16 @@ package runtime
 // finds commands in it and help is generated from it. Each file that holds
 // handlers holds their table; adding a command is one row there.
 //
-// A command arrives with the state it touches: health and agent checks,
-// queues, stick tables and ACLs add their rows (show table, set server
-// health, show queue, ...) when they exist in the proxy.
+// A command arrives with the state it touches: queues and stick tables add
+// their rows (show table, show queue, ...) when they exist in the proxy.
 var commandTable *cmdTable
 
 func init() {
 	commandTable = newTable(
 		cliCommands,     // cli.go: help, prompt, quit, levels, timeouts
 		serverCommands,  // server.go: weights, server states and addresses
+		checkCommands,   // check.go: health and agent checks
+		aclCommands,     // acl.go: ACL pattern sets
 		proxyCommands,   // proxy.go: backends, frontends, maxconn
 		statCommands,    // stat.go: show info, show stat
 		processCommands, // process.go: env, errors, activity

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy"
+	"github.com/fulcrum-proxy/fulcrum/proxy/check"
 )
 
 // Server commands: weights, admin states, addresses, and the dumps of the
@@ -25,15 +26,21 @@ var serverCommands = []Command{
 	{Words: []string{"shutdown", "sessions", "server"}, Level: LevelAdmin, Usage: "shutdown sessions server <bk>/<srv>", Help: "kill sessions on a server", Run: shutdownSessionsServer},
 }
 
-// setServerOps are the subcommands of `set server <b>/<s>`, one row each;
-// the usage reply lists them. Health, agent and check subcommands join
-// when checks exist.
+// setServerOps are the subcommands of `set server <b>/<s>`, one row each,
+// in HAProxy's order; the usage reply lists them.
 var setServerOps = []struct {
 	name string
 	run  func(c *Context, b *proxy.Backend, s *proxy.Server, args []string) error
 }{
 	{"addr", setServerAddr},
+	{"agent", setServerAgent},
+	{"agent-addr", setServerAgentAddr},
+	{"agent-port", setServerAgentPort},
+	{"agent-send", setServerAgentSend},
+	{"check-addr", setServerCheckAddr},
+	{"check-port", setServerCheckPort},
 	{"fqdn", setServerFQDN},
+	{"health", setServerHealth},
 	{"ssl", setServerSSL},
 	{"state", setServerState},
 	{"weight", func(c *Context, b *proxy.Backend, s *proxy.Server, args []string) error {
@@ -208,11 +215,13 @@ func setAdminCmd(state proxy.AdminState) func(*Context, []string) error {
 	}
 }
 
-// setAdmin sets s's admin state and logs the change. Entering maintenance
-// also closes s's idle connections: the server is about to be stopped or
-// redeployed, and the next request after `ready` must not meet a dead one.
+// setAdmin sets s's admin state through its check state, so that the
+// checks pause in MAINT and restart at rise when it ends, and logs the
+// change. Entering maintenance also closes s's idle connections: the
+// server is about to be stopped or redeployed, and the next request after
+// `ready` must not meet a dead one.
 func setAdmin(c *Context, b *proxy.Backend, s *proxy.Server, state proxy.AdminState) {
-	old := b.SetAdmin(s, state)
+	old := check.Of(s).SetAdmin(state)
 	if state == proxy.AdminMaint {
 		s.CloseIdle()
 	}
@@ -330,7 +339,8 @@ func sameIP(host string, ip netip.Addr) bool {
 
 // showServersState dumps every server (of one backend) in HAProxy's
 // server-state format version 1 (runtime-api.md 4.5): what a reload would
-// need to restore, one line per server.
+// need to restore, one line per server, the check columns from the
+// servers' check state.
 func showServersState(c *Context, args []string) error {
 	var only *proxy.Backend
 	if name := arg(args, 0); name != "" {
@@ -338,40 +348,57 @@ func showServersState(c *Context, args []string) error {
 			return reply("Can't find backend.")
 		}
 	}
+	snap := c.Proxy.Snapshot()
 	c.Printf("1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight srv_time_since_last_change srv_check_status srv_check_result srv_check_health srv_check_state srv_agent_state bk_f_forced_id srv_f_forced_id srv_fqdn srv_port srvrecord srv_use_ssl srv_check_port srv_check_addr srv_agent_addr srv_agent_port\n")
-	now := time.Now()
-	for _, b := range c.Proxy.Backends {
-		if only != nil && b != only {
+	for bi := range snap.Backends {
+		bs := &snap.Backends[bi]
+		if only != nil && bs.ID != only.ID {
 			continue
 		}
-		for _, s := range b.Servers {
-			host, port, err := net.SplitHostPort(s.Addr())
+		b := c.Proxy.Backends[bi]
+		for i := range bs.Servers {
+			ss, s := &bs.Servers[i], b.Servers[i]
+			host, port, err := net.SplitHostPort(ss.Addr)
 			if err != nil {
-				host, port = s.Addr(), "0"
+				host, port = ss.Addr, "0"
 			}
-			op, health := 2, 2 // running; health = rise (2) for a server without checks
-			switch s.Op() {
+			hs := ss.HealthState
+			op := 2 // SRV_ST_RUNNING
+			switch ss.Op {
 			case proxy.OpDown:
-				op, health = 0, 0
+				op = 0
 			case proxy.OpStopping:
 				op = 3
 			}
 			admin := 0
-			switch s.Admin() {
+			switch ss.Admin {
 			case proxy.AdminDrain:
 				admin = 0x08 // SRV_ADMF_FDRAIN
 			case proxy.AdminMaint:
-				op, health = 0, 0 // maintenance stops the server (HAProxy's SRV_ST_STOPPED)
-				admin = 0x01      // SRV_ADMF_FMAINT
-				if s.Conf.Disabled && s.LastChange().Before(c.api.started) {
+				op = 0       // maintenance stops the server (SRV_ST_STOPPED)
+				admin = 0x01 // SRV_ADMF_FMAINT
+				if s.Conf.Disabled && ss.LastChange.Before(c.api.started) {
 					admin |= 0x04 // SRV_ADMF_CMAINT: still `disabled` as configured
 				}
 			}
-			since := int64(now.Sub(s.LastChange()) / time.Second)
-			// No checks yet: status INI (1), result unknown (0), state 0.
-			c.Printf("%d %s %d %s %s %d %d %d %d %d 1 0 %d 0 0 0 0 - %s - 0 0 - - 0\n",
-				b.ID, b.Name, s.ID, s.Name, host, op, admin, s.UserWeight.Load(), s.InitialWeight,
-				since, health, port)
+			checkAddr := "-"
+			if r := s.CheckReporter(); r == nil {
+				// No check state yet: the counter is rise, 0 when stopped.
+				if op == 0 {
+					hs.CheckHealth = 0
+				}
+			} else if a := check.Of(s).Info().CheckAddr; a != "" {
+				checkAddr = a
+			}
+			agentAddr := hs.AgentAddr
+			if agentAddr == "" {
+				agentAddr = "-"
+			}
+			since := int64(snap.Taken.Sub(ss.LastChange) / time.Second)
+			c.Printf("%d %s %d %s %s %d %d %d %d %d %d %d %d %d %d 0 0 - %s - 0 %d %s %s %d\n",
+				bs.ID, bs.Name, ss.ID, ss.Name, host, op, admin, ss.UserWeight, ss.InitialWeight,
+				max(since, 0), hs.CheckStatus, hs.CheckResult, hs.CheckHealth, hs.CheckState, hs.AgentState,
+				port, hs.CheckPort, checkAddr, agentAddr, hs.AgentPort)
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy"
+	checks "github.com/fulcrum-proxy/fulcrum/proxy/check"
 )
 
 // maxAdminBody bounds an admin POST; beyond it the reply is EXCD, as
@@ -118,37 +119,65 @@ func (pg *page) lookupBackend(b string) *proxy.Backend {
 	return pg.core.Backend(b)
 }
 
-// adminActions are the page's actions, through the same core calls as the
-// Runtime API. Each returns whether it applied to the server. The health
-// and agent actions of servers without checks or agent change nothing, as
-// in HAProxy (every fulcrum server until checks exist); NOLB does not
-// exist in fulcrum's core yet.
+// adminActions are the page's actions, through the same calls as the
+// Runtime API: admin states and check verdicts go through the server's
+// check state (check.Of), so that the checks stay in step. Each returns
+// whether it applied to the server: the health and agent actions of a
+// server without such a check change nothing, as in HAProxy.
 var adminActions = map[string]func(p *proxy.Proxy, b *proxy.Backend, s *proxy.Server) bool{
-	"ready": func(_ *proxy.Proxy, b *proxy.Backend, s *proxy.Server) bool {
-		b.SetAdmin(s, proxy.AdminReady)
+	"ready": setAdmin(proxy.AdminReady),
+	"drain": setAdmin(proxy.AdminDrain),
+	"maint": setAdmin(proxy.AdminMaint),
+	"hrunn": setHealth(checks.HealthUp),
+	"hnolb": setHealth(checks.HealthStopping),
+	"hdown": setHealth(checks.HealthDown),
+	"dhlth": func(_ *proxy.Proxy, _ *proxy.Backend, s *proxy.Server) bool {
+		cs := checks.Of(s)
+		if !cs.Info().HealthConfigured {
+			return false
+		}
+		cs.DisableHealth()
 		return true
 	},
-	"drain": func(_ *proxy.Proxy, b *proxy.Backend, s *proxy.Server) bool {
-		b.SetAdmin(s, proxy.AdminDrain)
+	"ehlth": func(_ *proxy.Proxy, _ *proxy.Backend, s *proxy.Server) bool {
+		return checks.Of(s).EnableHealth() == nil
+	},
+	"dagent": func(_ *proxy.Proxy, _ *proxy.Backend, s *proxy.Server) bool {
+		cs := checks.Of(s)
+		if !cs.Info().AgentConfigured {
+			return false
+		}
+		cs.DisableAgent()
 		return true
 	},
-	"maint": func(_ *proxy.Proxy, b *proxy.Backend, s *proxy.Server) bool {
-		b.SetAdmin(s, proxy.AdminMaint)
-		return true
+	"eagent": func(_ *proxy.Proxy, _ *proxy.Backend, s *proxy.Server) bool {
+		return checks.Of(s).EnableAgent() == nil
 	},
-	"hrunn": func(_ *proxy.Proxy, b *proxy.Backend, s *proxy.Server) bool { b.SetOp(s, proxy.OpUp); return true },
-	"hdown": func(_ *proxy.Proxy, b *proxy.Backend, s *proxy.Server) bool { b.SetOp(s, proxy.OpDown); return true },
+	"arunn": func(_ *proxy.Proxy, _ *proxy.Backend, s *proxy.Server) bool {
+		return checks.Of(s).SetAgent(true) == nil
+	},
+	"adown": func(_ *proxy.Proxy, _ *proxy.Backend, s *proxy.Server) bool {
+		return checks.Of(s).SetAgent(false) == nil
+	},
 	"shutdown": func(p *proxy.Proxy, _ *proxy.Backend, s *proxy.Server) bool {
 		p.ShutdownSessions(s)
 		return true
 	},
-	"hnolb":  noChange,
-	"dhlth":  noChange,
-	"ehlth":  noChange,
-	"dagent": noChange,
-	"eagent": noChange,
-	"arunn":  noChange,
-	"adown":  noChange,
 }
 
-func noChange(*proxy.Proxy, *proxy.Backend, *proxy.Server) bool { return false }
+// setAdmin is the ready, drain and maint actions.
+func setAdmin(a proxy.AdminState) func(*proxy.Proxy, *proxy.Backend, *proxy.Server) bool {
+	return func(_ *proxy.Proxy, _ *proxy.Backend, s *proxy.Server) bool {
+		checks.Of(s).SetAdmin(a)
+		return true
+	}
+}
+
+// setHealth is the hrunn, hnolb and hdown actions: forced health verdicts,
+// with or without checks, as `set server <b>/<s> health`.
+func setHealth(h checks.Health) func(*proxy.Proxy, *proxy.Backend, *proxy.Server) bool {
+	return func(_ *proxy.Proxy, _ *proxy.Backend, s *proxy.Server) bool {
+		checks.Of(s).SetHealth(h)
+		return true
+	}
+}
