@@ -375,9 +375,11 @@ func (b *Backend) assign(r *lb.Request, avoid *Server, now time.Time) *Server {
 	}
 	// A pick and the slot it reserves are not one atomic step: another
 	// session may take the last slot between them. The algorithm then sees
-	// the server full and picks another; the bound keeps a storm of such
-	// races from spinning.
-	for range 4 {
+	// the server full and picks another. Each lost race means one more
+	// server filled up meanwhile, so one try per server (and one more)
+	// reaches a free slot if there is one left; the bound only keeps
+	// servers that empty and fill again from spinning a request forever.
+	for range len(b.Servers) + 1 {
 		v := b.algo.Pick(r, av)
 		if v == nil {
 			return nil

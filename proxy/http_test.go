@@ -510,6 +510,8 @@ func TestRedispatch(t *testing.T) {
 			t.Fatalf("request %d: got %d, want 200 from s2", i, resp.StatusCode)
 		}
 	}
+	// The session ends (unassign) just after the response is flushed.
+	waitFor(t, 2*time.Second, "sessions to end", func() bool { return p.Snapshot().Backends[0].Scur == 0 })
 	snap := p.Snapshot()
 	be, s1, s2 := snap.Backends[0], snap.Backends[0].Servers[0], snap.Backends[0].Servers[1]
 	if be.Wretr != 4 || be.Wredis != 4 || s1.Wretr != 4 || s2.Wredis != 4 || be.Econ != 0 {

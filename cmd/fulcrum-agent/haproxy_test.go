@@ -107,7 +107,14 @@ func TestHAProxyAgentCheck(t *testing.T) {
 		}
 	})
 
-	ctl := agent.Control{Path: cfg.StateFile}
+	driveAgent(t, sock, src, agent.Control{Path: cfg.StateFile})
+}
+
+// driveAgent changes the agent's load and overrides step by step and waits,
+// for each, until the balancer's `show stat` and `show servers state` on
+// sock show server be/s1 as HAProxy 2.6 does.
+func driveAgent(t *testing.T, sock string, src *agent.ManualSource, ctl agent.Control) {
+	t.Helper()
 	steps := []struct {
 		name   string
 		change func()

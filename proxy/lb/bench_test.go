@@ -2,6 +2,7 @@ package lb
 
 import (
 	"fmt"
+	"net/netip"
 	"testing"
 )
 
@@ -16,6 +17,9 @@ var benchCases = []struct {
 	{"leastconn", "leastconn", "", 0},
 	{"first", "first", "", 0},
 	{"source-map", "source", "map-based", 0},
+	{"url_param-map", "url_param id", "map-based", 0},
+	{"hdr-consistent", "hdr(X-User)", "consistent", 0},
+	{"hash-cookie-consistent", "hash req.cook(SID)", "consistent", 0},
 	{"uri-consistent", "uri", "consistent", 0},
 	{"uri-consistent-bounded", "uri", "consistent", 125},
 	{"random2", "random(2)", "", 0},
@@ -25,11 +29,16 @@ var benchCases = []struct {
 // as the backend does them (Cur and the ConnObserver hooks), at 3, 100,
 // 1,000 and 10,000 servers of weights 1, 2 and 3, every server with a
 // maxconn that is never reached (so the hooks that watch fullness run).
-// Hashing algorithms cycle through 1,024 different keys.
+// Hashing algorithms cycle through 1,024 different keys, with headers found
+// without allocating, as the proxy's are.
 func BenchmarkPickRelease(b *testing.B) {
 	reqs := make([]*Request, 1024)
 	for i := range reqs {
-		reqs[i] = req(fmt.Sprintf("10.%d.%d.%d:1234", i>>16&255, i>>8&255, i&255), fmt.Sprintf("/obj/%d", i))
+		reqs[i] = &Request{
+			Src:  netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 1234),
+			Path: fmt.Sprintf("/obj/%d", i), Query: fmt.Sprintf("x=1&id=%d", i), Method: "GET", Host: "www.example.com",
+			Headers: foldHeaders{"Host: www.example.com", fmt.Sprintf("X-User: user%d", i), fmt.Sprintf("Cookie: a=b; SID=%d", i)},
+		}
 	}
 	for _, bc := range benchCases {
 		for _, n := range []int{3, 100, 1000, 10000} {

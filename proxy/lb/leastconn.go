@@ -11,9 +11,11 @@ package lb
 // unless it is full (then they all are) or avoided (then the answer is one
 // of its two children).
 //
-// Cost per pick: O(1) to read the root under the mutex; each ConnTaken and
-// ConnReleased repositions one server, O(log n). Dynamic: Rebuild applies
-// a weight change to the next pick.
+// Cost per pick: O(log n) under the mutex: the root is the answer, and the
+// pick counts the new session at once (so that concurrent picks spread
+// instead of all taking the same idle server); ConnTaken and ConnReleased
+// reposition one server each, O(log n). Dynamic: Rebuild applies a weight
+// change to the next pick.
 //
 // The load is Cur, the sessions on the server; when the queue lands, queued
 // requests count too (HAProxy adds srv->queue.length).
@@ -148,7 +150,15 @@ func (lc *leastConn) Pick(_ *Request, avoid *Server) *Server {
 		if e.full {
 			break // every server but the root is full too
 		}
-		return e.s
+		// Count the session now, before ConnTaken confirms it, so that
+		// concurrent picks do not all choose the same idle server.
+		// ConnTaken (or the next hook) resets the load to Cur.
+		srv := e.s
+		lc.seq++
+		e.load++
+		e.seq = lc.seq
+		lc.down(i)
+		return srv
 	}
 	if len(lc.heap) > 0 && lc.heap[0].s == avoid && !avoid.Full() {
 		return avoid

@@ -2,6 +2,7 @@ package lb
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 )
@@ -95,5 +96,19 @@ func TestRegistryDocumented(t *testing.T) {
 	}
 	if got := strings.Join(Names(), " "); got != "first hash hdr leastconn random rdp-cookie roundrobin source static-rr uri url_param" {
 		t.Errorf("Names: got %s", got)
+	}
+}
+
+// TestDocsListEveryAlgorithm: docs/algorithms.md has a row for every name
+// of the registry, so the decision guide cannot fall behind it.
+func TestDocsListEveryAlgorithm(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/algorithms.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range Names() {
+		if !strings.Contains(string(doc), "\n| `"+name) {
+			t.Errorf("docs/algorithms.md has no row for %s", name)
+		}
 	}
 }
