@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"strings"
+)
+
+// errorPrefixes are the beginnings of the Runtime API's error replies
+// (HAProxy doc/management.txt §9.3 and the messages fulcrum copies from
+// it). A reply is an error when its first line starts with one of them;
+// data dumps never do. This is a list of messages, not of commands: the
+// commands themselves are only known to the server (`help`).
+var errorPrefixes = []string{
+	"Unknown command",
+	"Permission denied",
+	"No such ",
+	"Require ",
+	"Require:",
+	"Required arguments",
+	"Can't find ",
+	"Can't ",
+	"Invalid ",
+	"invalid ",
+	"Integer value expected",
+	"Value out of range",
+	"Empty weight string",
+	"Trailing garbage",
+	"maxconn string empty",
+	"provided port is",
+	"health checks are not enabled",
+	"agent checks are not enabled",
+	"Health check was not configured",
+	"Agent was not configured",
+	"cannot change",
+	"Key not found",
+	"entry not found",
+	"Unknown ACL identifier",
+	"Unknown map identifier",
+	"Session not found",
+	"Variable not found",
+	"Filter entry #",
+	"content-based lookup is only supported",
+	"one of 'none', 'number', 'string'",
+	"'set timeout' only supports",
+	"'set server <srv> ",
+	"set server <b>/<s> ",
+	"All sockets are already",
+	"Missing ",
+	"Failed to ",
+	"Unable to ",
+}
+
+// IsError reports whether reply is one of the Runtime API's error
+// messages. With `set severity-output`, the prefix decides: "[0]:" to
+// "[3]:" (emerg to err) and "[emerg]:" ... "[err]:" are errors.
+func IsError(reply string) bool {
+	first, _, _ := strings.Cut(reply, "\n")
+	if strings.HasPrefix(first, "[") {
+		sev, rest, ok := strings.Cut(first[1:], "]: ")
+		if ok {
+			switch sev {
+			case "0", "1", "2", "3", "emerg", "alert", "crit", "err":
+				return true
+			}
+			first = rest
+		}
+	}
+	for _, p := range errorPrefixes {
+		if strings.HasPrefix(first, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Format selects how a reply is printed.
+type Format int
+
+const (
+	FormatAuto Format = iota // tables for the replies it recognises, else as is
+	FormatRaw                // the server's reply untouched
+	FormatJSON               // machine-readable
+)
+
+// cutFlags removes the client-side options --raw and --json from the end
+// of a command, so that `show stat --json` works in the shell and in
+// one-shot mode alike. f is the format asked for on the command line;
+// an option on the command wins.
+func cutFlags(cmd string, f Format) (string, Format) {
+	words := strings.Fields(cmd)
+	for len(words) > 0 {
+		switch words[len(words)-1] {
+		case "--raw":
+			f = FormatRaw
+		case "--json":
+			f = FormatJSON
+		default:
+			return strings.Join(words, " "), f
+		}
+		words = words[:len(words)-1]
+	}
+	return "", f
+}
