@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/fulcrum-proxy/fulcrum/cli"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,4 +129,61 @@ func (w *syncWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.buf.String()
+}
+
+// TestWatchInTmux runs `fulcrumctl watch` on an 80-column terminal: the
+// servers are listed within 80 columns, a state change made meanwhile is
+// redrawn in place, and `q` quits.
+func TestWatchInTmux(t *testing.T) {
+	tmux := needTool(t, "tmux", "tmux")
+	bin := buildCtl(t)
+	e := startProxy(t, nil)
+	tsock := filepath.Join(t.TempDir(), "tmux.sock")
+	tm := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(tmux, append([]string{"-S", tsock}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	tm("new-session", "-d", "-x", "80", "-y", "24",
+		"env NO_COLOR=1 TERM=xterm "+bin+" -s "+e.sock+" watch web --interval 100ms; echo WATCH-ENDED; sleep 30")
+	t.Cleanup(func() { exec.Command(tmux, "-S", tsock, "kill-server").Run() })
+	waitPane := func(what string, cond func(string) bool) string {
+		t.Helper()
+		var last string
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			last = tm("capture-pane", "-p")
+			if cond(last) {
+				return last
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; pane:\n%s", what, last)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	row := func(p, server, status string) bool {
+		for _, l := range strings.Split(p, "\n") {
+			if f := strings.Fields(l); len(f) >= 3 && f[0] == "web" && f[1] == server && strings.Contains(l, status) {
+				return true
+			}
+		}
+		return false
+	}
+	// The servers have no health checks: their status reads "no check".
+	first := waitPane("both servers", func(p string) bool { return row(p, "s1", "no check") && row(p, "s2", "no check") })
+	for _, l := range strings.Split(first, "\n") {
+		if len([]rune(l)) > 80 {
+			t.Errorf("line wider than 80 columns: %q", l)
+		}
+	}
+	if _, err := cli.Run(cli.Addr(e.sock), "set server web/s2 state drain", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitPane("s2 redrawn as DRAIN", func(p string) bool { return row(p, "s2", "DRAIN") && row(p, "s1", "no check") })
+	tm("send-keys", "q")
+	waitPane("watch to quit", func(p string) bool { return strings.Contains(p, "WATCH-ENDED") })
 }
