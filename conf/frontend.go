@@ -1,10 +1,7 @@
 package conf
 
 import (
-	"errors"
-	"fmt"
 	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
-	"net/netip"
 	"strings"
 )
 
@@ -164,17 +161,20 @@ type statsPageSection struct {
 	// authentication. Empty means no authentication.
 	Auth []string `toml:"auth"`
 
-	// Admin is the condition, in HAProxy's syntax, under which the page
-	// offers admin actions on servers (set READY/DRAIN/MAINT, force health
-	// UP/DOWN, kill sessions): "TRUE" (always), "FALSE", "LOCALHOST" (from
-	// 127.0.0.0/8 or ::1), or "src ADDRESS..." with addresses or networks,
-	// braces allowed ("{ src 10.0.0.0/8 }"). ACL names are not supported
-	// yet. Empty means never. Default "".
+	// Admin is the condition, in HAProxy's ACL syntax (as after `stats
+	// admin if`), under which the page offers admin actions on servers (set
+	// READY/DRAIN/MAINT, force health UP/DOWN, kill sessions): a named ACL of
+	// this frontend ("internal"), an anonymous one ("{ src 10.0.0.0/8 }"),
+	// a predefined one ("TRUE", "LOCALHOST"), or a combination ("internal
+	// !blocked"). "src ADDRESS..." without braces is accepted too. Empty
+	// means never. Default "".
 	Admin string `toml:"admin"`
 
 	// HideVersion leaves fulcrum's version and build out of the page, as
 	// HAProxy's "stats hide-version". Default false.
 	HideVersion bool `toml:"hide_version"`
+
+	adminCond *acl.Cond // Admin compiled in the frontend's ACL scope
 }
 
 // setDefaults gives every unset key of [frontend.stats] its default.
@@ -193,9 +193,6 @@ func (sp *statsPageSection) validate(s scope) {
 			s.at("auth").item(i).errorf("must be \"user:password\"") // the value is a secret: not echoed
 		}
 	}
-	if _, _, err := parseStatsAdmin(sp.Admin); err != nil {
-		s.at("admin").errorf("%v, got %q", err, sp.Admin)
-	}
 }
 
 // model returns the page's model, nil when the section is absent or not
@@ -204,40 +201,16 @@ func (sp *statsPageSection) model() *StatsPage {
 	if sp == nil || !sp.Enable {
 		return nil
 	}
-	always, from, _ := parseStatsAdmin(sp.Admin)
 	return &StatsPage{URI: *sp.URI, Refresh: (*sp.Refresh).Std(), Auth: sp.Auth, Admin: sp.Admin,
-		AdminAlways: always, AdminFrom: from, HideVersion: sp.HideVersion}
+		AdminCond: sp.adminCond, HideVersion: sp.HideVersion}
 }
 
-// parseStatsAdmin parses the admin condition of [frontend.stats]: whether
-// it always holds, and else the source networks it allows (none = never).
-func parseStatsAdmin(cond string) (always bool, from []netip.Prefix, err error) {
-	f := strings.Fields(strings.TrimSpace(cond))
-	if len(f) >= 2 && f[0] == "{" && f[len(f)-1] == "}" {
-		f = f[1 : len(f)-1]
+// statsAdminCondition returns the admin condition as the ACL engine reads
+// it: "src ADDRESS..." without braces gets them.
+func statsAdminCondition(cond string) string {
+	f := strings.Fields(cond)
+	if len(f) > 1 && f[0] == "src" {
+		return "{ " + cond + " }"
 	}
-	switch {
-	case len(f) == 0:
-		return false, nil, nil
-	case len(f) == 1 && f[0] == "TRUE":
-		return true, nil, nil
-	case len(f) == 1 && f[0] == "FALSE":
-		return false, nil, nil
-	case len(f) == 1 && f[0] == "LOCALHOST":
-		return false, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}, nil
-	case f[0] != "src" || len(f) == 1:
-		return false, nil, errors.New(`not supported yet: use TRUE, FALSE, LOCALHOST or "src ADDRESS..."`)
-	}
-	for _, a := range f[1:] {
-		p, err := netip.ParsePrefix(a)
-		if err != nil {
-			addr, aerr := netip.ParseAddr(a)
-			if aerr != nil {
-				return false, nil, fmt.Errorf("src: %q is not an address or network", a)
-			}
-			p = netip.PrefixFrom(addr, addr.BitLen())
-		}
-		from = append(from, p.Masked())
-	}
-	return false, from, nil
+	return cond
 }

@@ -2,7 +2,6 @@ package conf
 
 import (
 	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
-	"net/netip"
 	"os"
 	"time"
 )
@@ -69,12 +68,11 @@ type Frontend struct {
 
 // StatsPage is a frontend's stats page ([frontend.stats] with enable = true).
 type StatsPage struct {
-	URI         string         // path prefix, e.g. "/stats"
-	Refresh     time.Duration  // 0 = no auto-refresh
-	Auth        []string       // "user:password" (password or bcrypt hash); empty = open
-	Admin       string         // the admin condition as written
-	AdminAlways bool           // admin actions allowed from everywhere
-	AdminFrom   []netip.Prefix // admin actions allowed from these sources
+	URI         string        // path prefix, e.g. "/stats"
+	Refresh     time.Duration // 0 = no auto-refresh
+	Auth        []string      // "user:password" (password or bcrypt hash); empty = open
+	Admin       string        // the admin condition as written
+	AdminCond   *acl.Cond     // when admin actions are allowed; nil = never
 	HideVersion bool
 }
 

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
 )
@@ -97,6 +98,15 @@ func (f *fileSection) compileRules(s scope) *acl.Registry {
 				continue
 			}
 			rs.UseBackend = append(rs.UseBackend, rule)
+		}
+		if st := fe.Stats; st != nil && strings.TrimSpace(st.Admin) != "" {
+			at := item.at("stats").at("admin")
+			cond, err := sc.Condition(statsAdminCondition(st.Admin), false, at.line())
+			if err != nil {
+				at.errorf("%v", err)
+			} else {
+				st.adminCond = cond
+			}
 		}
 		fe.rules = rs
 	}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
+	"net"
 	"net/http"
 	"net/netip"
 
@@ -28,26 +31,41 @@ func setupStats(p *proxy.Proxy) {
 	}
 }
 
-// statsAdmin turns the page's admin condition into a request check: always,
-// never, or by the client's source address.
+// statsAdmin turns the page's admin condition (an ACL condition compiled
+// in the frontend's scope) into a request check; nil means never.
 func statsAdmin(sc *conf.StatsPage) func(*http.Request) bool {
-	switch {
-	case sc.AdminAlways:
-		return func(*http.Request) bool { return true }
-	case len(sc.AdminFrom) == 0:
+	if sc.AdminCond == nil {
 		return nil
 	}
 	return func(r *http.Request) bool {
-		ap, err := netip.ParseAddrPort(r.RemoteAddr)
-		if err != nil {
-			return false
+		src, _ := netip.ParseAddrPort(r.RemoteAddr)
+		var dst netip.AddrPort
+		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+			dst, _ = netip.ParseAddrPort(la.String())
 		}
-		addr := ap.Addr().Unmap()
-		for _, pfx := range sc.AdminFrom {
-			if pfx.Contains(addr) {
-				return true
-			}
+		view := acl.Request{
+			Src: src, Dst: dst, HTTP: true,
+			Method: []byte(r.Method), URI: []byte(r.RequestURI),
+			Version: []byte(fmt.Sprintf("%d.%d", r.ProtoMajor, r.ProtoMinor)),
+			Headers: headerList(r),
 		}
-		return false
+		return sc.AdminCond.Eval(&view)
 	}
 }
+
+// headerList adapts a net/http request's headers (and its Host, which
+// net/http keeps apart) to the ACL engine's view.
+type headerLines [][2][]byte
+
+func headerList(r *http.Request) headerLines {
+	h := headerLines{{[]byte("Host"), []byte(r.Host)}}
+	for name, values := range r.Header {
+		for _, v := range values {
+			h = append(h, [2][]byte{[]byte(name), []byte(v)})
+		}
+	}
+	return h
+}
+
+func (h headerLines) NumHeaders() int                     { return len(h) }
+func (h headerLines) HeaderAt(i int) (name, value []byte) { return h[i][0], h[i][1] }
