@@ -2,6 +2,7 @@ package conf
 
 import (
 	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
+	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
 	"strconv"
 	"strings"
 	"time"
@@ -71,6 +72,8 @@ type backendSection struct {
 	// Stick lists HAProxy "stick" rules in HAProxy's syntax: "on src",
 	// "match req.cook(SRV)", "store-request src". They need a stick_table.
 	Stick []string `toml:"stick"`
+
+	stickRules []*acl.StickRule // compiled by compileRules
 
 	// ACL names conditions for this backend's http_request rules, as the
 	// frontend's acl (names are visible in this backend only).
@@ -261,6 +264,22 @@ type cookieSection struct {
 	// a shared cache does not hand one client's cookie to others.
 	// Default false.
 	NoCache bool `toml:"nocache"`
+
+	// HTTPOnly adds the HttpOnly attribute to an inserted cookie.
+	// Default false.
+	HTTPOnly bool `toml:"httponly"`
+
+	// Secure adds the Secure attribute to an inserted cookie. Default false.
+	Secure bool `toml:"secure"`
+
+	// MaxIdle ignores an inserted cookie that was last refreshed longer ago
+	// than this; fulcrum refreshes it when it passes. Insert mode only.
+	// "0s" means no limit. Default "0s".
+	MaxIdle Duration `toml:"maxidle"`
+
+	// MaxLife ignores an inserted cookie first emitted longer ago than this.
+	// Insert mode only. "0s" means no limit. Default "0s".
+	MaxLife Duration `toml:"maxlife"`
 }
 
 // setDefaults gives every unset key of a backend's cookie its default.
@@ -268,10 +287,27 @@ func (ck *cookieSection) setDefaults() {
 	orDefault(&ck.Mode, "")
 }
 
+// model returns the cookie as the proxy uses it (nil when absent).
+func (ck *cookieSection) model() *Cookie {
+	if ck == nil {
+		return nil
+	}
+	return &Cookie{Name: ck.Name, Mode: *ck.Mode, Indirect: ck.Indirect, NoCache: ck.NoCache,
+		HTTPOnly: ck.HTTPOnly, Secure: ck.Secure, MaxIdle: ck.MaxIdle.Std(), MaxLife: ck.MaxLife.Std()}
+}
+
 // validate checks the values set in a backend's cookie.
 func (ck *cookieSection) validate(s scope) {
 	required(s.at("name"), ck.Name)
 	oneOf(s.at("mode"), ck.Mode, "insert", "rewrite", "prefix", "")
+	if ck.Mode != nil && *ck.Mode != "insert" {
+		if ck.MaxIdle > 0 {
+			s.at("maxidle").errorf("needs mode \"insert\"")
+		}
+		if ck.MaxLife > 0 {
+			s.at("maxlife").errorf("needs mode \"insert\"")
+		}
+	}
 }
 
 // stickTableSection is a backend's stick_table: entries keyed by a sample
@@ -282,12 +318,18 @@ type stickTableSection struct {
 	// "binary". Required.
 	Type string `toml:"type"`
 
-	// Size is the most entries the table holds; the least recently used go
-	// first when it is full. Required, more than 0.
+	// Len is the key length of "string" and "binary" tables, in bytes:
+	// longer keys are cut. 0 means 32, as HAProxy. Default 0.
+	Len int `toml:"len"`
+
+	// Size is the most entries the table holds; when it is full, the least
+	// recently used entries that no session holds go first. Required, more
+	// than 0.
 	Size int `toml:"size"`
 
-	// Expire removes an entry this long after its last use. "0s" means
-	// entries leave only when the table is full. Default "0s".
+	// Expire removes an entry this long after its last use: every use
+	// re-arms it. "0s" means entries leave only when the table is full.
+	// Default "0s".
 	Expire Duration `toml:"expire"`
 
 	// Store lists the data kept in each entry, as HAProxy names them:
@@ -302,11 +344,65 @@ func (st *stickTableSection) validate(s scope) {
 		oneOf(s.at("type"), &st.Type, "ip", "ipv6", "integer", "string", "binary")
 	}
 	atLeast(s.at("size"), &st.Size, 1)
+	nonNegative(s.at("len"), &st.Len)
+	if st.Len > 0 && st.Type != "string" && st.Type != "binary" {
+		s.at("len").errorf("only for type \"string\" or \"binary\"")
+	}
 	for i, d := range st.Store {
 		if strings.TrimSpace(d) == "" {
 			s.at("store").item(i).errorf("empty data type")
+		} else if _, err := stick.ParseStore([]string{d}); err != nil {
+			s.at("store").item(i).errorf("%v", err)
 		}
 	}
+}
+
+// model returns the table as the proxy builds it, named name.
+func (st *stickTableSection) model(name string, line int) *StickTable {
+	if st == nil {
+		return nil
+	}
+	store, _ := stick.ParseStore(st.Store)
+	return &StickTable{Name: name, Line: line, Type: st.Type, Len: st.Len, Size: st.Size,
+		Expire: st.Expire.Std(), Store: store}
+}
+
+// tableSection is a top-level [[table]]: a stick table of its own, which
+// track-sc rules and stick rules name with "table NAME", as HAProxy's
+// "backend NAME" holding only a stick-table.
+type tableSection struct {
+	// Name of the table in rules and the Runtime API. Required, unique
+	// among tables (a frontend's or backend's table has its section's name).
+	Name string `toml:"name"`
+
+	// Type of the key: "ip", "ipv6", "integer", "string" or "binary".
+	// Required.
+	Type string `toml:"type"`
+
+	// Len is the key length of "string" and "binary" tables. 0 means 32.
+	// Default 0.
+	Len int `toml:"len"`
+
+	// Size is the most entries the table holds. Required, more than 0.
+	Size int `toml:"size"`
+
+	// Expire removes an entry this long after its last use. "0s" means
+	// never. Default "0s".
+	Expire Duration `toml:"expire"`
+
+	// Store lists the data kept in each entry, as stick_table's store.
+	Store []string `toml:"store"`
+}
+
+// stick returns the table's settings as a stick_table.
+func (t *tableSection) stick() *stickTableSection {
+	return &stickTableSection{Type: t.Type, Len: t.Len, Size: t.Size, Expire: t.Expire, Store: t.Store}
+}
+
+// validate checks a [[table]].
+func (t *tableSection) validate(s scope) {
+	checkName(s.at("name"), t.Name)
+	t.stick().validate(s)
 }
 
 // checkSection is [backend.check]: active health checks of the servers that

@@ -62,6 +62,7 @@ func defaulted() map[string]any {
 			return ck
 		}(),
 		"stickTableSection": &stickTableSection{}, // no defaults
+		"tableSection":      &tableSection{},      // no defaults
 		"checkSection": func() any {
 			ch := &checkSection{}
 			ch.setDefaults()

@@ -50,6 +50,11 @@ type frontendSection struct {
 	// e.g. "connection reject if { src -f /etc/blocklist }".
 	TCPRequest []string `toml:"tcp_request"`
 
+	// StickTable is this frontend's stick table, named as the frontend:
+	// the table its track-sc rules use unless they name another one
+	// (stick_table = { type = "ip", size = 100000, ... }).
+	StickTable *stickTableSection `toml:"stick_table"`
+
 	// TimeoutClient is how long a client may stay silent while it is
 	// expected to send or to take data. "0s" means never time out.
 	// Inherited from [defaults]; default "30s".
@@ -111,6 +116,9 @@ func (f *frontendSection) validate(s scope) {
 		if strings.TrimSpace(r) == "" {
 			s.at("tcp_request").item(i).errorf("empty rule")
 		}
+	}
+	if f.StickTable != nil {
+		f.StickTable.validate(s.at("stick_table"))
 	}
 	if f.Stats != nil {
 		f.Stats.validate(s.at("stats"))

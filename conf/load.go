@@ -22,6 +22,8 @@ type fileSection struct {
 	Frontends []*frontendSection `toml:"frontend"`
 	// Backends are the [[backend]] tables, in file order.
 	Backends []*backendSection `toml:"backend"`
+	// Tables are the standalone stick tables ([[table]]), in file order.
+	Tables []*tableSection `toml:"table"`
 }
 
 // Load reads, checks and returns the configuration in the file at path.
@@ -66,6 +68,7 @@ func Parse(file string, data []byte) (*Config, error) {
 	f.setDefaults()
 	f.checkLinks(root)
 	reg := f.compileRules(root)
+	f.checkTables(root)
 	c.checkSupport()
 
 	if len(c.errs) > 0 {
@@ -126,6 +129,9 @@ func (f *fileSection) validate(s scope) {
 		} else {
 			seen[be.Name] = item.at("name").line()
 		}
+	}
+	for i, t := range f.Tables {
+		t.validate(s.at("table").item(i))
 	}
 }
 
@@ -212,7 +218,11 @@ func (f *fileSection) model(c *checker) *Config {
 			ForwardFor:         *fe.ForwardFor,
 			Stats:              fe.Stats.model(),
 			Rules:              fe.rules,
+			StickTable:         fe.StickTable.model(fe.Name, c.pos.line(path{"frontend"}.index(i).child("stick_table"))),
 		})
+	}
+	for i, t := range f.Tables {
+		cfg.Tables = append(cfg.Tables, t.stick().model(t.Name, c.pos.line(path{"table"}.index(i))))
 	}
 	for i, be := range f.Backends {
 		b := &Backend{
@@ -235,6 +245,9 @@ func (f *fileSection) model(c *checker) *Config {
 			Redispatch:        *be.Redispatch,
 			ForwardFor:        *be.ForwardFor,
 			Rules:             be.rules,
+			StickTable:        be.StickTable.model(be.Name, c.pos.line(path{"backend"}.index(i).child("stick_table"))),
+			Stick:             be.stickRules,
+			Cookie:            be.Cookie.model(),
 		}
 		for j, srv := range be.Servers {
 			b.Servers = append(b.Servers, &Server{
@@ -248,6 +261,7 @@ func (f *fileSection) model(c *checker) *Config {
 				Backup:    *srv.Backup,
 				Disabled:  *srv.Disabled,
 				Slowstart: srv.Slowstart.Std(),
+				Cookie:    srv.Cookie,
 
 				Check:      *srv.Check,
 				Agent:      srv.Agent.model(),

@@ -2,6 +2,7 @@ package conf
 
 import (
 	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
+	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
 	"os"
 	"time"
 )
@@ -23,6 +24,8 @@ type Config struct {
 	Global    Global
 	Frontends []*Frontend
 	Backends  []*Backend
+	// Tables are the standalone [[table]]s, in file order.
+	Tables []*StickTable
 	// ACL numbers every pattern set of the ACLs (inline patterns and -f
 	// files) as HAProxy's `show acl`; the Runtime API changes them live.
 	ACL *acl.Registry
@@ -62,8 +65,9 @@ type Frontend struct {
 	TimeoutClient      time.Duration
 	TimeoutHTTPRequest time.Duration
 	ForwardFor         bool
-	Stats              *StatsPage // nil unless [frontend.stats] enable = true
-	Rules              *acl.Rules // tcp_request, http_request and use_backend, compiled
+	Stats              *StatsPage  // nil unless [frontend.stats] enable = true
+	Rules              *acl.Rules  // tcp_request, http_request and use_backend, compiled
+	StickTable         *StickTable // nil = none; named as the frontend
 }
 
 // StatsPage is a frontend's stats page ([frontend.stats] with enable = true).
@@ -98,6 +102,32 @@ type Backend struct {
 	ForwardFor        bool
 	Rules             *acl.Rules // http_request rules, compiled
 	Servers           []*Server
+	StickTable        *StickTable      // nil = none; named as the backend
+	Stick             []*acl.StickRule // stick on/match/store-request, compiled
+	Cookie            *Cookie          // nil = no cookie persistence
+}
+
+// StickTable is a stick table: a frontend's, a backend's or a [[table]].
+type StickTable struct {
+	Name   string
+	Line   int
+	Type   string // ip | ipv6 | integer | string | binary
+	Len    int    // string and binary keys; 0 = 32
+	Size   int
+	Expire time.Duration // 0 = never
+	Store  stick.Store
+}
+
+// Cookie is a backend's cookie persistence.
+type Cookie struct {
+	Name     string
+	Mode     string // insert | rewrite | prefix | "" (passive)
+	Indirect bool
+	NoCache  bool
+	HTTPOnly bool
+	Secure   bool
+	MaxIdle  time.Duration // 0 = no limit
+	MaxLife  time.Duration // 0 = no limit
 }
 
 // Server is one [[backend.server]].
@@ -112,6 +142,7 @@ type Server struct {
 	Backup    bool
 	Disabled  bool
 	Slowstart time.Duration
+	Cookie    string // value of the backend's persistence cookie, "" = none
 
 	Check      bool   // health checks with the backend's Check
 	Agent      *Agent // nil = no agent check

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
@@ -115,8 +116,81 @@ func (f *fileSection) compileRules(s scope) *acl.Registry {
 		sc := reg.NewScope()
 		defineACLs(item.at("acl"), be.ACL, sc)
 		be.rules = &acl.Rules{HTTP: compileHTTP(item.at("http_request"), be.HTTPRequest, sc, be.Mode)}
+		for j, text := range be.Stick {
+			if isBlank(text) {
+				continue // reported by validate
+			}
+			at := item.at("stick").item(j)
+			r, err := sc.StickRule(text, at.line())
+			switch {
+			case err != nil:
+				at.errorf("%v", err)
+			case r.Expr.L7() && be.Mode != nil && *be.Mode != ModeHTTP:
+				at.errorf("'%s' needs mode http", r.Expr)
+			default:
+				be.stickRules = append(be.stickRules, r)
+			}
+		}
 	}
 	return reg
+}
+
+// checkTables checks that table names are unique (a frontend's or
+// backend's table is named as its section) and that every table a stick or
+// track-sc rule uses exists.
+func (f *fileSection) checkTables(s scope) {
+	tables := map[string]int{}
+	add := func(at scope, name string) {
+		if first, dup := tables[name]; dup {
+			at.errorf("duplicate stick table name %q, first defined at line %d", name, first)
+			return
+		}
+		tables[name] = at.line()
+	}
+	for i, fe := range f.Frontends {
+		if fe.StickTable != nil {
+			add(s.at("frontend").item(i).at("stick_table"), fe.Name)
+		}
+	}
+	for i, be := range f.Backends {
+		if be.StickTable != nil {
+			add(s.at("backend").item(i).at("stick_table"), be.Name)
+		}
+	}
+	for i, t := range f.Tables {
+		add(s.at("table").item(i).at("name"), t.Name)
+	}
+	need := func(at scope, table string, own bool, what string) {
+		switch {
+		case table == "" && !own:
+			at.errorf("%s: no stick table in this section (add stick_table or 'table <name>')", what)
+		case table != "":
+			if _, ok := tables[table]; !ok {
+				at.errorf("%s: unknown stick table %q", what, table)
+			}
+		}
+	}
+	track := func(at scope, rs *acl.Rules, texts []string, own bool) {
+		if rs == nil {
+			return
+		}
+		for _, r := range rs.HTTP {
+			if r.Action == acl.ActTrackSC {
+				need(at.item(slices.Index(texts, r.Text)), r.TrackTable(), own, "track-sc"+strconv.Itoa(r.TrackSlot()))
+			}
+		}
+	}
+	for i, fe := range f.Frontends {
+		track(s.at("frontend").item(i).at("http_request"), fe.rules, fe.HTTPRequest, fe.StickTable != nil)
+	}
+	for i, be := range f.Backends {
+		item := s.at("backend").item(i)
+		track(item.at("http_request"), be.rules, be.HTTPRequest, be.StickTable != nil)
+		for _, r := range be.stickRules {
+			j := slices.Index(be.Stick, r.Text)
+			need(item.at("stick").item(j), r.Table, be.StickTable != nil, "stick")
+		}
+	}
 }
 
 // defineACLs defines the named ACLs of a section, in file order.

@@ -29,20 +29,8 @@ var notYet = map[string][]any{
 	// [[frontend]]
 
 	// [defaults] and [[backend]]; balance is checked against proxy/lb.
-	"defaults.fullconn":      {0},
-	"backend.fullconn":       {0},
-	"defaults.timeout_queue": {Duration(0)},
-	"backend.timeout_queue":  {Duration(0)},
-	"backend.cookie":         nil,
-	"backend.stick_table":    nil,
-	"backend.stick":          nil,
 
 	// [[backend.server]] and [backend.default_server]
-	"backend.server.maxqueue":         {0},
-	"backend.default_server.maxqueue": {0},
-	"backend.server.minconn":          {0},
-	"backend.default_server.minconn":  {0},
-	"backend.server.cookie":           {""},
 }
 
 // checkSupport reports every key that the file sets and the proxy does not

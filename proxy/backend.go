@@ -9,6 +9,7 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
+	"github.com/fulcrum-proxy/fulcrum/proxy/queue"
 	"github.com/rs/zerolog"
 )
 
@@ -46,6 +47,19 @@ type Backend struct {
 	// an algorithm walk all of them. Each server adds 1 while it is in the
 	// set and not full; its own bal.mu orders those changes.
 	free atomic.Int64
+	// usable is the size of the usable set, written by rebuildLocked: a
+	// request finds "no server at all" (503 at once) apart from "every
+	// server is full" (it queues).
+	usable atomic.Int64
+
+	// queue holds the requests waiting for a slot (proxy/queue); qobs is
+	// algo's QueueObserver, nil when it has none. fullConn is the
+	// effective fullconn (configured, else derived from the frontends at
+	// start) and timeoutQueue the effective timeout queue.
+	queue        *queue.Queues
+	qobs         lb.QueueObserver
+	fullConn     atomic.Int64
+	timeoutQueue time.Duration
 
 	Counters Counters
 }
@@ -110,6 +124,12 @@ func newBackend(id int, bc *conf.Backend) (*Backend, error) {
 	b := &Backend{Name: bc.Name, ID: id, Conf: bc, algo: algo, dynamic: bal.IsDynamic(hash),
 		log: zerolog.Nop(), clock: systemClock{}}
 	b.observer, _ = algo.(lb.ConnObserver)
+	b.qobs, _ = algo.(lb.QueueObserver)
+	b.timeoutQueue = bc.TimeoutQueue
+	if b.timeoutQueue == 0 {
+		b.timeoutQueue = bc.TimeoutConnect // HAProxy's fallback
+	}
+	b.fullConn.Store(int64(max(bc.FullConn, 1)))
 	now := time.Now().UnixNano()
 	for i, sc := range bc.Servers {
 		s := &Server{Name: sc.Name, ID: i + 1, Backend: b, Conf: sc, InitialWeight: sc.Weight}
@@ -123,8 +143,16 @@ func newBackend(id int, bc *conf.Backend) (*Backend, error) {
 		s.lb.Index = i
 		s.lb.Name = sc.Name
 		s.pool.max = 1024
+		s.lb.MinConn.Store(int64(sc.MinConn))
+		s.lb.BackendLoad = &b.Counters.Scur
 		b.Servers = append(b.Servers, s)
 	}
+	lens := make([]*atomic.Int64, len(b.Servers))
+	for i, s := range b.Servers {
+		lens[i] = &s.lb.Queued
+		s.lb.FullConn = &b.fullConn
+	}
+	b.queue = queue.New(lens)
 	b.mu.Lock()
 	b.rebuildLocked()
 	b.mu.Unlock()
@@ -246,6 +274,7 @@ func (b *Backend) rebuildLocked() {
 	}
 
 	b.algo.Rebuild(set)
+	b.usable.Store(int64(len(set)))
 	in := make([]int8, len(b.Servers))
 	for _, v := range set {
 		in[v.Index] = 1
@@ -262,6 +291,10 @@ func (b *Backend) rebuildLocked() {
 		b.rampGen++
 		gen := b.rampGen
 		b.ramp = b.clock.AfterFunc(step, func() { b.slowstartStep(gen) })
+	}
+	// Limits or the usable set changed: waiting requests may go now.
+	if b.queue != nil {
+		b.queue.DispatchAll(b)
 	}
 }
 
@@ -366,8 +399,8 @@ func (b *Backend) SetOp(s *Server, o OpState) OpState {
 // queue exists it gets a 503). Every successful assign is paired with one
 // unassign when the session ends.
 func (b *Backend) assign(r *lb.Request, avoid *Server, now time.Time) *Server {
-	if b.free.Load() <= 0 {
-		return nil
+	if b.free.Load() <= 0 || b.queue.Len(-1) > 0 {
+		return nil // full, or older requests wait: join them
 	}
 	var av *lb.Server
 	if avoid != nil {
@@ -404,10 +437,10 @@ func (b *Backend) assign(r *lb.Request, avoid *Server, now time.Time) *Server {
 }
 
 // reserve counts one more session on v unless that would exceed its
-// maxconn.
+// effective maxconn (lb.Server.Limit: dynamic with minconn).
 func reserve(v *lb.Server) bool {
 	for {
-		m, c := v.MaxConn.Load(), v.Cur.Load()
+		m, c := v.Limit(), v.Cur.Load()
 		if m > 0 && c >= m {
 			return false
 		}
@@ -417,14 +450,235 @@ func reserve(v *lb.Server) bool {
 	}
 }
 
-// unassign ends a session started by assign.
+// unassign ends a session started by assign or take, and hands the freed
+// slot to the oldest request waiting for it, if any.
 func (b *Backend) unassign(s *Server) {
-	s.lb.Cur.Add(-1)
 	s.Counters.sessionEnd()
+	b.release(s)
+}
+
+// release frees a slot of s (Cur already counted it) and dispatches it.
+// The slot is released before the queue is looked at (queue.Queues'
+// lost-wakeup rule).
+func (b *Backend) release(s *Server) {
+	s.lb.Cur.Add(-1)
 	if s.lb.MaxConn.Load() > 0 {
 		b.countFree(s, -1)
 	}
+	b.queue.Dispatch(s.ID-1, b)
 	if b.observer != nil {
 		b.observer.ConnReleased(&s.lb)
 	}
+}
+
+// Take implements queue.Slots: it reserves a session on server i for a
+// request leaving a queue, if i has a free slot below its effective
+// maxconn and, for a request of the backend queue (not pinned), is in the
+// usable set. Called by proxy/queue under its lock; takes s.bal.mu.
+func (b *Backend) Take(i int, pinned bool) bool {
+	s := b.Servers[i]
+	if !pinned {
+		s.bal.mu.Lock()
+		in := s.bal.inSet
+		s.bal.mu.Unlock()
+		if !in {
+			return false
+		}
+	}
+	if !reserve(&s.lb) {
+		return false
+	}
+	if s.lb.MaxConn.Load() > 0 {
+		b.countFree(s, -1)
+	}
+	return true
+}
+
+// Why a request that queued got no server (take's errors). The HTTP and
+// TCP engines map them to 503 and the log's termination flags.
+var (
+	errQueueTimeout = errors.New("timeout queue expired")         // sQ
+	errQueueAbort   = errors.New("client went away while queued") // CQ
+	errQueueFull    = errors.New("server queue full")             // SQ (maxqueue, no redispatch)
+)
+
+// waitEnd is how a waiting path (waitFunc) stopped waiting.
+type waitEnd int
+
+const (
+	waitServed  waitEnd = iota // the Pending was handed a slot
+	waitTimeout                // the deadline passed
+	waitGone                   // the client went away
+)
+
+// waitFunc blocks until p is served (p.Ready receives, p.Wake is woken), deadline passes
+// (zero: no deadline) or the client goes away. The HTTP engine watches the
+// client connection with a read; chanWait only waits.
+type waitFunc func(p *queue.Pending, deadline time.Time) waitEnd
+
+// chanWait waits for p's Ready channel or the deadline; it cannot see a
+// client go away (TCP, and HTTP requests with a body or pipelined bytes).
+func chanWait(p *queue.Pending, deadline time.Time) waitEnd {
+	if deadline.IsZero() {
+		<-p.Ready()
+		return waitServed
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-p.Ready():
+		return waitServed
+	case <-t.C:
+		return waitTimeout
+	}
+}
+
+// pendingPool recycles Pendings with their channels.
+var pendingPool = sync.Pool{New: func() any { return new(queue.Pending) }}
+
+// take starts a session for r on a server of b, waiting in a queue while
+// every slot is taken, and returns the server and how long r waited.
+//
+// pin, when non-nil, is the server r is pinned to (cookie or stick table
+// persistence, decided by the caller, which has checked that persistence
+// may use it): r gets a slot on pin or waits in pin's own queue, whatever
+// pin's state; when that queue holds maxqueue requests, r is redispatched
+// to the algorithm with `redispatch` (counted in wredis), else it fails
+// with errQueueFull. Without pin, r goes to the algorithm (avoid as in
+// assign), and waits in the backend queue when every usable server is
+// full; with no usable server at all it fails with errNoServer at once.
+// A wait ends with a slot, errQueueTimeout (timeout queue, falling back to
+// timeout connect), or errQueueAbort when wait saw the client go away: in
+// both cases r never reaches a server, and the slot handed to it in a race
+// is given back. Every successful take is paired with one unassign.
+//
+// tw is -1 when r never waited in a queue, else the time it waited.
+func (b *Backend) take(r *lb.Request, pin, avoid *Server, now time.Time, wake queue.Waker, wait waitFunc) (srv *Server, tw time.Duration, err error) {
+	if pin != nil {
+		if b.queue.Len(pin.ID-1) == 0 && reserve(&pin.lb) {
+			if pin.lb.MaxConn.Load() > 0 {
+				b.countFree(pin, -1)
+			}
+			b.started(pin, false, now)
+			return pin, -1, nil
+		}
+	} else if srv = b.assign(r, avoid, now); srv != nil {
+		return srv, -1, nil
+	} else if b.usable.Load() == 0 {
+		return nil, -1, errNoServer
+	}
+	qi := -1
+	if pin != nil {
+		qi = pin.ID - 1
+	}
+	p := pendingPool.Get().(*queue.Pending)
+	defer func() {
+		p.Reset()
+		pendingPool.Put(p)
+	}()
+	p.Wake = wake
+	if !b.queue.Enqueue(p, qi, pin.maxQueue(), now, b) {
+		// pin's queue is full (maxqueue).
+		if !b.Conf.Redispatch {
+			pin.Counters.Econ.Add(1)
+			b.Counters.Econ.Add(1)
+			return pin, -1, errQueueFull
+		}
+		pin.Counters.Wredis.Add(1)
+		b.Counters.Wredis.Add(1)
+		return b.take(r, nil, avoid, now, wake, wait)
+	}
+	if pin != nil && b.qobs != nil {
+		b.qobs.QueueChanged(&pin.lb)
+	}
+	end := waitServed
+	if p.Served() < 0 {
+		var deadline time.Time
+		if b.timeoutQueue > 0 {
+			deadline = now.Add(b.timeoutQueue)
+		}
+		end = wait(p, deadline)
+	}
+	i := b.queue.Cancel(p) // -1: still waiting, unlinked now
+	after := time.Now()
+	tw = after.Sub(now)
+	if pin != nil && b.qobs != nil && i < 0 {
+		b.qobs.QueueChanged(&pin.lb)
+	}
+	switch {
+	case i >= 0 && end == waitGone:
+		b.release(b.Servers[i]) // served in the race: give it back
+		return nil, tw, errQueueAbort
+	case i >= 0:
+		srv = b.Servers[i]
+		b.started(srv, pin == nil, after)
+		return srv, tw, nil
+	case end == waitGone:
+		return pin, tw, errQueueAbort
+	}
+	// HAProxy counts a queue timeout as a failed connection.
+	if pin != nil {
+		pin.Counters.Econ.Add(1)
+	}
+	b.Counters.Econ.Add(1)
+	return pin, tw, errQueueTimeout
+}
+
+// started counts a session that take started on s outside assign: a slot
+// reserved directly (pinned) or handed over from a queue. balanced says
+// whether load balancing chose it (lbtot).
+func (b *Backend) started(s *Server, balanced bool, now time.Time) {
+	if balanced {
+		s.Counters.Lbtot.Add(1)
+		b.Counters.Lbtot.Add(1)
+	}
+	s.Counters.sessionStart(now)
+	if b.observer != nil {
+		b.observer.ConnTaken(&s.lb)
+	}
+}
+
+// maxQueue is s's maxqueue, 0 (no limit) for a nil server.
+func (s *Server) maxQueue() int {
+	if s == nil {
+		return 0
+	}
+	return s.Conf.MaxQueue
+}
+
+// EffectiveMaxConn is the server's limit at this instant, 0 for none: its
+// maxconn, lowered by slowstart while it ramps up and made dynamic by
+// minconn and the backend's fullconn (HAProxy's srv_dynamic_maxconn). This
+// is what stats print as slim and `show queue` as maxconn.
+func (s *Server) EffectiveMaxConn() int { return int(s.lb.Limit()) }
+
+// FullConn is the backend's effective fullconn: the configured value, else
+// 10% of the sum of the maxconn of the frontends that route to it.
+func (b *Backend) FullConn() int { return int(b.fullConn.Load()) }
+
+// TimeoutQueue is how long a request may wait in the backend's queues:
+// timeout queue, else timeout connect (0: no limit).
+func (b *Backend) TimeoutQueue() time.Duration { return b.timeoutQueue }
+
+// QueueState is one queue as `show queue` and the stats page report it.
+type QueueState struct {
+	Server   string        // "" for the backend queue
+	Waiting  int           // requests waiting now (qcur)
+	Max      int64         // most that ever waited at once (qmax)
+	Oldest   time.Duration // how long the oldest has waited
+	MaxQueue int           // server maxqueue, 0 = unlimited (qlimit)
+	MaxConn  int           // effective maxconn, 0 = unlimited
+	Cur      int64         // sessions on the server now
+}
+
+// Queues returns the backend queue first, then each server's queue, at now.
+func (b *Backend) Queues(now time.Time) []QueueState {
+	in := b.queue.Info(-1, now)
+	out := []QueueState{{Waiting: in.Waiting, Max: in.Max, Oldest: in.Oldest}}
+	for i, s := range b.Servers {
+		in := b.queue.Info(i, now)
+		out = append(out, QueueState{Server: s.Name, Waiting: in.Waiting, Max: in.Max, Oldest: in.Oldest,
+			MaxQueue: s.Conf.MaxQueue, MaxConn: s.EffectiveMaxConn(), Cur: s.lb.Cur.Load()})
+	}
+	return out
 }

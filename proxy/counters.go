@@ -42,10 +42,11 @@ type Counters struct {
 	rateMax    atomic.Int64
 	reqRateMax atomic.Int64
 
-	Qtime SlidingAvg // ms
-	Ctime SlidingAvg // ms
-	Rtime SlidingAvg // ms
-	Ttime SlidingAvg // ms
+	Qtime    SlidingAvg   // ms
+	qtimeMax atomic.Int64 // ms, longest queue time (qtime_max)
+	Ctime    SlidingAvg   // ms
+	Rtime    SlidingAvg   // ms
+	Ttime    SlidingAvg   // ms
 }
 
 // sessionStart counts a new session at now: scur/smax, stot, rate, lastsess.
@@ -55,6 +56,12 @@ func (c *Counters) sessionStart(now time.Time) {
 	c.Stot.Add(1)
 	storeMax(&c.rateMax, c.SessRate.Add(now, 1))
 	c.lastSess.Store(now.UnixNano())
+}
+
+// queued records one queue time, ms.
+func (c *Counters) queued(ms int64) {
+	c.Qtime.Add(ms)
+	storeMax(&c.qtimeMax, ms)
 }
 
 // sessionEnd is the pair of sessionStart.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
 	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
+	"github.com/fulcrum-proxy/fulcrum/proxy/queue"
 )
 
 // The HTTP/1.1 engine. One goroutine serves one client connection: it reads
@@ -40,6 +41,17 @@ type httpSession struct {
 	xff   []byte  // the X-Forwarded-For line, built once
 	local bool    // the current request is answered by a local handler
 
+	// pin is the server persistence pinned the current request to (nil:
+	// none): it waits in that server's queue (Backend.take). tw is the
+	// request's queue time in ms for the log (Tw), 0 when it did not wait.
+	pin *Server
+	tw  int64
+
+	// Stick tables and cookie persistence of the current request
+	// (stick.go, cookie.go).
+	st tracker
+	ck cookieState
+
 	// The rules' view of the current request, and the header and path
 	// edits of its rules that writeRequestHead applies (rules.go).
 	areq  acl.Request
@@ -65,6 +77,7 @@ func (fe *Frontend) serveHTTP(cc *clientConn) {
 	s := sessionPool.Get().(*httpSession)
 	s.fe, s.cc, s.br, s.bw = fe, cc, getReader(cc.c), getWriter(cc.c)
 	s.lbreq = lb.Request{Src: cc.src}
+	s.st.p = fe.p
 	s.xff = s.xff[:0]
 	if fe.forwardFor {
 		s.xff = append(s.xff, "X-Forwarded-For: "...)
@@ -77,6 +90,7 @@ func (fe *Frontend) serveHTTP(cc *clientConn) {
 		}
 		putReader(s.br)
 		putWriter(s.bw)
+		s.st.end(-1, 0, 0) // a request that ended without its log line
 		s.recycle()
 	}()
 	for {
@@ -147,6 +161,7 @@ func (s *httpSession) handle(idleStart time.Time) bool {
 		return keep
 	}
 	s.fillView()
+	s.pin = s.persist(be)
 	return s.forward(be, idleStart, t0, tHead)
 }
 
@@ -185,10 +200,19 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 
 	srv, uc, reused, tc, err := s.connect(be, nil, tHead)
 	if err != nil {
-		if srv != nil {
-			be.unassign(srv)
+		switch {
+		case errors.Is(err, errQueueAbort): // no reply: nobody listens
+			s.logLine(idleStart, t0, be, srv, -1, 0, tq, -1, -1, "CQ")
+		case errors.Is(err, errQueueTimeout):
+			s.fail(503, "sQ", idleStart, tq, be, srv)
+		case errors.Is(err, errQueueFull):
+			s.fail(503, "SQ", idleStart, tq, be, srv)
+		default:
+			if srv != nil {
+				be.unassign(srv)
+			}
+			s.fail(503, "SC", idleStart, tq, be, srv)
 		}
-		s.fail(503, "SC", idleStart, tq, be, srv)
 		return false
 	}
 	defer func() { be.unassign(srv) }() // srv may move with a redispatch
@@ -196,8 +220,8 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 	s.cc.stream.set(be, srv, uc.c)
 	defer s.cc.stream.clear()
 	srv.Counters.request(tHead)
-	srv.Counters.Qtime.Add(0)
-	be.Counters.Qtime.Add(0)
+	srv.Counters.queued(s.tw)
+	be.Counters.queued(s.tw)
 	srv.Counters.Ctime.Add(tc)
 	be.Counters.Ctime.Add(tc)
 
@@ -290,6 +314,7 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 	closeAfter := s.req.connClose || untilClose || s.fe.p.stopping.Load()
 	upReusable := !s.resp.connClose && !untilClose && !upgrade
 
+	s.ck.served = srv
 	headBytes := s.writeResponseHead(closeAfter, upgrade)
 	var bodyBytes int64
 	var berr error
@@ -363,15 +388,31 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 	return !closeAfter
 }
 
-// connect assigns a server of be (avoiding avoid) and returns a connection
-// to it: a reusable one when http_reuse allows, else a new one, with up to
-// `retries` connect retries on the same server. reused says whether the
-// connection had served a request before. srv is set even on error when a
-// server was assigned: the caller then unassigns it.
+// connect assigns a server of be (avoiding avoid; s.pin when persistence
+// pinned the request), waiting in a queue while every slot is taken, and
+// returns a connection to it: a reusable one when http_reuse allows, else
+// a new one, with up to `retries` connect retries on the same server.
+// reused says whether the connection had served a request before. srv is
+// set even on error when a server was assigned: the caller then unassigns
+// it, except after a queue error (errQueueTimeout, errQueueAbort,
+// errQueueFull), where srv, if set, only names the pinned server.
 func (s *httpSession) connect(be *Backend, avoid *Server, now time.Time) (srv *Server, uc *upConn, reused bool, tc int64, err error) {
-	srv = be.assign(&s.lbreq, avoid, now)
-	if srv == nil {
-		return nil, nil, false, -1, errNoServer
+	// While it waits, a request without a body watches its client with a
+	// read (waitQueue); the dispatcher wakes that read when it hands the
+	// request a slot. Other requests only wait (their bytes are the body).
+	var wake queue.Waker
+	if s.watchable() {
+		wake = s.cc.c
+	}
+	srv, tw, err := be.take(&s.lbreq, s.pin, avoid, now, wake, s.waitQueue)
+	if wake != nil && tw >= 0 {
+		// The read deadline may have been moved by waitQueue or the
+		// dispatcher: put back the one the request had.
+		s.cc.c.SetReadDeadline(s.cc.dl.read)
+	}
+	s.tw = max(tw, 0).Milliseconds()
+	if err != nil {
+		return srv, nil, false, -1, err
 	}
 	if uc = s.reuse(be, srv); uc != nil {
 		return srv, uc, true, 0, nil
@@ -381,6 +422,49 @@ func (s *httpSession) connect(be *Backend, avoid *Server, now time.Time) (srv *S
 		return srv, nil, false, tc, err
 	}
 	return srv, &upConn{c: c, br: getReader(c), bw: getWriter(c), srv: srv}, false, tc, nil
+}
+
+// watchable reports whether the client connection may be watched with a
+// read while the request waits in a queue: nothing is buffered from it and
+// the request has no body, so any byte read is the next request or the
+// close.
+func (s *httpSession) watchable() bool {
+	return s.br.Buffered() == 0 && !s.req.chunked && s.req.contentLength <= 0
+}
+
+// waitQueue is the HTTP engine's waitFunc. It watches the client while the
+// request waits, in this goroutine and without a timer: it arms the read
+// deadline at the queue deadline and blocks in a one-byte Peek. The read
+// ends when the client closes or resets (waitGone, the CQ case), when the
+// deadline passes (waitTimeout), or when the dispatcher hands the request
+// a slot and moves the deadline to the past (p.Wake). A client that sends
+// bytes instead (a pipelined request) can no longer be watched this way:
+// the wait goes on on the channel only. Preconditions: watchable, and p
+// was queued with Wake = the client connection.
+func (s *httpSession) waitQueue(p *queue.Pending, deadline time.Time) waitEnd {
+	if p.Wake == nil {
+		return chanWait(p, deadline)
+	}
+	c := s.cc.c
+	for {
+		c.SetReadDeadline(deadline)
+		// A dispatcher that served p before the line above moved the
+		// deadline back: Served is set before its wake.
+		if p.Served() >= 0 {
+			return waitServed
+		}
+		_, err := s.br.Peek(1)
+		switch {
+		case err == nil:
+			return chanWait(p, deadline)
+		case !isTimeout(err):
+			return waitGone
+		case p.Served() >= 0:
+			return waitServed
+		case !deadline.IsZero() && !time.Now().Before(deadline):
+			return waitTimeout
+		}
+	}
 }
 
 // connectServer connects to srv with the backend's timeout_connect,
@@ -620,7 +704,7 @@ func (s *httpSession) writeResponseHead(closeAfter, upgrade bool) int64 {
 	w.Write(r.line[2])
 	w.WriteString("\r\n")
 	for _, h := range r.headers {
-		if r.isHopByHop(h.name, upgrade) {
+		if r.isHopByHop(h.name, upgrade) || s.cookieResponseHeader(w, h.name, h.value) {
 			continue
 		}
 		w.Write(h.name)
@@ -636,6 +720,7 @@ func (s *httpSession) writeResponseHead(closeAfter, upgrade bool) int64 {
 	case s.req.http10:
 		w.WriteString("connection: keep-alive\r\n")
 	}
+	s.cookieInsert(w)
 	w.WriteString("\r\n")
 	return int64(w.Buffered() - n)
 }
@@ -728,6 +813,9 @@ func (s *httpSession) logShort(idleStart time.Time, flags string, tq int64) {
 
 // logLine writes the access-log line of the current request.
 func (s *httpSession) logLine(idleStart, t0 time.Time, be *Backend, srv *Server, status int, bytesOut, tq, tc, tr int64, flags string) {
+	tw := s.tw
+	s.tw = 0
+	s.stickEnd(srv, status, bytesOut, tr)
 	l := s.fe.p.log
 	if l.Info() == nil {
 		return
@@ -740,7 +828,7 @@ func (s *httpSession) logLine(idleStart, t0 time.Time, be *Backend, srv *Server,
 	}
 	if be != nil {
 		e.backend = be.Name
-		e.tw = 0
+		e.tw = tw
 	} else if s.local {
 		// Answered by the frontend itself (stats page): HAProxy logs the
 		// frontend as backend and <STATS> as server.

@@ -23,6 +23,7 @@ type Proxy struct {
 	cancel  context.CancelFunc
 	started time.Time
 
+	tables      tables    // stick tables (stick.go)
 	globalSlots limiter   // global maxconn (set maxconn global changes it)
 	work        chan work // accepted connections for idle worker goroutines
 	stopping    atomic.Bool
@@ -72,7 +73,38 @@ func New(cfg *conf.Config, log zerolog.Logger) (*Proxy, error) {
 		p.Frontends = append(p.Frontends, fe)
 	}
 	p.numberProxies()
+	if err := p.buildTables(); err != nil {
+		cancel()
+		return nil, err
+	}
+	p.deriveFullConn()
 	return p, nil
+}
+
+// deriveFullConn sets the fullconn of each backend that has none, as
+// HAProxy does: 10% of the sum of the maxconn of the frontends that route
+// to it by default_backend or use_backend (a frontend without maxconn
+// counts the global one), at least 1.
+func (p *Proxy) deriveFullConn() {
+	reach := map[*Backend]int{}
+	for _, fe := range p.Frontends {
+		mc := fe.Conf.MaxConn
+		if mc == 0 {
+			mc = p.Conf.Global.MaxConn
+		}
+		seen := map[*Backend]bool{}
+		for _, be := range append([]*Backend{fe.backend}, fe.useBackend...) {
+			if be != nil && !seen[be] {
+				seen[be] = true
+				reach[be] += mc
+			}
+		}
+	}
+	for _, b := range p.Backends {
+		if b.Conf.FullConn == 0 {
+			b.fullConn.Store(int64(max(1, reach[b]/10)))
+		}
+	}
 }
 
 // numberProxies gives frontends and backends one numbering, in declaration
@@ -121,6 +153,7 @@ func (p *Proxy) Start() error {
 			go fe.acceptLoop(l)
 		}
 	}
+	p.expireTables()
 	return nil
 }
 

@@ -91,6 +91,7 @@ func (s *httpSession) fillRuleView() {
 		r.Version = r.Version[5:] // "HTTP/1.1" -> "1.1"
 	}
 	r.Headers = &s.req
+	r.Tracker = &s.st
 	s.edits.Reset(len(s.req.headers))
 	r.Edits = &s.edits
 }

@@ -21,6 +21,12 @@ type CounterValues struct {
 	Rate, RateMax               int64
 	ReqRate, ReqRateMax         int64
 	Qtime, Ctime, Rtime, Ttime  int64
+
+	// Qcur and Qmax are the queue now and its peak: a server's own queue
+	// (pinned requests), a backend's queue of requests not yet assigned
+	// to a server (as HAProxy's qcur). QtimeMax is the longest queue
+	// time, ms. Zero on frontends.
+	Qcur, Qmax, QtimeMax int64
 }
 
 // values copies c at now.
@@ -78,9 +84,11 @@ type BackendSnapshot struct {
 	CounterValues
 
 	// FullConn is HAProxy's fullconn (the backend's slim): the configured
-	// value, else 10% of the maxconn of the frontends whose default_backend
-	// it is, at least 1.
+	// value, else 10% of the maxconn of the frontends that route to it
+	// (default_backend, use_backend), at least 1.
 	FullConn int
+	// TimeoutQueue is timeout queue, else timeout connect (0: none).
+	TimeoutQueue time.Duration
 }
 
 // ServerSnapshot is one server's state.
@@ -97,8 +105,11 @@ type ServerSnapshot struct {
 	LastChange      time.Time
 	CounterValues
 
-	MaxConn  int // 0 = unlimited
+	MaxConn  int // effective maxconn (dynamic with minconn), 0 = unlimited
 	MaxQueue int // 0 = unlimited
+	// ConfMaxConn is the maxconn as configured or set at runtime, before
+	// minconn/fullconn and slowstart lower it.
+	ConfMaxConn int
 
 	// Check is the health-check state, nil while the server has no health
 	// check enabled (not configured, or `disable health`): stats print
@@ -211,18 +222,6 @@ func (s *ServerSnapshot) Status() string {
 func (p *Proxy) Snapshot() *Snapshot {
 	now := time.Now()
 	snap := &Snapshot{Taken: now, Started: p.started, MaxConn: p.MaxConn(), Stopping: p.stopping.Load()}
-	// fullconn's default: 10% of the maxconn of the frontends that reach
-	// the backend (HAProxy counts default_backend and static use_backend).
-	reach := map[string]int{}
-	for _, fe := range p.Frontends {
-		mc := fe.Conf.MaxConn
-		if mc == 0 {
-			mc = p.Conf.Global.MaxConn
-		}
-		if fe.Conf.DefaultBackend != "" {
-			reach[fe.Conf.DefaultBackend] += mc
-		}
-	}
 	for _, fe := range p.Frontends {
 		fs := FrontendSnapshot{Name: fe.Name, ID: fe.ID, Mode: string(fe.Conf.Mode), MaxConn: fe.MaxConn(),
 			CounterValues: fe.Counters.values(now)}
@@ -232,10 +231,10 @@ func (p *Proxy) Snapshot() *Snapshot {
 	for _, b := range p.Backends {
 		bs := BackendSnapshot{Name: b.Name, ID: b.ID, Mode: string(b.Conf.Mode), Balance: b.Conf.Balance,
 			CounterValues: b.Counters.values(now)}
-		bs.FullConn = b.Conf.FullConn
-		if bs.FullConn == 0 {
-			bs.FullConn = max(1, reach[b.Name]/10)
-		}
+		bs.FullConn = b.FullConn()
+		bs.Qcur, bs.Qmax = b.queue.Len(-1), b.queue.Max(-1)
+		bs.QtimeMax = b.Counters.qtimeMax.Load()
+		bs.TimeoutQueue = b.TimeoutQueue()
 		b.mu.Lock() // effective weights are written under it
 		for _, s := range b.Servers {
 			ss := ServerSnapshot{
@@ -244,8 +243,11 @@ func (p *Proxy) Snapshot() *Snapshot {
 				EffectiveWeight: s.lb.EffectiveWeight, Backup: s.Conf.Backup,
 				LastChange: s.LastChange(), CounterValues: s.Counters.values(now),
 			}
-			ss.Slim = int64(s.MaxConn())
-			ss.MaxConn, ss.MaxQueue = s.MaxConn(), s.Conf.MaxQueue
+			ss.Slim = int64(s.EffectiveMaxConn())
+			ss.MaxConn, ss.MaxQueue = s.EffectiveMaxConn(), s.Conf.MaxQueue
+			ss.ConfMaxConn = s.MaxConn()
+			ss.Qcur, ss.Qmax = b.queue.Len(s.ID-1), b.queue.Max(s.ID-1)
+			ss.QtimeMax = s.Counters.qtimeMax.Load()
 			if s.Op() == OpUp && s.Admin() != AdminMaint {
 				if ss.Backup {
 					bs.BackupUp++

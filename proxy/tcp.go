@@ -184,13 +184,22 @@ func (fe *Frontend) serveTCP(cc *clientConn) {
 	be.Counters.sessionStart(now)
 	defer be.Counters.sessionEnd()
 	view := lb.Request{Src: cc.src}
-	srv := be.assign(&view, nil, now)
-	if srv == nil {
+	// A queued TCP client is not watched (its first bytes may be data for
+	// the server): it waits until served or timeout queue.
+	pin, st := fe.p.tcpPersist(be, cc)
+	srv, tw, err := be.take(&view, pin, nil, now, nil, chanWait)
+	e.tw = max(tw, 0).Milliseconds()
+	if err != nil {
 		e.flags = "SC"
+		if errors.Is(err, errQueueTimeout) {
+			e.flags = "sQ"
+		}
 		return
 	}
 	defer func() { be.unassign(srv) }() // srv may move with a redispatch
-	srv, sc, tc, err := connectServer(be, srv, &view)
+	var sc net.Conn
+	var tc int64
+	srv, sc, tc, err = connectServer(be, srv, &view)
 	e.server = srv.Name
 	e.tc = tc
 	if err != nil {
@@ -198,12 +207,15 @@ func (fe *Frontend) serveTCP(cc *clientConn) {
 		return
 	}
 	defer sc.Close()
+	if st != nil {
+		st.storeServer(srv) // stick on / store-request, once connected
+	}
 	cc.stream.set(be, srv, sc) // for shutdown sessions (sessions.go)
 	defer cc.stream.clear()
 	srv.Counters.Ctime.Add(tc)
 	be.Counters.Ctime.Add(tc)
-	srv.Counters.Qtime.Add(0)
-	be.Counters.Qtime.Add(0)
+	srv.Counters.queued(e.tw)
+	be.Counters.queued(e.tw)
 	in, out := relay(cc.c, sc, fe.timeoutClient, be.Conf.TimeoutServer)
 	for _, c := range []*Counters{&fe.Counters, &be.Counters, &srv.Counters} {
 		c.Bin.Add(in.n)

@@ -18,5 +18,7 @@ func init() {
 		statCommands,    // stat.go: show info, show stat
 		processCommands, // process.go: env, errors, activity
 		sessionCommands, // sess.go: sessions
+		tableCommands,   // table.go: stick tables
+		queueCommands,   // queue.go: show queue
 	)
 }

@@ -82,12 +82,14 @@ var (
 	maskSince   = regexp.MustCompile(`(?m)^(\d+ \S+ \d+ \S+ \S+ \d+ \d+ \d+ \d+ )\d+ `)
 	maskSessID  = regexp.MustCompile(`0x[0-9a-f]{6,}`)
 	maskSessAge = regexp.MustCompile(`age=\w+`)
+	maskExp     = regexp.MustCompile(`(: key=\S+ use=\d+ exp=)[1-9]\d*`) // ms left in a stick table entry
 )
 
 func mask(s string) string {
 	s = maskDate.ReplaceAllString(s, "[DATE]")
 	s = maskSince.ReplaceAllString(s, "${1}T ")
 	s = maskSessID.ReplaceAllString(s, "0xID")
+	s = maskExp.ReplaceAllString(s, "${1}E")
 	return maskSessAge.ReplaceAllString(s, "age=A")
 }
 

@@ -53,10 +53,10 @@ var columns = []Column{
 		get:  func(r *row) value { return str(r.svname) }},
 	{Name: "qcur", Kinds: kBS, typ: tU32, tags: "MGP", prom: "current_queue", promKinds: kBS,
 		Desc: "Number of current queued connections",
-		get:  zero}, // no queues yet
+		get:  counter(func(c *cv) int64 { return c.Qcur })},
 	{Name: "qmax", Kinds: kBS, typ: tU32, tags: "MMP", prom: "max_queue", promKinds: kBS,
 		Desc: "Highest value of queued connections encountered since process started",
-		get:  zero}, // no queues yet
+		get:  counter(func(c *cv) int64 { return c.Qmax })},
 	{Name: "scur", Kinds: kFBS, typ: tU32, tags: "MGP", prom: "current_sessions", promKinds: kFBS,
 		Desc: "Number of current sessions on the frontend, backend or server",
 		get:  counter(func(c *cv) int64 { return c.Scur })},
@@ -322,7 +322,7 @@ var columns = []Column{
 		get:  empty}, // not counted yet
 	{Name: "qtime_max", Kinds: kBS, typ: tU32, tags: "MMP", prom: "max_queue_time_seconds", promKinds: kBS, promScale: 0.001,
 		Desc: "Maximum observed time spent in the queue, in milliseconds (backend/server)",
-		get:  empty}, // not counted yet
+		get:  counter(func(c *cv) int64 { return c.QtimeMax })},
 	{Name: "ctime_max", Kinds: kBS, typ: tU32, tags: "MMP", prom: "max_connect_time_seconds", promKinds: kBS, promScale: 0.001,
 		Desc: "Maximum observed time spent waiting for a connection to complete, in milliseconds (backend/server)",
 		get:  empty}, // not counted yet

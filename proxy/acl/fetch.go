@@ -13,6 +13,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
 )
 
 // sampleType is the type of a fetched value.
@@ -51,6 +53,7 @@ const (
 	argName             // one required name: url_param(id), req.cook(SID)
 	argNameOcc          // a name and an optional occurrence: hdr(host,-1)
 	argOptional         // an optional name: req.hdr_cnt, req.hdr_cnt(x-a)
+	argSlot             // a tracking counter number 0..2: sc_http_req_rate(0)
 )
 
 // fetchDef is one row of the fetches table.
@@ -63,6 +66,12 @@ type fetchDef struct {
 	// path_beg or hdr_dom(host).
 	derive string
 	id     fetchID
+	// sc_* fetches (id fSC): the stored data type read from the tracked
+	// entry, the counter slot (-1: from the argument) and whether the
+	// value is shown in kilobytes (sc_kbytes_in).
+	dt   stick.DataType
+	slot int8
+	kb   bool
 }
 
 // fetchID selects a fetch's function. Dispatch is a switch, not a func
@@ -87,6 +96,7 @@ const (
 	fVer
 	fSSL
 	fConst // TRUE and FALSE: the fetch's occ holds the value
+	fSC    // sc_*, scN_*: a data type of a tracked entry
 )
 
 // stringSuffixes are the ACL keyword suffixes of string fetches.
@@ -138,7 +148,7 @@ type fetch struct {
 func parseFetch(def *fetchDef, text, args string, hasArgs bool) (*fetch, error) {
 	f := &fetch{def: def, text: text}
 	if !hasArgs {
-		if def.args == argName || def.args == argNameOcc {
+		if def.args == argName || def.args == argNameOcc || def.args == argSlot {
 			return nil, fmt.Errorf("fetch '%s' expects an argument: %s(<name>)", def.name, def.name)
 		}
 		return f, nil
@@ -147,6 +157,14 @@ func parseFetch(def *fetchDef, text, args string, hasArgs bool) (*fetch, error) 
 		if args != "" {
 			return nil, fmt.Errorf("fetch '%s' takes no argument, got %q", def.name, text)
 		}
+		return f, nil
+	}
+	if def.args == argSlot {
+		n, err := strconv.Atoi(strings.TrimSpace(args))
+		if err != nil || n < 0 || n > 2 {
+			return nil, fmt.Errorf("fetch '%s' expects a tracking counter number 0, 1 or 2, got %q", def.name, text)
+		}
+		f.occ = n
 		return f, nil
 	}
 	name, occ, hasOcc := strings.Cut(args, ",")
@@ -205,6 +223,8 @@ func (f *fetch) next(r *Request, it *iter) (sample, bool) {
 		return fetchSSL(r, f, it)
 	case fConst:
 		return once(it, sample{t: typeBool, n: int64(f.occ)})
+	case fSC:
+		return fetchSC(r, f, it)
 	}
 	return sample{}, false
 }

@@ -34,4 +34,8 @@ type Request struct {
 	// in HAProxy, and the engine applies them to the request it forwards.
 	// nil means the rules may not edit (EvalHTTP then refuses edits).
 	Edits *Edits
+
+	// Tracker holds the request's tracking counters: track-sc rules fill
+	// it, sc_* fetches read it. nil: no stick tables (sc_* find nothing).
+	Tracker Tracker
 }

@@ -26,6 +26,7 @@ const (
 	ActSetPath                 // replace the path, keeping the query string
 	ActAccept                  // tcp_request connection accept
 	ActReject                  // tcp_request connection reject
+	ActTrackSC                 // http_request track-sc0/1/2: track a key in a stick table
 )
 
 // DenyStatuses are the codes deny_status accepts: those HAProxy 2.6 has a
@@ -50,6 +51,10 @@ type Rule struct {
 	rkind string // "location", "prefix" or "scheme"
 	dropQ bool   // redirect drop-query
 	slash bool   // redirect append-slash
+
+	slot  int    // track-sc counter number
+	key   *Expr  // track-sc key
+	table string // track-sc table, "" = the section's own
 }
 
 // UseBackendRule is a compiled `use_backend NAME if COND`.
@@ -64,6 +69,14 @@ type Rules struct {
 	TCPConnection []*Rule // tcp_request connection rules (frontends)
 	HTTP          []*Rule // http_request rules
 	UseBackend    []UseBackendRule
+}
+
+// HTTPRules returns the http_request rules (none for a nil *Rules).
+func (rs *Rules) HTTPRules() []*Rule {
+	if rs == nil {
+		return nil
+	}
+	return rs.HTTP
 }
 
 // Empty reports whether there is no rule at all.
@@ -122,6 +135,8 @@ func (rs *Rules) EvalHTTP(r *Request) *Rule {
 			if r.Edits != nil {
 				rule.apply(r)
 			}
+		case ActTrackSC:
+			rule.track(r)
 		}
 	}
 	return nil
@@ -180,6 +195,22 @@ func (e *Edits) NumAdded() int { return len(e.added) }
 func (e *Edits) AddedAt(i int) (name, value []byte, ok bool) {
 	a := &e.added[i]
 	return a.name, a.value, !a.dead
+}
+
+// Replace hides received header line i and, unless value is empty, adds
+// a line name: value in its place (the engine's own edits: a persistence
+// cookie taken out of a Cookie header). value is copied.
+func (e *Edits) Replace(i int, name, value []byte) {
+	if n := i + 1; len(e.hidden) < n {
+		e.hidden = append(e.hidden, make([]bool, n-len(e.hidden))...)
+	}
+	e.hidden[i] = true
+	if len(value) == 0 {
+		return
+	}
+	start := len(e.arena)
+	e.arena = append(e.arena, value...)
+	e.added = append(e.added, addedHeader{name: name, value: e.arena[start:len(e.arena):len(e.arena)]})
 }
 
 // del hides every header named name, received or added.
@@ -455,9 +486,9 @@ func (sc *Scope) HTTPRule(text string, line int) (*Rule, error) {
 			rule.value, err = sc.parseFormat(opts[0], true)
 		}
 	case "track-sc0", "track-sc1", "track-sc2":
-		return nil, fmt.Errorf("'%s' is not supported yet (it needs stick tables)", act)
+		err = sc.parseTrack(rule, act, opts)
 	default:
-		return nil, fmt.Errorf("unknown http_request action '%s' (supported: add-header, allow, del-header, deny, redirect, return, set-header, set-path)", act)
+		return nil, fmt.Errorf("unknown http_request action '%s' (supported: add-header, allow, del-header, deny, redirect, return, set-header, set-path, track-sc0, track-sc1, track-sc2)", act)
 	}
 	if err != nil {
 		return nil, err

@@ -42,12 +42,40 @@ type Server struct {
 	// Cur is the number of sessions currently on the server (in-flight HTTP
 	// requests or TCP connections); maintained by the backend.
 	Cur atomic.Int64
+	// Queued is the number of requests waiting in the server's own queue
+	// (pinned to it); maintained by the backend. leastconn counts them in
+	// the load, as HAProxy adds srv->queue.length.
+	Queued atomic.Int64
+
+	// MinConn (0: none) makes the limit dynamic, with FullConn and
+	// BackendLoad: see Limit. Set by the backend.
+	MinConn     atomic.Int64
+	FullConn    *atomic.Int64 // the backend's effective fullconn
+	BackendLoad *atomic.Int64 // the backend's current sessions (beconn)
+}
+
+// Limit returns the server's effective maxconn, 0 for no limit: MaxConn,
+// or with a MinConn below it HAProxy's srv_dynamic_maxconn,
+// max(MinConn, load × MaxConn / FullConn) capped at MaxConn, where load is
+// the backend's current sessions (queued ones included).
+func (s *Server) Limit() int64 {
+	m := s.MaxConn.Load()
+	mn := s.MinConn.Load()
+	if m == 0 || mn == 0 || mn >= m || s.BackendLoad == nil || s.FullConn == nil {
+		return m
+	}
+	fc := max(s.FullConn.Load(), 1)
+	load := s.BackendLoad.Load()
+	if load >= fc {
+		return m
+	}
+	return min(max(mn, load*m/fc), m)
 }
 
 // Full reports whether the server has no free slot: it has a maxconn and
-// as many sessions. A full server is never picked.
+// as many sessions as its Limit. A full server is never picked.
 func (s *Server) Full() bool {
-	m := s.MaxConn.Load()
+	m := s.Limit()
 	return m > 0 && s.Cur.Load() >= m
 }
 
@@ -101,6 +129,13 @@ type Algorithm interface {
 type ConnObserver interface {
 	ConnTaken(s *Server)
 	ConnReleased(s *Server)
+}
+
+// QueueObserver is implemented by algorithms whose load counts queued
+// requests (leastconn). The backend calls QueueChanged after s.Queued
+// changed, under the same rules as ConnObserver's hooks.
+type QueueObserver interface {
+	QueueChanged(s *Server)
 }
 
 // Config is what an algorithm is built from, beside its own arguments in

@@ -17,15 +17,17 @@ package lb
 // reposition one server each, O(log n). Dynamic: Rebuild applies a weight
 // change to the next pick.
 //
-// The load is Cur, the sessions on the server; when the queue lands, queued
-// requests count too (HAProxy adds srv->queue.length).
+// The load is Cur plus Queued: the sessions on the server and the requests
+// waiting in its own queue (HAProxy adds srv->queue.length), so that a
+// server with pinned requests waiting looks as busy as it is. The backend
+// calls QueueChanged when Queued changes.
 
 import "sync"
 
 // lcEntry is one server in the heap, with the load it had when it was last
 // positioned.
 type lcEntry struct {
-	load uint64 // Cur at the last reposition
+	load uint64 // Cur+Queued at the last reposition
 	w    uint64 // Weight
 	seq  uint64 // when the load last changed: lower first among equals
 	full bool
@@ -121,7 +123,7 @@ func (lc *leastConn) Rebuild(servers []*Server) {
 			st.seq = lc.seq
 		}
 		st.gen, st.pos = lc.gen, i
-		lc.heap[i] = lcEntry{load: uint64(max(s.Cur.Load(), 0)), w: uint64(s.Weight), seq: st.seq, full: s.Full(), s: s}
+		lc.heap[i] = lcEntry{load: uint64(max(s.Cur.Load()+s.Queued.Load(), 0)), w: uint64(s.Weight), seq: st.seq, full: s.Full(), s: s}
 	}
 	for i := len(lc.heap)/2 - 1; i >= 0; i-- {
 		lc.down(i)
@@ -171,7 +173,7 @@ func (lc *leastConn) Pick(_ *Request, avoid *Server) *Server {
 func (lc *leastConn) reposition(i int) {
 	e := &lc.heap[i]
 	lc.seq++
-	e.load, e.full, e.seq = uint64(max(e.s.Cur.Load(), 0)), e.s.Full(), lc.seq
+	e.load, e.full, e.seq = uint64(max(e.s.Cur.Load()+e.s.Queued.Load(), 0)), e.s.Full(), lc.seq
 	lc.down(i)
 	lc.up(i)
 }
@@ -181,6 +183,9 @@ func (lc *leastConn) ConnTaken(s *Server) { lc.update(s) }
 
 // ConnReleased implements ConnObserver.
 func (lc *leastConn) ConnReleased(s *Server) { lc.update(s) }
+
+// QueueChanged implements QueueObserver.
+func (lc *leastConn) QueueChanged(s *Server) { lc.update(s) }
 
 // update repositions s after its load changed, if it is in the usable set.
 func (lc *leastConn) update(s *Server) {
@@ -192,6 +197,7 @@ func (lc *leastConn) update(s *Server) {
 }
 
 var (
-	_ Algorithm    = (*leastConn)(nil)
-	_ ConnObserver = (*leastConn)(nil)
+	_ Algorithm     = (*leastConn)(nil)
+	_ ConnObserver  = (*leastConn)(nil)
+	_ QueueObserver = (*leastConn)(nil)
 )

@@ -1,0 +1,250 @@
+package acl
+
+// Stick tables in the rule language: sample expressions that give a key
+// (stick on/match/store-request, track-sc), the track-sc0/1/2 action, and
+// the sc_* fetches that read the counters of a tracked entry. The tables
+// themselves are proxy/stick's; the engine connects the two through the
+// Request's Tracker.
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
+)
+
+// Tracker is the engine's side of the tracking counters of one request
+// (HAProxy's stkctr slots 0..2).
+type Tracker interface {
+	// Track starts tracking key in the counter slot and table of rule (a
+	// track-sc rule: TrackSlot, TrackTable); a slot already tracking
+	// something is left alone, as in HAProxy.
+	Track(rule *Rule, key Value)
+	// Tracked returns data type d of the entry tracked in slot; ok is
+	// false when the slot tracks nothing or its table does not store d.
+	Tracked(slot int, d stick.DataType) (v int64, ok bool)
+}
+
+// Value is one fetched sample, as a key: an address, an integer or bytes
+// (which alias the request's buffers: valid during the evaluation only).
+type Value struct {
+	Kind ValueKind
+	IP   netip.Addr
+	Int  int64
+	Str  []byte
+}
+
+// ValueKind is the type of a Value.
+type ValueKind uint8
+
+// The kinds of Value.
+const (
+	ValueStr ValueKind = iota
+	ValueInt
+	ValueIP
+)
+
+// Expr is a compiled sample expression: one fetch, e.g. "src",
+// "req.cook(SRV)", "hdr(x-user)".
+type Expr struct {
+	f *fetch
+}
+
+// L7 reports whether the expression needs an HTTP request.
+func (e *Expr) L7() bool { return e.f.def.l7 }
+
+// String returns the expression as written.
+func (e *Expr) String() string { return e.f.text }
+
+// Fetch returns the expression's first value for r.
+func (e *Expr) Fetch(r *Request) (Value, bool) {
+	var it iter
+	s, ok := e.f.next(r, &it)
+	if !ok {
+		return Value{}, false
+	}
+	switch s.t {
+	case typeIP:
+		return Value{Kind: ValueIP, IP: s.ip}, true
+	case typeInt, typeBool:
+		return Value{Kind: ValueInt, Int: s.n}, true
+	}
+	return Value{Kind: ValueStr, Str: s.s}, true
+}
+
+// SampleExpr compiles a sample expression. Converters are not supported.
+func (sc *Scope) SampleExpr(text string) (*Expr, error) {
+	name, args, hasArgs := text, "", false
+	if i := strings.IndexByte(text, '('); i >= 0 {
+		if !strings.HasSuffix(text, ")") {
+			return nil, fmt.Errorf("missing closing ')' after arguments to fetch '%s'", text)
+		}
+		name, args, hasArgs = text[:i], text[i+1:len(text)-1], true
+	}
+	if strings.Contains(text, ",") && !hasArgs {
+		return nil, fmt.Errorf("converters are not supported in '%s'", text)
+	}
+	def := fetchByName(name)
+	if def == nil || def.id == fConst {
+		return nil, fmt.Errorf("unknown fetch method '%s' in sample expression '%s'", name, text)
+	}
+	f, err := parseFetch(def, text, args, hasArgs)
+	if err != nil {
+		return nil, err
+	}
+	return &Expr{f: f}, nil
+}
+
+// StickKind is what a stick rule does.
+type StickKind uint8
+
+// The stick rules of a backend.
+const (
+	StickOn    StickKind = iota // match, then store
+	StickMatch                  // look the key up: a server found there gets the request
+	StickStore                  // store-request: remember the server the request went to
+)
+
+// StickRule is one compiled `stick on|match|store-request EXPR [table
+// NAME] [if|unless COND]`.
+type StickRule struct {
+	Kind  StickKind
+	Expr  *Expr
+	Table string // "" = the backend's own table
+	Cond  *Cond  // nil: always
+	Text  string
+	Line  int
+}
+
+// StickRule compiles one rule of a backend's `stick` list, written
+// without the leading "stick": "on src", "match req.cook(SRV) table t".
+func (sc *Scope) StickRule(text string, line int) (*StickRule, error) {
+	words, err := splitWords(text)
+	if err != nil {
+		return nil, err
+	}
+	args, cond, err := sc.splitCond(words, line)
+	if err != nil {
+		return nil, err
+	}
+	if len(args) == 0 {
+		return nil, fmt.Errorf("empty rule")
+	}
+	r := &StickRule{Cond: cond, Text: text, Line: line}
+	switch args[0] {
+	case "on":
+		r.Kind = StickOn
+	case "match":
+		r.Kind = StickMatch
+	case "store-request":
+		r.Kind = StickStore
+	case "store-response":
+		return nil, fmt.Errorf("'stick store-response' is not supported yet")
+	default:
+		return nil, fmt.Errorf("unknown stick rule '%s' (supported: on, match, store-request)", args[0])
+	}
+	if len(args) < 2 {
+		return nil, fmt.Errorf("'stick %s' expects a sample expression", args[0])
+	}
+	if r.Expr, err = sc.SampleExpr(args[1]); err != nil {
+		return nil, err
+	}
+	r.Table, err = tableOpt(args[2:], "stick "+args[0])
+	return r, err
+}
+
+// tableOpt parses an optional "table NAME" after a rule's expression.
+func tableOpt(opts []string, rule string) (string, error) {
+	switch {
+	case len(opts) == 0:
+		return "", nil
+	case len(opts) == 2 && opts[0] == "table":
+		return opts[1], nil
+	}
+	return "", fmt.Errorf("'%s': unexpected '%s' (expected 'table <name>', 'if' or 'unless')", rule, strings.Join(opts, " "))
+}
+
+// parseTrack fills a track-sc rule: "track-sc0 EXPR [table NAME]".
+func (sc *Scope) parseTrack(rule *Rule, act string, opts []string) error {
+	rule.Action = ActTrackSC
+	rule.slot = int(act[len(act)-1] - '0')
+	if len(opts) == 0 {
+		return fmt.Errorf("'%s' expects a sample expression", act)
+	}
+	var err error
+	if rule.key, err = sc.SampleExpr(opts[0]); err != nil {
+		return err
+	}
+	rule.table, err = tableOpt(opts[1:], act)
+	return err
+}
+
+// TrackSlot returns the counter slot (0..2) of a track-sc rule.
+func (rule *Rule) TrackSlot() int { return rule.slot }
+
+// TrackTable returns the table named by a track-sc rule, "" for the
+// section's own.
+func (rule *Rule) TrackTable() string { return rule.table }
+
+// TrackKey returns the key expression of a track-sc rule.
+func (rule *Rule) TrackKey() *Expr { return rule.key }
+
+// track runs a track-sc rule against r.
+func (rule *Rule) track(r *Request) {
+	if r.Tracker == nil {
+		return
+	}
+	if v, ok := rule.key.Fetch(r); ok {
+		r.Tracker.Track(rule, v)
+	}
+}
+
+// fetchSC reads a data type of the entry tracked in the fetch's slot.
+func fetchSC(r *Request, f *fetch, it *iter) (sample, bool) {
+	if r.Tracker == nil || it.n > 0 {
+		return sample{}, false
+	}
+	slot := int(f.def.slot)
+	if slot < 0 {
+		slot = f.occ
+	}
+	v, ok := r.Tracker.Tracked(slot, f.def.dt)
+	if !ok {
+		return sample{}, false
+	}
+	if f.def.kb {
+		v >>= 10
+	}
+	it.n++
+	return sample{t: typeInt, n: v}, true
+}
+
+// scName returns the sc_* fetch name of a data type, as HAProxy names it:
+// sc_get_gpc0, sc_kbytes_in, sc_http_req_rate...
+func scName(d stick.DataType) (name string, kb bool) {
+	switch d {
+	case stick.GPC0, stick.GPC1, stick.GPT0:
+		return "get_" + d.String(), false
+	case stick.BytesInCnt:
+		return "kbytes_in", true
+	case stick.BytesOutCnt:
+		return "kbytes_out", true
+	}
+	return d.String(), false
+}
+
+// The sc_* fetches are rows of the fetches table, one per readable data
+// type and per form: sc_X(N), sc0_X, sc1_X, sc2_X.
+func init() {
+	for _, d := range stick.DataTypes() {
+		if !d.IsCounter() || d == stick.ServerID {
+			continue
+		}
+		name, kb := scName(d)
+		fetches = append(fetches, &fetchDef{name: "sc_" + name, out: typeInt, args: argSlot, id: fSC, dt: d, slot: -1, kb: kb})
+		for n := range int8(3) {
+			fetches = append(fetches, &fetchDef{name: fmt.Sprintf("sc%d_%s", n, name), out: typeInt, id: fSC, dt: d, slot: n, kb: kb})
+		}
+	}
+}

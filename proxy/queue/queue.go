@@ -1,0 +1,306 @@
+// Package queue holds the requests that wait for a server slot: one queue
+// per server for requests pinned to it, one per backend for the others, as
+// HAProxy's pendconn (src/queue.c).
+//
+// Invariants:
+//
+//   - A Pending is in exactly one of three places: the queue of the server it
+//     is pinned to (Enqueue with srv >= 0), the backend queue (srv < 0), or
+//     unlinked. It is linked once, by Enqueue, and unlinked once: by a
+//     dispatcher that hands it a slot (Served then returns the server), or
+//     by Cancel (timeout, client gone). Both run under Queues.mu; nothing
+//     else touches the links.
+//   - Every queue is in arrival order: seq grows by one per Enqueue, under
+//     mu, across the backend queue and all server queues of one Queues.
+//     A server with a free slot serves the older of the heads of its own
+//     queue and of the backend queue; pinned requests are never served by
+//     another server.
+//   - waiting is the number of linked Pendings, changed under mu and read
+//     without it. Callers keep the lost-wakeup rule: a slot is released
+//     (the server's session count lowered) before Dispatch reads waiting,
+//     and Enqueue raises waiting before it tries the slots; so a slot freed
+//     while a request queues is seen by one side or the other.
+//   - A freed slot goes to one waiter (no thundering herd): the dispatcher
+//     takes the slot through Slots.Take under mu and hands it over; the
+//     waiter owns the session when it wakes, and must release it (or give
+//     it back with the server's release path) if it no longer wants it.
+//
+// Lock order: the caller's backend lock (if any), then Queues.mu, then
+// whatever Slots.Take takes (a server's balancing lock). Notify callbacks
+// (Pending.Wake) run under mu and must not block.
+package queue
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Slots is the backend as the dispatcher sees it.
+type Slots interface {
+	// Take reserves one session on server i if it has a free slot (below
+	// its effective maxconn). For a request of the backend queue (pinned
+	// false) the server must also be usable for new traffic. Called under
+	// Queues.mu; must not call back into the Queues.
+	Take(i int, pinned bool) bool
+}
+
+// Waker is woken when its Pending is served. It is a request's connection
+// blocked in a read (the HTTP waiting path): waking sets its read deadline
+// in the past. It must not block.
+type Waker interface {
+	SetReadDeadline(t time.Time) error
+}
+
+// Pending is one request waiting for a slot (HAProxy's pendconn). Its zero
+// value is ready for Enqueue; it may be reused after it was unlinked (served
+// or cancelled) and its Ready channel drained.
+type Pending struct {
+	prev, next *Pending
+	list       *list
+	li         int // index of list in Queues.lens
+	seq        uint64
+	since      time.Time // when it was queued
+
+	// served is the index of the server that took it plus one, 0 while it
+	// waits. Written under Queues.mu, read by the waiter without it.
+	served atomic.Int32
+	ready  chan struct{} // one token when served
+
+	// Wake, if set, is also woken when the request is served.
+	Wake Waker
+}
+
+// Ready returns a channel that receives once when p is served.
+func (p *Pending) Ready() <-chan struct{} {
+	if p.ready == nil {
+		p.ready = make(chan struct{}, 1)
+	}
+	return p.ready
+}
+
+// Served returns the index of the server whose slot p was handed, or -1
+// while it waits (or after it was cancelled before being served).
+func (p *Pending) Served() int { return int(p.served.Load()) - 1 }
+
+// Since returns when p was queued.
+func (p *Pending) Since() time.Time { return p.since }
+
+// Reset prepares a served or cancelled Pending for reuse.
+func (p *Pending) Reset() {
+	select {
+	case <-p.ready:
+	default:
+	}
+	p.served.Store(0)
+	p.Wake = nil
+}
+
+// list is one FIFO queue, intrusive and doubly linked.
+type list struct {
+	head, tail *Pending
+	n          int
+	max        int64 // highest n seen (qmax)
+}
+
+func (l *list) push(p *Pending) {
+	p.list, p.prev, p.next = l, l.tail, nil
+	if l.tail != nil {
+		l.tail.next = p
+	} else {
+		l.head = p
+	}
+	l.tail = p
+	l.n++
+	if int64(l.n) > l.max {
+		l.max = int64(l.n)
+	}
+}
+
+func (l *list) remove(p *Pending) {
+	if p.prev != nil {
+		p.prev.next = p.next
+	} else {
+		l.head = p.next
+	}
+	if p.next != nil {
+		p.next.prev = p.prev
+	} else {
+		l.tail = p.prev
+	}
+	p.prev, p.next, p.list = nil, nil, nil
+	l.n--
+}
+
+// Queues are one backend's queues: the backend queue and one queue per
+// server, indexed like the backend's servers. Lock: mu guards the lists,
+// seq and every Pending's links; waiting and the lengths are also kept in
+// atomics for lock-free reads.
+type Queues struct {
+	mu      sync.Mutex
+	seq     uint64
+	backend list
+	servers []list
+
+	waiting atomic.Int64    // linked Pendings, all queues
+	lens    []*atomic.Int64 // by server, then the backend queue last
+	blen    atomic.Int64    // the backend queue's length
+}
+
+// New returns the queues of a backend whose servers' queue lengths are
+// mirrored in lens (one counter per server, in order; the backend keeps
+// them where its algorithm reads them, lb.Server.Queued). They are written
+// under mu and may be read without it.
+func New(lens []*atomic.Int64) *Queues {
+	q := &Queues{servers: make([]list, len(lens))}
+	q.lens = append(append(q.lens, lens...), &q.blen)
+	return q
+}
+
+// Waiting returns how many requests wait, all queues together. Lock-free.
+func (q *Queues) Waiting() int64 { return q.waiting.Load() }
+
+// Len returns how many requests wait in server i's queue, or in the
+// backend queue for i < 0. Lock-free.
+func (q *Queues) Len(i int) int64 {
+	if i < 0 {
+		i = len(q.servers)
+	}
+	return q.lens[i].Load()
+}
+
+// Servers returns the number of server queues.
+func (q *Queues) Servers() int { return len(q.servers) }
+
+// Enqueue links p at the tail of server srv's queue (a request pinned to
+// it) or of the backend queue (srv < 0), then serves whatever the free
+// slots allow, oldest first, p included. It returns false, without linking
+// p, when srv's queue already holds maxQueue requests (maxQueue 0: no
+// limit). The backend queue has no limit. p must be unlinked; now is when
+// it queues.
+func (q *Queues) Enqueue(p *Pending, srv int, maxQueue int, now time.Time, s Slots) bool {
+	p.Ready()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	l := &q.backend
+	li := len(q.servers)
+	if srv >= 0 {
+		l, li = &q.servers[srv], srv
+		if maxQueue > 0 && l.n >= maxQueue {
+			return false
+		}
+	}
+	q.seq++
+	p.seq, p.since, p.li = q.seq, now, li
+	l.push(p)
+	q.lens[li].Store(int64(l.n))
+	q.waiting.Add(1)
+	for i := range q.servers {
+		q.serveLocked(i, s)
+	}
+	return true
+}
+
+// Dispatch is called after a session on server i ended (its slot already
+// released): while the server has a free slot, it hands it to the oldest
+// request of its own queue or of the backend queue. Cheap when nothing
+// waits (one atomic load).
+func (q *Queues) Dispatch(i int, s Slots) {
+	if q.waiting.Load() == 0 {
+		return
+	}
+	q.mu.Lock()
+	q.serveLocked(i, s)
+	q.mu.Unlock()
+}
+
+// DispatchAll serves every server's free slots, after limits changed (a
+// server came up, its maxconn grew, the backend's load raised a dynamic
+// limit).
+func (q *Queues) DispatchAll(s Slots) {
+	if q.waiting.Load() == 0 {
+		return
+	}
+	q.mu.Lock()
+	for i := range q.servers {
+		q.serveLocked(i, s)
+	}
+	q.mu.Unlock()
+}
+
+// serveLocked hands server i's free slots to the oldest waiters that it
+// may serve. Called with mu held.
+func (q *Queues) serveLocked(i int, s Slots) {
+	own := &q.servers[i]
+	for {
+		p, l, li := own.head, own, i
+		if b := q.backend.head; b != nil && (p == nil || b.seq < p.seq) {
+			p, l, li = b, &q.backend, len(q.servers)
+		}
+		if p == nil || !s.Take(i, l == own) {
+			// The backend's head may not go to i (unusable), but i's own
+			// queue still may.
+			if p != nil && l != own && own.head != nil && s.Take(i, true) {
+				p, l, li = own.head, own, i
+			} else {
+				return
+			}
+		}
+		l.remove(p)
+		q.lens[li].Store(int64(l.n))
+		q.waiting.Add(-1)
+		p.served.Store(int32(i) + 1)
+		p.ready <- struct{}{}
+		if p.Wake != nil {
+			p.Wake.SetReadDeadline(time.Unix(1, 0))
+		}
+	}
+}
+
+// Cancel unlinks p if it still waits (timeout, client gone) and returns -1;
+// if a dispatcher served it meanwhile, it returns the server index: the
+// caller then owns a session there and must release it.
+func (q *Queues) Cancel(p *Pending) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if l := p.list; l != nil {
+		l.remove(p)
+		q.lens[p.li].Store(int64(l.n))
+		q.waiting.Add(-1)
+		return -1
+	}
+	return p.Served()
+}
+
+// Info is one queue as `show queue` reports it.
+type Info struct {
+	Waiting int           // requests waiting now
+	Max     int64         // most that ever waited at once (qmax)
+	Oldest  time.Duration // how long the oldest has waited, 0 when none
+}
+
+// Info returns server i's queue (the backend queue for i < 0) at now.
+func (q *Queues) Info(i int, now time.Time) Info {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	l := &q.backend
+	if i >= 0 {
+		l = &q.servers[i]
+	}
+	in := Info{Waiting: l.n, Max: l.max}
+	if l.head != nil {
+		in.Oldest = now.Sub(l.head.since)
+	}
+	return in
+}
+
+// Max returns the most requests that ever waited at once in server i's
+// queue (the backend queue for i < 0).
+func (q *Queues) Max(i int) int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if i < 0 {
+		return q.backend.max
+	}
+	return q.servers[i].max
+}

@@ -1,0 +1,407 @@
+package proxy
+
+// Stick tables in the request path: the tables of a configuration, the
+// tracking counters of a request (track-sc, sc_* fetches), stick rules
+// (on, match, store-request) and the expiry timer. Cookie persistence is
+// in cookie.go. The tables themselves are proxy/stick's.
+//
+// Per request, in order: the frontend's then the backend's http_request
+// rules may track keys (tracker.Track counts the request on each tracked
+// entry); persist runs the cookie then the stick rules and pins the
+// request to a server when one is found that persistence may use (up or
+// DRAIN, not DOWN or MAINT, as HAProxy); the queue (Backend.take) then
+// serves it on that server; at the end of the request (stickEnd, from
+// logLine) the stores are written with the server that served it, and the
+// tracked entries get their bytes and errors and are released.
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
+	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
+)
+
+// tables are the stick tables of a proxy.
+type tables struct {
+	list   []*stick.Table // in declaration order
+	byName map[string]*stick.Table
+	track  map[*acl.Rule]*stick.Table // the table of each track-sc rule
+	sticks map[*Backend]*backendStick // persistence of each backend that has some
+	// now is the tables' clock; tests replace it before Start.
+	now func() time.Time
+}
+
+// backendStick is a backend's persistence: its stick rules and cookie.
+type backendStick struct {
+	rules  []stickRule
+	cookie *cookiePersist
+}
+
+// stickRule is a compiled stick rule with its table resolved.
+type stickRule struct {
+	*acl.StickRule
+	t *stick.Table
+}
+
+// stickStore is a key whose entry gets the request's server at its end.
+type stickStore struct {
+	t *stick.Table
+	k stick.Key
+}
+
+// buildTables creates the tables of cfg and resolves the rules that use
+// them. conf has checked the names; a miss here is reported as an error.
+func (p *Proxy) buildTables() error {
+	ts := &p.tables
+	ts.byName = map[string]*stick.Table{}
+	ts.track = map[*acl.Rule]*stick.Table{}
+	ts.sticks = map[*Backend]*backendStick{}
+	type decl struct {
+		c   *conf.StickTable
+		own *Backend // the backend whose stick rules may use it
+	}
+	var decls []decl
+	for _, fe := range p.Conf.Frontends {
+		if fe.StickTable != nil {
+			decls = append(decls, decl{c: fe.StickTable})
+		}
+	}
+	for _, be := range p.Conf.Backends {
+		if be.StickTable != nil {
+			decls = append(decls, decl{c: be.StickTable})
+		}
+	}
+	for _, t := range p.Conf.Tables {
+		decls = append(decls, decl{c: t})
+	}
+	slices.SortStableFunc(decls, func(a, b decl) int { return a.c.Line - b.c.Line })
+	// Tables that stick rules use store the server, as HAProxy adds
+	// server_id and server_key to them.
+	sticky := map[string]bool{}
+	for _, be := range p.Backends {
+		for _, r := range be.Conf.Stick {
+			name := r.Table
+			if name == "" {
+				name = be.Name
+			}
+			sticky[name] = true
+		}
+	}
+	clock := func() time.Time {
+		if ts.now != nil {
+			return ts.now()
+		}
+		return time.Now()
+	}
+	for _, d := range decls {
+		typ, err := stick.ParseKeyType(d.c.Type)
+		if err != nil {
+			return err
+		}
+		store := d.c.Store
+		if sticky[d.c.Name] {
+			store.Add(stick.ServerID, 0)
+			store.Add(stick.ServerKey, 0)
+		}
+		t := stick.New(stick.Config{Name: d.c.Name, Type: typ, KeyLen: d.c.Len, Size: d.c.Size,
+			Expire: d.c.Expire, Store: store, Now: clock})
+		ts.list = append(ts.list, t)
+		ts.byName[t.Name()] = t
+	}
+	own := func(section, name string) *stick.Table {
+		if name == "" {
+			name = section
+		}
+		return ts.byName[name]
+	}
+	for _, fe := range p.Frontends {
+		for _, r := range fe.Conf.Rules.HTTPRules() {
+			if r.Action == acl.ActTrackSC {
+				ts.track[r] = own(fe.Name, r.TrackTable())
+			}
+		}
+	}
+	for _, be := range p.Backends {
+		for _, r := range be.Conf.Rules.HTTPRules() {
+			if r.Action == acl.ActTrackSC {
+				ts.track[r] = own(be.Name, r.TrackTable())
+			}
+		}
+		var bs backendStick
+		for _, r := range be.Conf.Stick {
+			t := own(be.Name, r.Table)
+			if t == nil {
+				return fmt.Errorf("backend %q: stick %s: no such table", be.Name, r.Text)
+			}
+			bs.rules = append(bs.rules, stickRule{r, t})
+		}
+		if be.Conf.Cookie != nil {
+			bs.cookie = newCookiePersist(be)
+		}
+		if len(bs.rules) > 0 || bs.cookie != nil {
+			ts.sticks[be] = &bs
+		}
+	}
+	return nil
+}
+
+// Tables returns the stick tables in the order `show table` lists them:
+// the last declared first, as HAProxy's list.
+func (p *Proxy) Tables() []*stick.Table {
+	out := slices.Clone(p.tables.list)
+	slices.Reverse(out)
+	return out
+}
+
+// Table returns the stick table named name, or nil.
+func (p *Proxy) Table(name string) *stick.Table { return p.tables.byName[name] }
+
+// expireTables removes expired entries until the proxy stops: each table
+// with an expire has a timer set at its next expiry, at least 10 ms apart.
+func (p *Proxy) expireTables() {
+	for _, t := range p.tables.list {
+		if t.ExpireAfter() == 0 {
+			continue
+		}
+		go func() {
+			for {
+				timer := time.NewTimer(max(t.NextExpiry(), 10*time.Millisecond))
+				select {
+				case <-p.ctx.Done():
+					timer.Stop()
+					return
+				case <-timer.C:
+					t.Expire()
+				}
+			}
+		}()
+	}
+}
+
+// keyOf converts a fetched sample to a key of t; ok is false when it does
+// not convert (an IPv6 address for an ip table, text for an integer one).
+func keyOf(t *stick.Table, v acl.Value) (stick.Key, bool) {
+	switch t.Type() {
+	case stick.KeyIP, stick.KeyIPv6:
+		a := v.IP
+		if v.Kind == acl.ValueStr {
+			var err error
+			if a, err = netip.ParseAddr(string(v.Str)); err != nil {
+				return stick.Key{}, false
+			}
+		} else if v.Kind != acl.ValueIP {
+			return stick.Key{}, false
+		}
+		return stick.IPKey(t.Type(), a)
+	case stick.KeyInteger:
+		switch v.Kind {
+		case acl.ValueInt:
+			return stick.IntKey(v.Int), true
+		case acl.ValueStr:
+			n, err := strconv.ParseInt(string(v.Str), 10, 64)
+			return stick.IntKey(n), err == nil
+		}
+		return stick.Key{}, false
+	}
+	switch v.Kind {
+	case acl.ValueIP:
+		return stick.StringKey(v.IP.AppendTo(nil), t.KeyLen()), true
+	case acl.ValueInt:
+		return stick.StringKey(strconv.AppendInt(nil, v.Int, 10), t.KeyLen()), true
+	}
+	return stick.StringKey(v.Str, t.KeyLen()), true
+}
+
+// tracker is the tracking counters of one HTTP session's current request
+// (HAProxy's stkctr[0..2]): the acl.Tracker of its rule view.
+type tracker struct {
+	p  *Proxy
+	sc [3]struct {
+		t *stick.Table
+		e *stick.Entry
+	}
+	stores []stickStore // stick store keys, written at the request's end
+}
+
+// Track starts tracking key in rule's slot, unless the slot already
+// tracks something: the request counts on the entry as HAProxy counts a
+// tracked HTTP request (conn_cur, conn_cnt, conn_rate, http_req_cnt,
+// http_req_rate). A full table gives no entry: nothing is tracked.
+func (tr *tracker) Track(rule *acl.Rule, key acl.Value) {
+	slot := &tr.sc[rule.TrackSlot()]
+	if slot.e != nil {
+		return
+	}
+	t := tr.p.tables.track[rule]
+	if t == nil {
+		return
+	}
+	k, ok := keyOf(t, key)
+	if !ok {
+		return
+	}
+	e := t.Get(k)
+	if e == nil {
+		tr.p.log.Debug().Str("table", t.Name()).Msg("stick table full: key not tracked")
+		return
+	}
+	t.Update(e, stick.ConnCur, stick.ConnCnt, stick.ConnRate, stick.HTTPReqCnt, stick.HTTPReqRate)
+	slot.t, slot.e = t, e
+}
+
+// Tracked returns data d of the entry tracked in slot.
+func (tr *tracker) Tracked(slot int, d stick.DataType) (int64, bool) {
+	if slot < 0 || slot >= len(tr.sc) || tr.sc[slot].e == nil {
+		return 0, false
+	}
+	return tr.sc[slot].t.Value(tr.sc[slot].e, d)
+}
+
+// end closes the request's tracking: bytes and errors counted, conn_cur
+// decremented, entries released. status is the response's (-1: none).
+func (tr *tracker) end(status int, in, out int64) {
+	for i := range tr.sc {
+		sc := &tr.sc[i]
+		if sc.e == nil {
+			continue
+		}
+		t, e := sc.t, sc.e
+		if status >= 400 && status < 500 {
+			t.Update(e, stick.HTTPErrCnt, stick.HTTPErrRate)
+		}
+		if in > 0 {
+			t.Add(e, stick.BytesInCnt, uint64(in))
+			t.Add(e, stick.BytesInRate, uint64(in))
+		}
+		if out > 0 {
+			t.Add(e, stick.BytesOutCnt, uint64(out))
+			t.Add(e, stick.BytesOutRate, uint64(out))
+		}
+		t.Dec(e, stick.ConnCur)
+		t.Release(e)
+		sc.t, sc.e = nil, nil
+	}
+}
+
+var _ acl.Tracker = (*tracker)(nil)
+
+// persistent reports whether persistence may send a request to srv: not
+// in MAINT and not DOWN, as HAProxy (a DRAIN server still takes its
+// persistent clients).
+func persistent(srv *Server) bool {
+	return srv.Admin() != AdminMaint && srv.Op() != OpDown
+}
+
+// serverByID returns be's server with id (1-based), or nil.
+func serverByID(be *Backend, id int) *Server {
+	if id < 1 || id > len(be.Servers) {
+		return nil
+	}
+	return be.Servers[id-1]
+}
+
+// stickPersist runs be's stick rules against r: the first on/match rule
+// whose key has an entry naming a server persistence may use pins the
+// request to it (by server_key, else server_id, as HAProxy); on and
+// store-request rules queue their key for the store at the request's end.
+// A pinned server found DOWN or in MAINT is ignored: the algorithm picks,
+// and the store rules then update the entry.
+func (tr *tracker) stickPersist(bs *backendStick, be *Backend, r *acl.Request, pin *Server) *Server {
+	tr.stores = tr.stores[:0]
+	for i := range bs.rules {
+		rule := &bs.rules[i]
+		if !rule.Cond.Eval(r) {
+			continue
+		}
+		v, ok := rule.Expr.Fetch(r)
+		if !ok {
+			continue
+		}
+		k, ok := keyOf(rule.t, v)
+		if !ok {
+			continue
+		}
+		if rule.Kind != acl.StickStore && pin == nil {
+			if e := rule.t.Lookup(k); e != nil {
+				id, name := rule.t.Server(e)
+				rule.t.Release(e)
+				srv := be.Server(name)
+				if srv == nil {
+					srv = serverByID(be, id)
+				}
+				if srv != nil && persistent(srv) {
+					pin = srv
+				}
+			}
+		}
+		if rule.Kind != acl.StickMatch {
+			tr.stores = append(tr.stores, stickStore{rule.t, k})
+		}
+	}
+	return pin
+}
+
+// storeServer writes srv into the entries of the request's store rules.
+func (tr *tracker) storeServer(srv *Server) {
+	for _, st := range tr.stores {
+		if e := st.t.Get(st.k); e != nil {
+			st.t.SetServer(e, srv.ID, srv.Name)
+			st.t.Release(e)
+		}
+	}
+	tr.stores = tr.stores[:0]
+}
+
+// persist decides the server the current request is pinned to (nil:
+// none, the algorithm picks): the cookie first, then the stick rules.
+func (s *httpSession) persist(be *Backend) *Server {
+	bs := s.fe.p.tables.sticks[be]
+	s.st.stores = s.st.stores[:0]
+	s.ck = cookieState{}
+	if bs == nil {
+		return nil
+	}
+	var pin *Server
+	if bs.cookie != nil {
+		pin = s.cookieRequest(bs.cookie, be)
+	}
+	if len(bs.rules) > 0 {
+		pin = s.st.stickPersist(bs, be, &s.areq, pin)
+	}
+	return pin
+}
+
+// stickEnd ends the request for the stick tables: the store rules get the
+// server that answered (tr >= 0: a response came from it), and the
+// tracked entries are released.
+func (s *httpSession) stickEnd(srv *Server, status int, bytesOut, tr int64) {
+	if len(s.st.stores) > 0 {
+		if srv != nil && tr >= 0 {
+			s.st.storeServer(srv)
+		}
+		s.st.stores = s.st.stores[:0]
+	}
+	if s.st.sc[0].e != nil || s.st.sc[1].e != nil || s.st.sc[2].e != nil {
+		s.st.end(status, int64(len(s.req.buf)), bytesOut)
+	}
+}
+
+// tcpPersist runs be's stick rules for a TCP connection (layer-4 fetches
+// only: src, dst, ports). It returns the server to pin the connection to
+// (nil: none) and the tracker holding the keys to store once connected
+// (nil when be has no stick rules).
+func (p *Proxy) tcpPersist(be *Backend, cc *clientConn) (*Server, *tracker) {
+	bs := p.tables.sticks[be]
+	if bs == nil || len(bs.rules) == 0 {
+		return nil, nil
+	}
+	r := localAddr(cc.c)
+	r.Src = cc.src
+	tr := &tracker{p: p}
+	return tr.stickPersist(bs, be, &r, nil), tr
+}
