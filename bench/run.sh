@@ -13,6 +13,9 @@
 #   tcp-ka      wrk keep-alive through the mode-tcp frontend (small messages)
 #   tcp-bulk    curl downloading a sparse BULK_MB file (/big) through the
 #               mode-tcp frontend, back to back, for BULK_DUR seconds -> MB/s
+#   queue       wrk with QCONNS (256) keep-alive connections against a third
+#               HTTP frontend whose servers have maxconn 8: most requests wait
+#               in the queues (not in the default MODES)
 #
 # Environment knobs (defaults):
 #   ROUNDS=3 DUR=10 CONNS=64 THREADS=1 WARM=1 BULK_DUR=$DUR BULK_MB=256
@@ -25,6 +28,7 @@
 #   FUL_GOMAXPROCS=2            GOMAXPROCS for fulcrum (= haproxy nbthread); empty: unset
 #   HAP_SPLICE=0                1 = option splice-request/-response in haproxy's tcp backend
 #   FUL_HTTP=8080 FUL_TCP=8081 HAP_HTTP=8180 HAP_TCP=8181   listen ports
+#   QCONNS=256 QMAXCONN=8 FUL_Q=8082 HAP_Q=8182             the queue mode
 #
 # Everything listens on 127.0.0.1 only; every process is started by this
 # script and stopped by its PID at exit; every load run is time-bounded.
@@ -54,6 +58,10 @@ FUL_HTTP=${FUL_HTTP:-8080}
 FUL_TCP=${FUL_TCP:-8081}
 HAP_HTTP=${HAP_HTTP:-8180}
 HAP_TCP=${HAP_TCP:-8181}
+QCONNS=${QCONNS:-256}
+QMAXCONN=${QMAXCONN:-8}
+FUL_Q=${FUL_Q:-8082}
+HAP_Q=${HAP_Q:-8182}
 UP_PORTS="9001 9002 9003"
 
 # progress goes to the script's own stderr (fd 9), even from a trap that fires
@@ -62,13 +70,13 @@ exec 9>&2
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&9; }
 die() { log "ERROR: $*"; exit 2; }
 
-for v in ROUNDS DUR CONNS THREADS WARM BULK_DUR BULK_MB FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP $([ -n "$FUL_GOMAXPROCS" ] && echo FUL_GOMAXPROCS); do
+for v in ROUNDS DUR CONNS THREADS WARM BULK_DUR BULK_MB FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP QCONNS QMAXCONN FUL_Q HAP_Q $([ -n "$FUL_GOMAXPROCS" ] && echo FUL_GOMAXPROCS); do
   case ${!v} in ''|*[!0-9]*) die "$v must be a non-negative integer (got '${!v}')";; esac
 done
 [ "$ROUNDS" -ge 1 ] && [ "$DUR" -ge 1 ] && [ "$CONNS" -ge 1 ] && [ "$THREADS" -ge 1 ] && [ "$BULK_DUR" -ge 1 ] \
   || die "ROUNDS, DUR, CONNS, THREADS and BULK_DUR must be >= 1"
 for m in $MODES; do
-  case $m in http-ka|http-close|tcp-ka|tcp-bulk) ;; *) die "unknown mode '$m' (http-ka http-close tcp-ka tcp-bulk)";; esac
+  case $m in http-ka|http-close|tcp-ka|tcp-bulk|queue) ;; *) die "unknown mode '$m' (http-ka http-close tcp-ka tcp-bulk queue)";; esac
 done
 for t in $ONLY; do
   case $t in haproxy|fulcrum) ;; *) die "unknown target '$t' in ONLY (haproxy fulcrum)";; esac
@@ -275,6 +283,20 @@ backend be_tcp
 EOF
   [ "$HAP_SPLICE" = 1 ] && printf '    option splice-request\n    option splice-response\n'
   n=0; for p in $UP_PORTS; do n=$((n + 1)); echo "    server b$n 127.0.0.1:$p"; done
+  cat <<EOF
+
+frontend fe_q
+    mode http
+    bind 127.0.0.1:$HAP_Q
+    default_backend be_q
+
+backend be_q
+    mode http
+    balance roundrobin
+    http-reuse always
+    timeout queue 30s
+EOF
+  n=0; for p in $UP_PORTS; do n=$((n + 1)); echo "    server b$n 127.0.0.1:$p maxconn $QMAXCONN"; done
 } > "$D/haproxy.cfg"
 "$HAPROXY" -c -q -f "$D/haproxy.cfg" || die "haproxy rejected $D/haproxy.cfg"
 
@@ -323,13 +345,29 @@ mode = "tcp"
 balance = "roundrobin"
 EOF
   servers_toml
+  cat <<EOF
+
+[[frontend]]
+name = "fe_q"
+bind = ["127.0.0.1:$FUL_Q"]
+mode = "http"
+default_backend = "be_q"
+
+[[backend]]
+name = "be_q"
+mode = "http"
+balance = "roundrobin"
+http_reuse = "always"
+timeout_queue = "30s"
+EOF
+  servers_toml | sed "s/^address = .*/&\nmaxconn = $QMAXCONN/"
 } > "$D/fulcrum.toml"
 
 # ------------------------------------------------------------------ start
 ports_needed="$UP_PORTS"
 want_t() { case " $TARGETS " in *" $1 "*) return 0;; esac; return 1; }
-want_t haproxy && ports_needed="$ports_needed $HAP_HTTP $HAP_TCP"
-want_t fulcrum && ports_needed="$ports_needed $FUL_HTTP $FUL_TCP"
+want_t haproxy && ports_needed="$ports_needed $HAP_HTTP $HAP_TCP $HAP_Q"
+want_t fulcrum && ports_needed="$ports_needed $FUL_HTTP $FUL_TCP $FUL_Q"
 for p in $ports_needed; do
   port_open "$p" && die "127.0.0.1:$p is already in use (another fulcrum/haproxy/nginx?); stop it or change the *_HTTP/*_TCP knobs"
 done
@@ -344,6 +382,7 @@ cat "$D/www/big" > /dev/null   # page cache (sparse anyway)
 TPORT_HTTP=(); TPORT_TCP=()
 declare -A HTTP_PORT=([haproxy]=$HAP_HTTP [fulcrum]=$FUL_HTTP)
 declare -A TCP_PORT=([haproxy]=$HAP_TCP [fulcrum]=$FUL_TCP)
+declare -A Q_PORT=([haproxy]=$HAP_Q [fulcrum]=$FUL_Q)
 
 ok_targets=""
 for t in $TARGETS; do
@@ -415,11 +454,14 @@ measure() { # mode round slot target
     http-ka)    port=${HTTP_PORT[$t]} ;;
     http-close) port=${HTTP_PORT[$t]}; hdr=(-H "Connection: close") ;;
     tcp-ka|tcp-bulk) port=${TCP_PORT[$t]} ;;
+    queue)      port=${Q_PORT[$t]} ;;
   esac
+  local conns=$CONNS
+  [ "$mode" = queue ] && conns=$QCONNS
   out=$D/raw/$mode.r$r.$t.txt
   if ! alive "$pid"; then log "$mode r$r $t: process $pid is gone, skipped"; return; fi
   if [ "$mode" != tcp-bulk ] && [ "$WARM" -gt 0 ]; then
-    bg_wait timeout $((WARM + 15)) wrk -t"$THREADS" -c"$CONNS" -d"${WARM}s" "${hdr[@]+"${hdr[@]}"}" "http://127.0.0.1:$port/" > /dev/null 2>&1
+    bg_wait timeout $((WARM + 15)) wrk -t"$THREADS" -c"$conns" -d"${WARM}s" "${hdr[@]+"${hdr[@]}"}" "http://127.0.0.1:$port/" > /dev/null 2>&1
   fi
   local s0 o0 k0 s1 o1 k1 i0 i1 other
   child_secs > "$D/tmp/k0"; s0=$(sys_busy_ticks); i0=$(now_us); o0=$(our_ticks); read -r k0 < "$D/tmp/k0"
@@ -431,7 +473,7 @@ measure() { # mode round slot target
   else
     local w0 w1
     w0=$(now_us)
-    bg_wait timeout $((DUR + 30)) wrk -t"$THREADS" -c"$CONNS" -d"${DUR}s" --latency "${hdr[@]+"${hdr[@]}"}" "http://127.0.0.1:$port/" > "$out" 2>&1
+    bg_wait timeout $((DUR + 30)) wrk -t"$THREADS" -c"$conns" -d"${DUR}s" --latency "${hdr[@]+"${hdr[@]}"}" "http://127.0.0.1:$port/" > "$out" 2>&1
     w1=$(now_us)
     wall=$(awk -v us=$(( w1 - w0 )) 'BEGIN{printf "%.2f", us / 1e6}')
     unit=req/s
