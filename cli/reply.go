@@ -47,6 +47,8 @@ var errorPrefixes = []string{
 	"Missing ",
 	"Failed to ",
 	"Unable to ",
+	"usage: ",                      // a command given without its subcommand
+	"no need to change the addr, ", // set server addr with a bad port
 }
 
 // IsError reports whether reply is one of the Runtime API's error

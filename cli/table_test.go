@@ -125,6 +125,9 @@ func TestIsError(t *testing.T) {
 		"1 (initial 1)\n":                                  false,
 		"# pxname,svname\n":                                false,
 		"admin\n":                                          false,
+		// These two used to exit 0 from fulcrumctl.
+		"usage: set server <backend>/<server> addr | agent\n":                     true,
+		"no need to change the addr, problem converting port '99999' to an int\n": true,
 	} {
 		if got := IsError(reply); got != want {
 			t.Errorf("IsError(%q) = %v", reply, got)

@@ -99,7 +99,23 @@ func checkHostPort(s scope, addr string, bind bool) {
 		s.errorf("port must be %d..65535, got %q", min, addr)
 	case host == "" && !bind:
 		s.errorf("must be host:port with a host, got %q", addr)
+	case looksNumeric(host) && net.ParseIP(host) == nil:
+		s.errorf("%q is not a valid IPv4 address, got %q", host, addr)
 	}
+}
+
+// looksNumeric reports whether host is made of digits and dots only: meant
+// as an IPv4 address, never a name (no top-level domain is numeric).
+func looksNumeric(host string) bool {
+	if host == "" {
+		return false
+	}
+	for _, c := range host {
+		if (c < '0' || c > '9') && c != '.' {
+			return false
+		}
+	}
+	return true
 }
 
 // ptr returns a pointer to a copy of v; setDefaults uses it for literals.

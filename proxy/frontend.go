@@ -184,6 +184,6 @@ func (fe *Frontend) closeAll() {
 	defer fe.mu.Unlock()
 	for cc := range fe.conns {
 		cc.state.Store(connClosed)
-		cc.c.Close()
+		cc.abort() // the server side too: a hung server must not hold the stop
 	}
 }

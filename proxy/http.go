@@ -638,7 +638,11 @@ func (s *httpSession) writeRequestHead(w *bufio.Writer) int64 {
 	w.Write(r.line[0])
 	w.WriteByte(' ')
 	w.Write(s.requestURI())
-	w.WriteString(" HTTP/1.1\r\n")
+	// The version is kept as the client sent it, as HAProxy does: an
+	// HTTP/1.0 request may lack Host, which HTTP/1.1 requires.
+	w.WriteByte(' ')
+	w.Write(r.line[2])
+	w.WriteString("\r\n")
 	for i, h := range r.headers {
 		if s.edits.Hidden(i) || r.isHopByHop(h.name, r.connUpgrade) || (r.expect100 && bytes.EqualFold(h.name, hdrExpect)) {
 			continue
@@ -838,7 +842,7 @@ func (s *httpSession) logLine(idleStart, t0 time.Time, be *Backend, srv *Server,
 		e.server = srv.Name
 	}
 	switch {
-	case status == 400 || status == 408:
+	case (status == 400 || status == 408) && be == nil && srv == nil:
 		e.request = "<BADREQ>" // as HAProxy logs a request it could not parse
 	case len(s.req.line[0]) > 0:
 		e.request = string(s.req.line[0]) + " " + string(s.req.line[1]) + " " + string(s.req.line[2])

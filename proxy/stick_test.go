@@ -219,6 +219,11 @@ address = "%s"
 		stickGet(t, c, url+"/")
 	}
 	stickGet(t, c, url+"/missing")
+	// The entry is updated when the request ends, just after its response
+	// is flushed: wait for the last one to be counted.
+	waitFor(t, 5*time.Second, "the last request to be counted", func() bool {
+		return value(stick.HTTPErrCnt) == 1 && value(stick.ConnCur) == 0
+	})
 	if r, n, cur, errs := value(stick.HTTPReqRate), value(stick.HTTPReqCnt), value(stick.ConnCur), value(stick.HTTPErrCnt); r != 5 || n != 5 || cur != 0 || errs != 1 {
 		t.Fatalf("http_req_rate %d http_req_cnt %d conn_cur %d http_err_cnt %d, want 5 5 0 1", r, n, cur, errs)
 	}

@@ -67,7 +67,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					"requests finish within hard_stop_after and exits 0.",
 				Flags: []cli.Flag{configFlag},
 				Action: func(c *cli.Context) error {
-					cfg, err := conf.Load(c.String("config"))
+					cfg, err := loadConfig(c.String("config"))
 					if err != nil {
 						return cli.Exit(err.Error(), 1)
 					}
@@ -81,7 +81,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					"FILE:LINE: message and exits 1.",
 				Flags: []cli.Flag{configFlag},
 				Action: func(c *cli.Context) error {
-					if _, err := conf.Load(c.String("config")); err != nil {
+					if _, err := loadConfig(c.String("config")); err != nil {
 						return cli.Exit(err.Error(), 1)
 					}
 					fmt.Fprintln(stdout, "configuration is valid")

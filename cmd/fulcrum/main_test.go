@@ -238,3 +238,14 @@ address = %q
 		t.Errorf("exit: %v, want 0", err)
 	}
 }
+
+// An empty configuration used to pass `fulcrum check` and start a process
+// listening on nothing.
+func TestCheckRefusesNoFrontend(t *testing.T) {
+	path := writeFile(t, "empty.toml", "[global]\nlog_level = \"info\"\n")
+	var out, errb bytes.Buffer
+	code := run([]string{"fulcrum", "check", "-c", path}, &out, &errb)
+	if want := path + ": no [[frontend]]: nothing would listen"; code != 1 || !strings.Contains(errb.String(), want) {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", code, errb.String(), want)
+	}
+}
