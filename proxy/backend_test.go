@@ -529,3 +529,19 @@ func TestAssignConcurrent(t *testing.T) {
 		})
 	}
 }
+
+// TestSlowstartQuarterShare is issue 4's case: 1 s after coming UP with
+// slowstart 4s, a roundrobin server gets a quarter of its normal share.
+func TestSlowstartQuarterShare(t *testing.T) {
+	b, clk := testBackend(t, conf.Backend{},
+		testServer{name: "s1", weight: 8},
+		testServer{name: "s2", weight: 8, slowstart: 4 * time.Second})
+	s2 := b.Server("s2")
+	b.SetOp(s2, OpDown)
+	b.SetOp(s2, OpUp)
+	clk.Advance(time.Second)
+	// s2 at a quarter of weight 8 (2): 8 picks for s1 to 2 for s2.
+	if got := tally(picks(b, 100)); fmt.Sprint(got) != fmt.Sprint(map[string]int{"s1": 80, "s2": 20}) {
+		t.Errorf("1s of 4s: got %v, want s1:80 s2:20", got)
+	}
+}
