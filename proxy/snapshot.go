@@ -173,6 +173,11 @@ type AgentSnapshot struct {
 	Running  bool   // a probe is in progress ("* " prefix)
 
 	Rise, Fall, Health int // 1, 1, and 1 (up) or 0 (down)
+
+	// BadReplies counts the agent's replies that could not be parsed
+	// (unknown words, or no end of line); they change nothing. fulcrum's
+	// own: HAProxy only shows the last one in last_agt.
+	BadReplies int64
 }
 
 // Status returns the server's status exactly as HAProxy's `show stat`

@@ -28,6 +28,15 @@ func (cs *Server) applyAgent(r Result, d time.Duration) {
 		return
 	}
 	reply := r.Agent
+	if reply.Incomplete || reply.Unknown != "" {
+		// A reply that cannot be parsed (whole or in part) is logged and
+		// counted (agent_bad_replies in the snapshot); its unknown words
+		// change nothing.
+		st.badReplies++
+		cs.log.Warn().Str("backend", cs.srv.Backend.Name).Str("server", cs.srv.Name).
+			Str("unknown", reply.Unknown).Bool("incomplete", reply.Incomplete).
+			Int64("bad_replies", st.badReplies).Msg("agent reply not understood")
+	}
 	if reply.Incomplete {
 		st.info = "Ignoring incomplete line from agent"
 		return

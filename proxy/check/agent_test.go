@@ -131,6 +131,11 @@ func TestAgentSequence(t *testing.T) {
 			}
 		}
 	}
+	// "garbage" and the reply without a line end were not understood:
+	// counted, nothing else.
+	if s := h.server("s1"); s.Agent.BadReplies != 2 {
+		t.Errorf("bad agent replies: got %d, want 2", s.Agent.BadReplies)
+	}
 	// The agent's own maxconn shows in slim.
 	if s := h.server("s1"); s.Slim != 0 {
 		t.Errorf("maxconn:0: got slim %d, want 0 (unlimited)", s.Slim)

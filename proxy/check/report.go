@@ -55,7 +55,7 @@ func (cs *Server) ReportChecks(now time.Time, ss *proxy.ServerSnapshot) {
 		ss.Agent = &proxy.AgentSnapshot{
 			Status: a.status.String(), Desc: a.status.Desc(), Info: a.info,
 			Code: a.code, Duration: ms(a.duration), Running: a.running,
-			Rise: a.rise, Fall: a.fall, Health: a.health,
+			Rise: a.rise, Fall: a.fall, Health: a.health, BadReplies: a.badReplies,
 		}
 	}
 }

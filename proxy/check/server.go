@@ -45,8 +45,9 @@ func (k kind) String() string {
 // checkState is one active check of a server: HAProxy's struct check,
 // reduced to what fulcrum uses. Guarded by Server.mu.
 type checkState struct {
-	configured bool // set in the configuration
-	enabled    bool // not disabled from the Runtime API
+	badReplies int64 // agent replies not understood (agent only)
+	configured bool  // set in the configuration
+	enabled    bool  // not disabled from the Runtime API
 	rise, fall int
 	health     int // in [0, rise+fall-1]; up when >= rise
 
