@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
 )
 
 // An HTTP/1.0 request without Host used to be forwarded as HTTP/1.1, which
@@ -78,4 +79,40 @@ func TestHardStopClosesServerSide(t *testing.T) {
 	case <-time.After(20 * time.Second): // timeout_server is a minute
 		t.Fatal("Shutdown still waiting on the hung server")
 	}
+}
+
+// bytes_in_cnt used to count only the request head: a tracked POST counts
+// its body too.
+func TestTrackBytesInCountsTheBody(t *testing.T) {
+	u := newUpstream(t, "s1")
+	p, addr := stickProxy(t, `
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+default_backend = "web"
+stick_table = { type = "ip", size = 10, expire = "1m", store = ["bytes_in_cnt"] }
+http_request = ["track-sc0 src"]
+[[backend]]
+name = "web"
+[[backend.server]]
+name = "s1"
+address = "%s"
+`, u)
+	const head = "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n"
+	if resp := dialRaw(t, addr).do(t, head+strings.Repeat("a", 1000)); resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	tbl := p.Table("www")
+	k, _ := tbl.ParseKey("127.0.0.1")
+	want := int64(len(head) + 1000)
+	var got int64
+	waitFor(t, 5*time.Second, "bytes_in_cnt", func() bool {
+		e := tbl.Lookup(k)
+		if e == nil {
+			return false
+		}
+		defer tbl.Release(e)
+		got, _ = tbl.Value(e, stick.BytesInCnt)
+		return got == want
+	})
 }

@@ -40,6 +40,7 @@ type httpSession struct {
 	owned *upConn // a server connection kept private to this session
 	xff   []byte  // the X-Forwarded-For line, built once
 	local bool    // the current request is answered by a local handler
+	reqIn int64   // the current request's bytes from the client (head, body)
 
 	// pin is the server persistence pinned the current request to (nil:
 	// none): it waits in that server's queue (Backend.take). tw is the
@@ -125,6 +126,7 @@ func (s *httpSession) handle(idleStart time.Time) bool {
 	s.cc.dl.armRead(s.cc.c, t0, fe.timeoutHTTPRequest)
 	s.nreq++
 	s.local = false
+	s.reqIn = 0 // the head once read; forward adds the body
 	fe.Counters.request(t0)
 	if err := s.req.readHead(s.br); err != nil {
 		switch {
@@ -140,6 +142,7 @@ func (s *httpSession) handle(idleStart time.Time) bool {
 		return false
 	}
 	fe.Counters.Bin.Add(int64(len(s.req.buf)))
+	s.reqIn = int64(len(s.req.buf))
 	if err := s.req.parse(false); err != nil {
 		fe.Counters.Ereq.Add(1)
 		s.fail(400, "PR", idleStart, -1, nil, nil)
@@ -243,6 +246,7 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 		if ferr == nil {
 			// bin counts the client's request bytes (head as received, body).
 			in := int64(len(s.req.buf)) + bodyBytes
+			s.reqIn = in
 			srv.Counters.Bin.Add(in)
 			be.Counters.Bin.Add(in)
 			fe.Counters.Bin.Add(bodyBytes)

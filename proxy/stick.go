@@ -387,7 +387,7 @@ func (s *httpSession) stickEnd(srv *Server, status int, bytesOut, tr int64) {
 		s.st.stores = s.st.stores[:0]
 	}
 	if s.st.sc[0].e != nil || s.st.sc[1].e != nil || s.st.sc[2].e != nil {
-		s.st.end(status, int64(len(s.req.buf)), bytesOut)
+		s.st.end(status, s.reqIn, bytesOut)
 	}
 }
 
