@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,4 +117,132 @@ address = "%s"
 		got, _ = tbl.Value(e, stick.BytesInCnt)
 		return got == want
 	})
+}
+
+// A queued TCP client that went away used to stay queued until served or
+// timeout queue: it now leaves the queue at once, logged CQ, and never
+// reaches the server.
+func TestTCPQueuedClientGoneLeavesTheQueue(t *testing.T) {
+	var mu sync.Mutex
+	accepted := 0
+	srv := tcpServer(t, func(c *net.TCPConn) {
+		mu.Lock()
+		accepted++
+		mu.Unlock()
+		io.Copy(io.Discard, c) // held until the client closes
+	})
+	cfg := testConfig(conf.ModeTCP, []string{srv}, nil)
+	cfg.Backends[0].Servers[0].MaxConn = 1
+	cfg.Backends[0].TimeoutQueue = time.Minute
+	p, addr, buf := startLoggedProxy(t, cfg)
+	first, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	first.Write([]byte("a"))
+	waitFor(t, 5*time.Second, "the first connection at the server", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return accepted == 1
+	})
+	second, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the second connection queued", func() bool { return p.Snapshot().Backends[0].Qcur == 1 })
+	second.Close()
+	waitFor(t, 5*time.Second, "the queue to empty", func() bool { return p.Snapshot().Backends[0].Qcur == 0 })
+	waitFor(t, 5*time.Second, "the CQ log line", func() bool {
+		for _, l := range buf.lines() {
+			if l["termination_state"] == "CQ" {
+				return true
+			}
+		}
+		return false
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if accepted != 1 {
+		t.Errorf("server connections: got %d, want 1", accepted)
+	}
+}
+
+// A queued TCP client that sends data while it waits stays queued and
+// reaches the server, with its bytes, once a slot frees. (A client that
+// shuts its sending side while queued counts as gone, as with HAProxy's
+// option abortonclose: a FIN cannot be told from a full close.)
+func TestTCPQueuedClientSendingDataIsServed(t *testing.T) {
+	got := make(chan string, 2)
+	srv := tcpServer(t, func(c *net.TCPConn) {
+		b, _ := io.ReadAll(c)
+		got <- string(b)
+	})
+	cfg := testConfig(conf.ModeTCP, []string{srv}, nil)
+	cfg.Backends[0].Servers[0].MaxConn = 1
+	cfg.Backends[0].TimeoutQueue = time.Minute
+	p, addr := startProxy(t, cfg)
+	first, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the first connection assigned", func() bool { return p.Snapshot().Backends[0].Servers[0].Scur == 1 })
+	second, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	waitFor(t, 5*time.Second, "the second connection queued", func() bool { return p.Snapshot().Backends[0].Qcur == 1 })
+	second.Write([]byte("queued bytes"))
+	first.Close()
+	if s := <-got; s != "" {
+		t.Errorf("first connection's bytes: %q, want none", s)
+	}
+	// The server reads until EOF: close the second client once served.
+	waitFor(t, 10*time.Second, "the second connection served", func() bool { return p.Snapshot().Backends[0].Qcur == 0 && p.Snapshot().Backends[0].Servers[0].Scur == 1 })
+	second.(*net.TCPConn).CloseWrite()
+	select {
+	case s := <-got:
+		if s != "queued bytes" {
+			t.Errorf("second connection's bytes at the server: %q", s)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the queued connection never reached the server")
+	}
+}
+
+// A queued request with a body (left unread while queued) whose client
+// closes leaves the queue at once (CQ) and never reaches the server.
+func TestQueuedPostClientGone(t *testing.T) {
+	release := make(chan struct{})
+	u := newUpstream(t, "s1")
+	u.handler = func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			<-release
+		}
+	}
+	defer close(release)
+	cfg := testConfig(conf.ModeHTTP, []string{u.addr()}, nil)
+	cfg.Backends[0].Servers[0].MaxConn = 1
+	cfg.Backends[0].TimeoutQueue = time.Minute
+	p, addr, buf := startLoggedProxy(t, cfg)
+	hold := dialRaw(t, addr)
+	hold.c.Write([]byte("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n"))
+	waitFor(t, 5*time.Second, "the held request", func() bool { return u.requests.Load() == 1 })
+	post := dialRaw(t, addr)
+	post.c.Write([]byte("POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"))
+	waitFor(t, 5*time.Second, "the POST queued", func() bool { return p.Snapshot().Backends[0].Qcur == 1 })
+	post.c.Close()
+	waitFor(t, 5*time.Second, "the queue to empty", func() bool { return p.Snapshot().Backends[0].Qcur == 0 })
+	waitFor(t, 5*time.Second, "the CQ log line", func() bool {
+		for _, l := range buf.lines() {
+			if l["termination_state"] == "CQ" && l["request"] == "POST /up HTTP/1.1" {
+				return true
+			}
+		}
+		return false
+	})
+	if n := u.requests.Load(); n != 1 {
+		t.Errorf("server requests: got %d, want 1", n)
+	}
 }

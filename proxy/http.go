@@ -403,12 +403,18 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 func (s *httpSession) connect(be *Backend, avoid *Server, now time.Time) (srv *Server, uc *upConn, reused bool, tc int64, err error) {
 	// While it waits, a request without a body watches its client with a
 	// read (waitQueue); the dispatcher wakes that read when it hands the
-	// request a slot. Other requests only wait (their bytes are the body).
+	// request a slot. Other requests watch for the client closing without
+	// reading (peerCloseWait): their bytes are the body.
 	var wake queue.Waker
+	wait := waitFunc(s.waitQueue)
 	if s.watchable() {
 		wake = s.cc.c
+	} else {
+		// A body (or pipelined bytes) must stay unread: watch for the
+		// client closing only.
+		wake, wait = peerCloseWait(s.cc.c)
 	}
-	srv, tw, err := be.take(&s.lbreq, s.pin, avoid, now, wake, s.waitQueue)
+	srv, tw, err := be.take(&s.lbreq, s.pin, avoid, now, wake, wait)
 	if wake != nil && tw >= 0 {
 		// The read deadline may have been moved by waitQueue or the
 		// dispatcher: put back the one the request had.

@@ -184,18 +184,23 @@ func (fe *Frontend) serveTCP(cc *clientConn) {
 	be.Counters.sessionStart(now)
 	defer be.Counters.sessionEnd()
 	view := lb.Request{Src: cc.src}
-	// A queued TCP client is not watched (its first bytes may be data for
-	// the server): it waits until served or timeout queue.
+	// A queued TCP client is watched without consuming its bytes (see
+	// peerCloseWait): one that goes away leaves the queue at once (CQ).
 	pin, st := fe.p.tcpPersist(be, cc)
-	srv, tw, err := be.take(&view, pin, nil, now, nil, chanWait)
+	wake, wait := peerCloseWait(cc.c)
+	srv, tw, err := be.take(&view, pin, nil, now, wake, wait)
 	e.tw = max(tw, 0).Milliseconds()
 	if err != nil {
 		e.flags = "SC"
-		if errors.Is(err, errQueueTimeout) {
+		switch {
+		case errors.Is(err, errQueueTimeout):
 			e.flags = "sQ"
+		case errors.Is(err, errQueueAbort):
+			e.flags = "CQ"
 		}
 		return
 	}
+	cc.c.SetReadDeadline(time.Time{})   // the relay arms its own
 	defer func() { be.unassign(srv) }() // srv may move with a redispatch
 	var sc net.Conn
 	var tc int64

@@ -1,0 +1,58 @@
+package proxy
+
+import (
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/queue"
+	"golang.org/x/sys/unix"
+)
+
+// peerCloseWait returns the waitFunc (and its waker) that watches a queued
+// client for going away without reading anything from it: the client's
+// bytes (a TCP stream, an HTTP body) belong to the server. It polls the
+// socket for POLLRDHUP, in the waiting goroutine: Go's poller registers
+// sockets edge-triggered with EPOLLRDHUP, so after a first look the wait
+// sleeps until new bytes or the peer's FIN arrive, and looks again. A
+// client that closes or resets while queued ends the wait at once
+// (waitGone, flag CQ), even with unread bytes before its FIN; the
+// dispatcher wakes the wait by moving the read deadline to the past when
+// it hands over a slot.
+func peerCloseWait(c net.Conn) (queue.Waker, waitFunc) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil, chanWait
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil, chanWait
+	}
+	return c, func(p *queue.Pending, deadline time.Time) waitEnd {
+		for {
+			c.SetReadDeadline(deadline)
+			if p.Served() >= 0 {
+				return waitServed
+			}
+			gone := false
+			err := rc.Read(func(fd uintptr) bool {
+				fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
+				n, perr := unix.Poll(fds, 0)
+				gone = perr == nil && n > 0 && fds[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) != 0
+				return gone // false: sleep until the next readiness edge
+			})
+			switch {
+			case err == nil && gone:
+				return waitGone
+			case err == nil:
+				continue
+			case !isTimeout(err):
+				return waitGone
+			case p.Served() >= 0:
+				return waitServed
+			case !deadline.IsZero() && !time.Now().Before(deadline):
+				return waitTimeout
+			}
+		}
+	}
+}
