@@ -49,6 +49,7 @@ var errorPrefixes = []string{
 	"Unable to ",
 	"usage: ",                      // a command given without its subcommand
 	"no need to change the addr, ", // set server addr with a bad port
+	"Success=0",                    // reload refused (HAProxy's master CLI)
 }
 
 // IsError reports whether reply is one of the Runtime API's error

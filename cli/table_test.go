@@ -128,6 +128,9 @@ func TestIsError(t *testing.T) {
 		// These two used to exit 0 from fulcrumctl.
 		"usage: set server <backend>/<server> addr | agent\n":                     true,
 		"no need to change the addr, problem converting port '99999' to an int\n": true,
+		// reload (issue 11): an invalid file is an error, a reload is not.
+		"Success=0\n--\nf.toml:3: unknown key \"x\"\n": true,
+		"Success=1\n--\n": false,
 	} {
 		if got := IsError(reply); got != want {
 			t.Errorf("IsError(%q) = %v", reply, got)

@@ -15,11 +15,11 @@ package conf
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -280,17 +280,45 @@ func (s scope) errorUnknown() {
 
 // sortedKeys returns the keys of m in file order, so that problems are found
 // in the order they are read.
+// Each key's line is looked up once, not once per comparison: a reload
+// of 10,000 servers spent a tenth of its time here (issue 11).
 func (s scope) sortedKeys(m map[string]any) []string {
-	keys := slices.Collect(maps.Keys(m))
-	slices.SortFunc(keys, func(a, b string) int {
-		return cmp.Or(cmp.Compare(s.at(a).line(), s.at(b).line()), cmp.Compare(a, b))
+	type keyLine struct {
+		key  string
+		line int
+	}
+	kl := make([]keyLine, 0, len(m))
+	for k := range m {
+		kl = append(kl, keyLine{k, s.at(k).line()})
+	}
+	slices.SortFunc(kl, func(a, b keyLine) int {
+		return cmp.Or(cmp.Compare(a.line, b.line), cmp.Compare(a.key, b.key))
 	})
+	keys := make([]string, len(kl))
+	for i := range kl {
+		keys[i] = kl[i].key
+	}
 	return keys
 }
 
+// tomlFieldCache holds tomlFields' result per type: it is asked once per
+// table decoded (10,000 times for 10,000 servers).
+var tomlFieldCache sync.Map // reflect.Type -> map[string][]int
+
 // tomlFields maps the TOML keys of a section struct to field indexes. The
 // fields of an embedded struct without a tag are keys of the outer table.
+// The map returned is shared: callers only read it.
 func tomlFields(t reflect.Type) map[string][]int {
+	if m, ok := tomlFieldCache.Load(t); ok {
+		return m.(map[string][]int)
+	}
+	m := buildTOMLFields(t)
+	tomlFieldCache.Store(t, m)
+	return m
+}
+
+// buildTOMLFields is tomlFields without the cache.
+func buildTOMLFields(t reflect.Type) map[string][]int {
 	fields := map[string][]int{}
 	for i := range t.NumField() {
 		f := t.Field(i)

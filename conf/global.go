@@ -41,6 +41,17 @@ type globalSection struct {
 	// command line for this long (HAProxy's `stats timeout`); `set timeout
 	// cli` changes it for one session. Default "10s".
 	StatsTimeout *Duration `toml:"stats_timeout"`
+
+	// StateFile is a file the servers' state is written to at stop and read
+	// from at start, as HAProxy's server-state-file: the admin state set at
+	// runtime (DRAIN, MAINT), the user weight, the operational state from
+	// checks and the check counters of every server survive a restart as
+	// they survive a reload. Its format is the reply of `show servers
+	// state`; lines naming a backend or server that no longer exists are
+	// ignored, and a weight is restored only while the configured weight
+	// stays. A missing file at start is not an error. "" means no state
+	// file. Default "".
+	StateFile string `toml:"state_file"`
 }
 
 // setDefaults gives every unset key of [global] its default.

@@ -191,6 +191,7 @@ func (f *fileSection) model(c *checker) *Config {
 			LogLevel:      *f.Global.LogLevel,
 			LogFormat:     *f.Global.LogFormat,
 			StatsTimeout:  f.Global.StatsTimeout.Std(),
+			StateFile:     f.Global.StateFile,
 		},
 	}
 	for i, ss := range f.Global.StatsSocket {

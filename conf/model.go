@@ -40,6 +40,7 @@ type Global struct {
 	LogFormat     string        // json | console
 	StatsSockets  []StatsSocket // [[global.stats_socket]], in file order
 	StatsTimeout  time.Duration // idle timeout of a Runtime API session
+	StateFile     string        // server state written at stop, read at start; "" = none
 }
 
 // StatsSocket is one [[global.stats_socket]]: a Runtime API endpoint.

@@ -12,5 +12,11 @@
 // host, headers, addresses); the HTTP/1.1 engine in http.go is the only code
 // that knows the wire format.
 //
+// A Proxy is one configuration. A reload (reload.go) builds the next one
+// with NewFrom, which copies the state of what keeps its name, starts it
+// with StartFrom, which takes over the listeners that stay, and retires the
+// old one with Retire once its in-flight work is done. LoadServerState
+// (statefile.go) reads HAProxy's server-state file at start.
+//
 // proxy never imports runtime, stats, cli or cmd.
 package proxy

@@ -199,7 +199,9 @@ func TestTCPQueuedClientSendingDataIsServed(t *testing.T) {
 		t.Errorf("first connection's bytes: %q, want none", s)
 	}
 	// The server reads until EOF: close the second client once served.
-	waitFor(t, 10*time.Second, "the second connection served", func() bool { return p.Snapshot().Backends[0].Qcur == 0 && p.Snapshot().Backends[0].Servers[0].Scur == 1 })
+	waitFor(t, 10*time.Second, "the second connection served", func() bool {
+		return p.Snapshot().Backends[0].Qcur == 0 && p.Snapshot().Backends[0].Servers[0].Scur == 1
+	})
 	second.(*net.TCPConn).CloseWrite()
 	select {
 	case s := <-got:

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/netip"
@@ -26,7 +27,7 @@ type Frontend struct {
 	timeoutHTTPRequest time.Duration
 	forwardFor         bool
 
-	listeners []net.Listener
+	listeners []*acceptor  // guarded by mu (a reload hands them over)
 	slots     limiter      // maxconn (set maxconn frontend changes it)
 	local     []localRoute // requests answered by the frontend itself
 
@@ -47,69 +48,129 @@ type clientConn struct {
 	c        net.Conn
 	src      netip.AddrPort
 	accepted time.Time
-	state    atomic.Int32 // connIdle, connActive or connClosed
+	state    atomic.Int32 // connNew, connIdle, connActive or connClosed
 	dl       deadlines    // owned by the connection's goroutine
 	stream   streamRef    // the current stream's server side (sessions.go)
 }
 
+// Connection states. A new connection is not idle: a stop (or the end of
+// a reload) closes idle keep-alive connections, whose clients may retry
+// on another connection, but lets a new one deliver its first request,
+// which its client cannot retry (issue 11: connections accepted by the old
+// proxy just before a listener's hand-over were closed unread).
 const (
-	connIdle int32 = iota
+	connNew int32 = iota // accepted, no request yet
+	connIdle
 	connActive
 	connClosed
 )
 
 // setActive marks cc busy with a request; false if it was closed by a stop.
-func (cc *clientConn) setActive() bool { return cc.state.CompareAndSwap(connIdle, connActive) }
+func (cc *clientConn) setActive() bool {
+	return cc.state.CompareAndSwap(connIdle, connActive) || cc.state.CompareAndSwap(connNew, connActive)
+}
 
 // setIdle marks cc waiting for a request; false if the proxy is stopping
 // (the connection must then close).
 func (cc *clientConn) setIdle() bool { return cc.state.CompareAndSwap(connActive, connIdle) }
 
+// acceptor is one open bind and the loop that accepts on it. A reload
+// hands the listener over to the next proxy's frontend (reload.go): the
+// old loop is stopped (cancel, and a past deadline wakes its Accept) while
+// the socket stays open, so connections wait in the kernel backlog for
+// the new loop instead of being refused.
+type acceptor struct {
+	l      net.Listener
+	ctx    context.Context    // the loop runs until it ends: stop or hand-over
+	cancel context.CancelFunc //
+	done   chan struct{}      // closed when the loop has returned
+}
+
+// newAcceptor wraps l for a loop of fe's proxy.
+func (fe *Frontend) newAcceptor(l net.Listener) *acceptor {
+	ctx, cancel := context.WithCancel(fe.p.ctx)
+	return &acceptor{l: l, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+}
+
 // Addrs returns the addresses the frontend listens on (after Start), so that
 // a bind on port 0 can be read back.
 func (fe *Frontend) Addrs() []net.Addr {
+	fe.mu.Lock()
+	defer fe.mu.Unlock()
 	var out []net.Addr
-	for _, l := range fe.listeners {
-		out = append(out, l.Addr())
+	for _, a := range fe.listeners {
+		out = append(out, a.l.Addr())
 	}
 	return out
 }
 
-// listen opens every bind. On error the listeners opened so far are closed.
-func (fe *Frontend) listen() error {
+// closeListeners closes every bind of fe (at stop, or when Start fails).
+func (fe *Frontend) closeListeners() {
+	fe.mu.Lock()
+	defer fe.mu.Unlock()
+	for _, a := range fe.listeners {
+		a.l.Close()
+	}
+}
+
+// listen opens every bind that inherited does not already hold (a reload
+// hands over the listeners whose address stays; see StartFrom). On error
+// the listeners opened here are closed and the inherited ones are left
+// alone.
+func (fe *Frontend) listen(inherited map[string]net.Listener) error {
 	// No TCP keep-alive probes on client connections (HAProxy enables them
 	// only with option clitcpka): it also saves setsockopt calls per accept.
 	lc := net.ListenConfig{KeepAlive: -1}
+	var opened []*acceptor
 	for _, addr := range fe.Conf.Binds {
+		if l := inherited[addr]; l != nil {
+			opened = append(opened, fe.newAcceptor(l))
+			continue
+		}
 		l, err := lc.Listen(fe.p.ctx, "tcp", addr)
 		if err != nil {
-			for _, l := range fe.listeners {
-				l.Close()
+			for _, a := range opened {
+				if !isInherited(inherited, a.l) {
+					a.l.Close()
+				}
 			}
-			fe.listeners = nil
 			return err
 		}
-		fe.listeners = append(fe.listeners, l)
+		opened = append(opened, fe.newAcceptor(l))
 	}
+	fe.mu.Lock()
+	fe.listeners = opened
+	fe.mu.Unlock()
 	return nil
 }
 
-// acceptLoop accepts on l until it is closed. Before each Accept it takes a
-// frontend slot and a global slot, so that beyond maxconn connections wait
-// in the kernel's accept backlog and nothing is refused by fulcrum (HAProxy's
-// behaviour).
-func (fe *Frontend) acceptLoop(l net.Listener) {
+// isInherited reports whether l is one of inherited's listeners.
+func isInherited(inherited map[string]net.Listener, l net.Listener) bool {
+	for _, il := range inherited {
+		if il == l {
+			return true
+		}
+	}
+	return false
+}
+
+// acceptLoop accepts on a until it is closed or handed over. Before each
+// Accept it takes a frontend slot and a global slot, so that beyond maxconn
+// connections wait in the kernel's accept backlog and nothing is refused by
+// fulcrum (HAProxy's behaviour).
+func (fe *Frontend) acceptLoop(a *acceptor) {
 	defer fe.p.wg.Done()
+	defer close(a.done)
 	var backoff time.Duration
 	for {
-		if !fe.p.acquire(fe) {
+		if !fe.p.acquire(fe, a.ctx.Done()) {
 			return
 		}
-		c, err := l.Accept()
+		c, err := a.l.Accept()
 		if err != nil {
 			fe.p.releaseSlots(fe)
-			if errors.Is(err, net.ErrClosed) {
-				return
+			if a.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return // stopped, or handed over (the deadline woke Accept)
 			}
 			// EMFILE and the like: back off and try again, never crash.
 			if backoff == 0 {
@@ -120,7 +181,7 @@ func (fe *Frontend) acceptLoop(l net.Listener) {
 			fe.p.log.Warn().Err(err).Str("frontend", fe.Name).Msg("accept failed")
 			select {
 			case <-time.After(backoff):
-			case <-fe.p.ctx.Done():
+			case <-a.ctx.Done():
 				return
 			}
 			continue

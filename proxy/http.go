@@ -308,6 +308,9 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 	tr := tResp.Sub(tSent).Milliseconds()
 	srv.Counters.Rtime.Add(tr)
 	be.Counters.Rtime.Add(tr)
+	// The server answered: store it for persistence now, before the client
+	// has the response and can send its next request.
+	s.stickStore(srv)
 
 	status := s.resp.status
 	srv.observeResponse(status)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"net"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -28,13 +29,28 @@ type Proxy struct {
 	work        chan work // accepted connections for idle worker goroutines
 	stopping    atomic.Bool
 	wg          sync.WaitGroup // accept loops and connections
+
+	// carried are the counters inherited from the proxy this one replaced
+	// (reload.go); settled is closed once that proxy has drained and its
+	// last counts were added here (at once for a proxy built by New).
+	carried []counterCarry
+	settled chan struct{}
 }
 
 // New builds a proxy from a validated configuration. Nothing listens until
 // Start. log receives the access log (info) and events.
 func New(cfg *conf.Config, log zerolog.Logger) (*Proxy, error) {
+	return build(cfg, log, nil)
+}
+
+// build is New; prev, if non-nil, is the proxy a reload replaces, whose
+// stick tables are kept when their definition stays (NewFrom, reload.go).
+func build(cfg *conf.Config, log zerolog.Logger, prev *Proxy) (*Proxy, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Proxy{Conf: cfg, log: log, ctx: ctx, cancel: cancel, work: make(chan work)}
+	p := &Proxy{Conf: cfg, log: log, ctx: ctx, cancel: cancel, work: make(chan work), settled: make(chan struct{})}
+	if prev == nil {
+		close(p.settled) // nothing to inherit
+	}
 	byName := map[string]*Backend{}
 	for i, bc := range cfg.Backends {
 		b, err := newBackend(i+1, bc)
@@ -73,7 +89,7 @@ func New(cfg *conf.Config, log zerolog.Logger) (*Proxy, error) {
 		p.Frontends = append(p.Frontends, fe)
 	}
 	p.numberProxies()
-	if err := p.buildTables(); err != nil {
+	if err := p.buildTables(prev); err != nil {
 		cancel()
 		return nil, err
 	}
@@ -136,25 +152,53 @@ func (p *Proxy) numberProxies() {
 // Start opens every bind and starts accepting. If a bind fails, nothing is
 // left listening and the error names the frontend and address.
 func (p *Proxy) Start() error {
+	if err := p.open(nil); err != nil {
+		return err
+	}
+	p.serve(nil)
+	return nil
+}
+
+// open opens the binds of every frontend, taking those in inherited (a
+// reload's, by configured address) instead of opening them. On error
+// nothing it opened is left open and the error names the frontend.
+func (p *Proxy) open(inherited map[string]net.Listener) error {
 	p.started = time.Now()
 	for i, fe := range p.Frontends {
-		if err := fe.listen(); err != nil {
+		if err := fe.listen(inherited); err != nil {
 			for _, prev := range p.Frontends[:i] {
-				for _, l := range prev.listeners {
-					l.Close()
+				prev.mu.Lock()
+				for _, a := range prev.listeners {
+					if !isInherited(inherited, a.l) {
+						a.l.Close()
+					}
 				}
+				prev.listeners = nil
+				prev.mu.Unlock()
 			}
 			return fmt.Errorf("frontend %q: %w", fe.Name, err)
 		}
 	}
+	return nil
+}
+
+// serve starts the accept loops and the stick tables' expiry. before, if
+// non-nil, is called for each listener just before its loop starts (a
+// reload stops the previous proxy's loop on it there).
+func (p *Proxy) serve(before func(net.Listener)) {
 	for _, fe := range p.Frontends {
-		for _, l := range fe.listeners {
+		fe.mu.Lock()
+		ls := fe.listeners
+		fe.mu.Unlock()
+		for _, a := range ls {
+			if before != nil {
+				before(a.l)
+			}
 			p.wg.Add(1)
-			go fe.acceptLoop(l)
+			go fe.acceptLoop(a)
 		}
 	}
 	p.expireTables()
-	return nil
 }
 
 // Frontend returns the frontend named name, or nil.
@@ -184,9 +228,7 @@ func (p *Proxy) Backend(name string) *Backend {
 func (p *Proxy) Shutdown(ctx context.Context) error {
 	p.stopping.Store(true)
 	for _, fe := range p.Frontends {
-		for _, l := range fe.listeners {
-			l.Close()
-		}
+		fe.closeListeners()
 	}
 	p.cancel()
 	done := make(chan struct{})
@@ -218,15 +260,16 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 }
 
 // acquire takes a frontend slot then a global slot, waiting while either
-// limit is reached. It returns false when the proxy is stopping.
-func (p *Proxy) acquire(fe *Frontend) bool {
+// limit is reached. It returns false when done is closed first.
+// done is the accept loop's: it ends with the proxy or at a hand-over.
+func (p *Proxy) acquire(fe *Frontend, done <-chan struct{}) bool {
 	if !fe.slots.tryAcquire() {
 		fe.MaxconnHits.Add(1)
-		if !fe.slots.acquire(p.ctx.Done()) {
+		if !fe.slots.acquire(done) {
 			return false
 		}
 	}
-	if !p.globalSlots.acquire(p.ctx.Done()) {
+	if !p.globalSlots.acquire(done) {
 		fe.slots.release()
 		return false
 	}

@@ -32,9 +32,14 @@ type tables struct {
 	byName map[string]*stick.Table
 	track  map[*acl.Rule]*stick.Table // the table of each track-sc rule
 	sticks map[*Backend]*backendStick // persistence of each backend that has some
-	// now is the tables' clock; tests replace it before Start.
-	now func() time.Time
+	// clock is the tables' clock; tests replace its now before Start. It
+	// is apart from the proxy so that a table kept by a reload does not
+	// keep the proxy that created it alive.
+	clock *tableClock
 }
+
+// tableClock is the stick tables' time source; nil now means time.Now.
+type tableClock struct{ now func() time.Time }
 
 // backendStick is a backend's persistence: its stick rules and cookie.
 type backendStick struct {
@@ -56,8 +61,13 @@ type stickStore struct {
 
 // buildTables creates the tables of cfg and resolves the rules that use
 // them. conf has checked the names; a miss here is reported as an error.
-func (p *Proxy) buildTables() error {
+// prev, if non-nil, is the proxy a reload replaces: a table of the same
+// name, key type, key length, size, expire and stored data is kept with its
+// entries (HAProxy keeps them through a reload by peers; a table whose
+// definition changed starts empty).
+func (p *Proxy) buildTables(prev *Proxy) error {
 	ts := &p.tables
+	ts.clock = &tableClock{}
 	ts.byName = map[string]*stick.Table{}
 	ts.track = map[*acl.Rule]*stick.Table{}
 	ts.sticks = map[*Backend]*backendStick{}
@@ -92,9 +102,10 @@ func (p *Proxy) buildTables() error {
 			sticky[name] = true
 		}
 	}
+	tc := ts.clock
 	clock := func() time.Time {
-		if ts.now != nil {
-			return ts.now()
+		if tc.now != nil {
+			return tc.now()
 		}
 		return time.Now()
 	}
@@ -108,8 +119,14 @@ func (p *Proxy) buildTables() error {
 			store.Add(stick.ServerID, 0)
 			store.Add(stick.ServerKey, 0)
 		}
-		t := stick.New(stick.Config{Name: d.c.Name, Type: typ, KeyLen: d.c.Len, Size: d.c.Size,
-			Expire: d.c.Expire, Store: store, Now: clock})
+		var t *stick.Table
+		if prev != nil {
+			t = prev.keptTable(d.c.Name, typ, d.c.Len, d.c.Size, d.c.Expire, store)
+		}
+		if t == nil {
+			t = stick.New(stick.Config{Name: d.c.Name, Type: typ, KeyLen: d.c.Len, Size: d.c.Size,
+				Expire: d.c.Expire, Store: store, Now: clock})
+		}
 		ts.list = append(ts.list, t)
 		ts.byName[t.Name()] = t
 	}
@@ -380,14 +397,22 @@ func (s *httpSession) persist(be *Backend) *Server {
 // server that answered (tr >= 0: a response came from it), and the
 // tracked entries are released.
 func (s *httpSession) stickEnd(srv *Server, status int, bytesOut, tr int64) {
-	if len(s.st.stores) > 0 {
-		if srv != nil && tr >= 0 {
-			s.st.storeServer(srv)
-		}
-		s.st.stores = s.st.stores[:0]
+	if srv != nil && tr >= 0 {
+		s.stickStore(srv)
 	}
+	s.st.stores = s.st.stores[:0]
 	if s.st.sc[0].e != nil || s.st.sc[1].e != nil || s.st.sc[2].e != nil {
 		s.st.end(status, s.reqIn, bytesOut)
+	}
+}
+
+// stickStore runs the pending store rules with srv, the server that
+// answered, once per request (forward calls it as soon as the response
+// head has arrived).
+func (s *httpSession) stickStore(srv *Server) {
+	if len(s.st.stores) > 0 {
+		s.st.storeServer(srv)
+		s.st.stores = s.st.stores[:0]
 	}
 }
 

@@ -177,7 +177,7 @@ address = "%s"
 		sync.Mutex
 		t time.Time
 	}{t: time.Unix(1_700_000_000, 0)}
-	p.tables.now = func() time.Time { clk.Lock(); defer clk.Unlock(); return clk.t }
+	p.tables.clock.now = func() time.Time { clk.Lock(); defer clk.Unlock(); return clk.t }
 	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os/user"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy"
@@ -33,6 +34,10 @@ type Options struct {
 	// Facts returns the process facts `show info` prints (pid, version,
 	// node, goroutines...). nil means the runtime package's own guess.
 	Facts func() stats.ProcessFacts
+	// Reload, if non-nil, reloads the configuration for the `reload`
+	// command: it returns the errors of an invalid file (nothing changed
+	// then). The daemon then calls SetProxy with the new proxy.
+	Reload func() error
 }
 
 // Socket describes one endpoint of the Runtime API: a Unix socket, a TCP
@@ -53,11 +58,17 @@ type Socket struct {
 // Each accepted connection is a session run by its own goroutine (see
 // session.go); commands act on the proxy through package proxy's methods.
 type API struct {
-	proxy   *proxy.Proxy
+	proxy   atomic.Pointer[proxy.Proxy] // the current one (SetProxy)
 	log     zerolog.Logger
 	opts    Options
 	table   *cmdTable
 	started time.Time
+
+	// hold is held for reading while a command runs (except reload) and
+	// for writing by Hold, so that a reload copies the state of a proxy no
+	// command is changing, and no command lands on the proxy being
+	// replaced after its state was copied.
+	hold sync.RWMutex
 
 	mu        sync.Mutex
 	listeners []*listener
@@ -81,6 +92,19 @@ func New(p *proxy.Proxy, log zerolog.Logger, opts Options) *API {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
+	a := &API{log: log, opts: opts, table: commandTable, started: time.Now(),
+		sessions: map[*session]struct{}{}}
+	if opts.Reload != nil {
+		a.table = commandTable.with(reloadCommands)
+	}
+	a.SetProxy(p)
+	return a
+}
+
+// SetProxy makes p the proxy that commands act on from the next command
+// on; a reload calls it once the new proxy serves. A command running
+// meanwhile finishes on the proxy it started with.
+func (a *API) SetProxy(p *proxy.Proxy) {
 	// Servers configured with checks get their check state now (an idle
 	// one until a Checker probes, the same the Checker would create), so
 	// that show stat and show servers state print the configured checks
@@ -92,9 +116,21 @@ func New(p *proxy.Proxy, log zerolog.Logger, opts Options) *API {
 			}
 		}
 	}
-	return &API{proxy: p, log: log, opts: opts, table: commandTable, started: time.Now(),
-		sessions: map[*session]struct{}{}}
+	a.proxy.Store(p)
 }
+
+// Hold runs f while no command runs: commands already running finish
+// first, new ones wait until f returns. The daemon's reload runs the swap
+// of its proxy (state copy, then SetProxy) inside it, so that an operator's
+// change is either copied to the new proxy or made on it.
+func (a *API) Hold(f func()) {
+	a.hold.Lock()
+	defer a.hold.Unlock()
+	f()
+}
+
+// Proxy returns the proxy commands act on.
+func (a *API) Proxy() *proxy.Proxy { return a.proxy.Load() }
 
 // Listen opens the socket(s) described by s and starts serving them. A
 // stale Unix socket file left by a crashed process is replaced; a file

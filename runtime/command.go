@@ -24,6 +24,10 @@ type Command struct {
 	Usage string   // "set weight <bk>/<srv> <weight>[%]"
 	Help  string   // "change a server's weight"
 	Run   func(c *Context, args []string) error
+
+	// unheld commands run while API.Hold holds the others: reload, which
+	// takes Hold itself.
+	unheld bool
 }
 
 // Context is what a handler works with: the proxy, the session that runs
@@ -120,6 +124,13 @@ func newTable(tables ...[]Command) *cmdTable {
 		}
 	}
 	return t
+}
+
+// with returns a table with t's rows then those of tables.
+func (t *cmdTable) with(tables ...[]Command) *cmdTable {
+	n := newTable(tables...)
+	n.rows = append(slices.Clone(t.rows), n.rows...)
+	return n
 }
 
 // find returns the command named by the first words of args, the longest

@@ -8,6 +8,9 @@ package runtime
 // their rows (show table, show queue, ...) when they exist in the proxy.
 var commandTable *cmdTable
 
+// reloadCommands (reload.go) are added by New to the table of an API whose
+// Options.Reload is set: a process that cannot reload does not list them,
+// and the help transcripts stay HAProxy's.
 func init() {
 	commandTable = newTable(
 		cliCommands,     // cli.go: help, prompt, quit, levels, timeouts

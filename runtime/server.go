@@ -1,6 +1,9 @@
 package runtime
 
 import (
+	"bufio"
+	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/netip"
@@ -348,14 +351,32 @@ func showServersState(c *Context, args []string) error {
 			return reply("Can't find backend.")
 		}
 	}
-	snap := c.Proxy.Snapshot()
-	c.Printf("1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight srv_time_since_last_change srv_check_status srv_check_result srv_check_health srv_check_state srv_agent_state bk_f_forced_id srv_f_forced_id srv_fqdn srv_port srvrecord srv_use_ssl srv_check_port srv_check_addr srv_agent_addr srv_agent_port\n")
+	writeServersState(c, c.Proxy, only, c.api.started)
+	return nil
+}
+
+// WriteServersState writes the reply of `show servers state` for every
+// backend of p to w: the format of HAProxy's server-state-file, which the
+// daemon writes at stop (state_file) and proxy.LoadServerState reads back.
+// started is when the process started: a server still in MAINT by
+// `disabled` since then is marked so (SRV_ADMF_CMAINT), not as set by an
+// operator.
+func WriteServersState(w io.Writer, p *proxy.Proxy, started time.Time) error {
+	bw := bufio.NewWriter(w)
+	writeServersState(bw, p, nil, started)
+	return bw.Flush()
+}
+
+// writeServersState is `show servers state [only]` written to w.
+func writeServersState(w io.Writer, p *proxy.Proxy, only *proxy.Backend, started time.Time) {
+	snap := p.Snapshot()
+	fmt.Fprintf(w, "1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight srv_time_since_last_change srv_check_status srv_check_result srv_check_health srv_check_state srv_agent_state bk_f_forced_id srv_f_forced_id srv_fqdn srv_port srvrecord srv_use_ssl srv_check_port srv_check_addr srv_agent_addr srv_agent_port\n")
 	for bi := range snap.Backends {
 		bs := &snap.Backends[bi]
 		if only != nil && bs.ID != only.ID {
 			continue
 		}
-		b := c.Proxy.Backends[bi]
+		b := p.Backends[bi]
 		for i := range bs.Servers {
 			ss, s := &bs.Servers[i], b.Servers[i]
 			host, port, err := net.SplitHostPort(ss.Addr)
@@ -377,7 +398,7 @@ func showServersState(c *Context, args []string) error {
 			case proxy.AdminMaint:
 				op = 0       // maintenance stops the server (SRV_ST_STOPPED)
 				admin = 0x01 // SRV_ADMF_FMAINT
-				if s.Conf.Disabled && ss.LastChange.Before(c.api.started) {
+				if s.Conf.Disabled && ss.LastChange.Before(started) {
 					admin |= 0x04 // SRV_ADMF_CMAINT: still `disabled` as configured
 				}
 			}
@@ -395,13 +416,12 @@ func showServersState(c *Context, args []string) error {
 				agentAddr = "-"
 			}
 			since := int64(snap.Taken.Sub(ss.LastChange) / time.Second)
-			c.Printf("%d %s %d %s %s %d %d %d %d %d %d %d %d %d %d 0 0 - %s - 0 %d %s %s %d\n",
+			fmt.Fprintf(w, "%d %s %d %s %s %d %d %d %d %d %d %d %d %d %d 0 0 - %s - 0 %d %s %s %d\n",
 				bs.ID, bs.Name, ss.ID, ss.Name, host, op, admin, ss.UserWeight, ss.InitialWeight,
 				max(since, 0), hs.CheckStatus, hs.CheckResult, hs.CheckHealth, hs.CheckState, hs.AgentState,
 				port, hs.CheckPort, checkAddr, agentAddr, hs.AgentPort)
 		}
 	}
-	return nil
 }
 
 // showServersConn dumps each server's connection usage (runtime-api.md

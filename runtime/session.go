@@ -171,7 +171,11 @@ func (s *session) exec(words []string, payload string) {
 		writeError(s.bw, errPermission)
 		return
 	}
-	c := &Context{Proxy: s.api.proxy, Payload: payload, api: s.api, sess: s, w: s.bw, words: words}
+	if !cmd.unheld { // see API.Hold
+		s.api.hold.RLock()
+		defer s.api.hold.RUnlock()
+	}
+	c := &Context{Proxy: s.api.Proxy(), Payload: payload, api: s.api, sess: s, w: s.bw, words: words}
 	if err := cmd.Run(c, words[n:]); err != nil {
 		writeError(s.bw, err)
 	}

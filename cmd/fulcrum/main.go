@@ -14,6 +14,7 @@ import (
 	goruntime "runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"sync"
 	"syscall"
 	"time"
 
@@ -64,14 +65,21 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Name:  "run",
 				Usage: "serve a configuration in the foreground",
 				Description: "Logs go to stderr. SIGTERM or SIGINT stops accepting, lets in-flight\n" +
-					"requests finish within hard_stop_after and exits 0.",
-				Flags: []cli.Flag{configFlag},
+					"requests finish within hard_stop_after and exits 0. SIGHUP reloads the\n" +
+					"configuration file (so does --watch when it changes): an invalid file\n" +
+					"changes nothing; a valid one serves new connections at once while\n" +
+					"in-flight work finishes on the old one.",
+				Flags: []cli.Flag{configFlag, &cli.BoolFlag{Name: "watch", Usage: "reload when the configuration file changes"}},
 				Action: func(c *cli.Context) error {
 					cfg, err := loadConfig(c.String("config"))
 					if err != nil {
 						return cli.Exit(err.Error(), 1)
 					}
-					return serve(c.Context, cfg, stderr, nil)
+					var opts serveOptions
+					if c.Bool("watch") {
+						opts.watch = time.Second
+					}
+					return serveWith(c.Context, cfg, stderr, opts)
 				},
 			},
 			{
@@ -137,6 +145,25 @@ func newLogger(g conf.Global, w io.Writer) zerolog.Logger {
 // serve runs cfg until SIGTERM/SIGINT (or ctx ends), then stops gracefully
 // within hard_stop_after. started, if non-nil, is called once listening.
 func serve(ctx context.Context, cfg *conf.Config, logw io.Writer, started func(*proxy.Proxy)) error {
+	var opts serveOptions
+	if started != nil {
+		opts.started = func(r *reloader) { started(r.current()) }
+	}
+	return serveWith(ctx, cfg, logw, opts)
+}
+
+// serveOptions are serve's optional behaviours.
+type serveOptions struct {
+	// watch reloads when the configuration file changes, looking every
+	// watch (run --watch); 0 = never.
+	watch time.Duration
+	// started, if non-nil, is called once listening.
+	started func(*reloader)
+}
+
+// serveWith is serve with its options. SIGHUP, the Runtime API's reload
+// and opts.watch reload the configuration (reload.go).
+func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serveOptions) error {
 	log := newLogger(cfg.Global, logw)
 	if n := cfg.Global.NbThread; n > 0 {
 		goruntime.GOMAXPROCS(n)
@@ -152,19 +179,23 @@ func serve(ctx context.Context, cfg *conf.Config, logw io.Writer, started func(*
 			}()
 		}
 	}
+	startedAt := time.Now()
 	p, err := proxy.New(cfg, log)
 	if err != nil {
 		return cli.Exit("fulcrum: "+err.Error(), 1)
 	}
-	setupStats(p) // stats page and /metrics on [frontend.stats] (stats.go)
+	loadState(cfg, p, log) // state_file (statefile.go)
+	setupStats(p)          // stats page and /metrics on [frontend.stats] (stats.go)
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	if err := p.Start(); err != nil {
 		return cli.Exit("fulcrum: "+err.Error(), 1)
 	}
-	defer startChecks(p, log)()
-	stopRuntime, err := startRuntime(cfg, p, log) // Runtime API sockets (runtime.go)
+	r := newReloader(cfg, p, logw, log)
+	r.stopChecks = startChecks(p, log)
+	defer func() { r.stopChecks() }()             // after the graceful stop, as HAProxy's checks
+	stopRuntime, err := startRuntime(cfg, r, log) // Runtime API sockets (runtime.go)
 	if err != nil {
 		p.Shutdown(context.Background())
 		return cli.Exit("fulcrum: "+err.Error(), 1)
@@ -175,14 +206,36 @@ func serve(ctx context.Context, cfg *conf.Config, logw io.Writer, started func(*
 			log.Info().Str("frontend", fe.Name).Str("bind", a.String()).Str("mode", string(fe.Conf.Mode)).Msg("listening")
 		}
 	}
-	if started != nil {
-		started(p)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	var watching sync.WaitGroup
+	if opts.watch > 0 {
+		watching.Add(1)
+		go func() {
+			defer watching.Done()
+			r.watch(watchCtx, opts.watch)
+		}()
+	}
+	if opts.started != nil {
+		opts.started(r)
 	}
 	var sig os.Signal
-	select {
-	case sig = <-sigs:
-	case <-ctx.Done():
+wait:
+	for {
+		select {
+		case sig = <-sigs:
+			if sig == syscall.SIGHUP {
+				r.reload() // logs its outcome
+				continue
+			}
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
 	}
+	stopWatch()
+	watching.Wait()
+	p = r.close()
+	cfg = r.cfg
 	log.Info().Stringer("signal", sigString{sig}).Dur("hard_stop_after", cfg.Global.HardStopAfter).Msg("stopping: no new connections, finishing in-flight work")
 	stopCtx := context.Background()
 	if d := cfg.Global.HardStopAfter; d > 0 {
@@ -190,9 +243,16 @@ func serve(ctx context.Context, cfg *conf.Config, logw io.Writer, started func(*
 		stopCtx, cancel = context.WithTimeout(stopCtx, d)
 		defer cancel()
 	}
+	// Configurations replaced by a reload and still draining get the same
+	// deadline.
+	stopAbort := context.AfterFunc(stopCtx, r.abortRetire)
+	defer stopAbort()
 	if err := p.Shutdown(stopCtx); err != nil {
 		log.Warn().Msg("hard_stop_after reached: remaining connections closed")
 	}
+	r.retiring.Wait()
+	r.abortRetire()
+	saveState(cfg, p, startedAt, log)
 	log.Info().Msg("stopped")
 	return nil
 }

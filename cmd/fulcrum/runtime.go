@@ -9,24 +9,29 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
-	"github.com/fulcrum-proxy/fulcrum/proxy"
 	"github.com/fulcrum-proxy/fulcrum/runtime"
 	"github.com/fulcrum-proxy/fulcrum/stats"
 	"github.com/rs/zerolog"
 )
 
 // startRuntime opens the Runtime API sockets of cfg ([[global.stats_socket]])
-// on p. The returned func closes them and removes their files; it is a
+// on r's current proxy, with r's reload as the `reload` command; r then
+// gives the API each new proxy. The sockets stay as they are across
+// reloads. The returned func closes them and removes their files; it is a
 // no-op when no socket is configured. On error nothing is left open.
-func startRuntime(cfg *conf.Config, p *proxy.Proxy, log zerolog.Logger) (stop func(), err error) {
+func startRuntime(cfg *conf.Config, r *reloader, log zerolog.Logger) (stop func(), err error) {
 	if len(cfg.Global.StatsSockets) == 0 {
 		return func() {}, nil
 	}
-	api := runtime.New(p, log, runtime.Options{
+	api := runtime.New(r.current(), log, runtime.Options{
 		Version: buildVersion(),
 		Timeout: cfg.Global.StatsTimeout,
 		Facts:   processFacts,
+		Reload:  r.reload,
 	})
+	r.mu.Lock()
+	r.api = api
+	r.mu.Unlock()
 	for _, ss := range cfg.Global.StatsSockets {
 		level, err := runtime.ParseLevel(ss.Level)
 		if err != nil {

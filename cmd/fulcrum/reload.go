@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy"
+	"github.com/fulcrum-proxy/fulcrum/proxy/check"
+	"github.com/fulcrum-proxy/fulcrum/runtime"
+	"github.com/rs/zerolog"
+)
+
+// reloader is the daemon's current proxy and the one way to replace it
+// (issue 11): SIGHUP, the Runtime API's `reload` and `run --watch` all call
+// reload. The Runtime API, the stats page and the checker follow: the API
+// is given the new proxy (SetProxy), the stats page is rebuilt on the new
+// proxy's frontends (setupStats) and the checker is restarted on it.
+type reloader struct {
+	path string    // the configuration file
+	logw io.Writer // where each configuration's logger writes
+	log  zerolog.Logger
+
+	cur atomic.Pointer[proxy.Proxy]
+
+	mu         sync.Mutex   // serialises reloads and the final stop
+	cfg        *conf.Config // the current configuration
+	stopChecks func()       // stops the current proxy's checker
+	api        *runtime.API // nil when no stats socket is configured
+	closed     bool         // stopping: no more reloads
+
+	retiring sync.WaitGroup // old proxies finishing their in-flight work
+	// abortCtx ends when the final stop's hard_stop_after expires: the old
+	// proxies still draining then close their connections too.
+	abortCtx    context.Context
+	abortRetire context.CancelFunc
+}
+
+// errStopping is returned by a reload that arrives while the daemon stops.
+var errStopping = errors.New("stopping: reload refused")
+
+// newReloader returns the reloader of p, which serves cfg and has started.
+func newReloader(cfg *conf.Config, p *proxy.Proxy, logw io.Writer, log zerolog.Logger) *reloader {
+	r := &reloader{path: cfg.File, logw: logw, log: log, cfg: cfg, stopChecks: func() {}}
+	r.abortCtx, r.abortRetire = context.WithCancel(context.Background())
+	r.cur.Store(p)
+	return r
+}
+
+// current returns the proxy that serves new connections.
+func (r *reloader) current() *proxy.Proxy { return r.cur.Load() }
+
+// reload reads the configuration file again and, when it is valid,
+// replaces the current proxy with one built from it (proxy.NewFrom,
+// StartFrom, then Retire in the background). When the file is invalid, or
+// a new bind cannot be opened, nothing changes: the error is logged and
+// returned, and the current proxy keeps serving.
+func (r *reloader) reload() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return errStopping
+	}
+	t0 := time.Now()
+	cfg, err := loadConfig(r.path) // load.go: conf.Load and the daemon's own checks
+	if err != nil {
+		r.log.Error().Err(err).Str("file", r.path).Msg("reload refused: invalid configuration, the running one keeps serving")
+		return err
+	}
+	old := r.cur.Load()
+	log := newLogger(cfg.Global, r.logw)
+	var p *proxy.Proxy
+	swap := func() {
+		// No probe may change the state being copied: the old checker
+		// stops first, and starts again if the reload fails.
+		r.stopChecks()
+		p, err = proxy.NewFrom(old, cfg, log)
+		if err == nil {
+			setupStats(p)
+			check.Inherit(p, old)
+			err = p.StartFrom(old)
+			if err != nil {
+				p.Shutdown(context.Background()) // nothing listens; frees it
+			}
+		}
+		if err != nil {
+			r.stopChecks = startChecks(old, r.log)
+			return
+		}
+		r.cur.Store(p)
+		if r.api != nil {
+			r.api.SetProxy(p)
+		}
+	}
+	if r.api != nil {
+		// No Runtime API command changes the old proxy between the copy
+		// of its state and the swap (it would be lost): they wait.
+		r.api.Hold(swap)
+	} else {
+		swap()
+	}
+	if err != nil {
+		r.log.Error().Err(err).Str("file", r.path).Msg("reload failed, the configuration keeps serving")
+		return err
+	}
+	r.stopChecks = startChecks(p, log)
+	hardStop := r.cfg.Global.HardStopAfter
+	r.cfg, r.log = cfg, log
+	r.retiring.Add(1)
+	go func() {
+		defer r.retiring.Done()
+		ctx := r.abortCtx
+		if hardStop > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, hardStop)
+			defer cancel()
+		}
+		if err := p.Retire(ctx, old); err != nil {
+			log.Warn().Msg("reload: hard_stop_after reached, the old configuration's remaining connections closed")
+		}
+	}()
+	log.Info().Str("file", r.path).Dur("took", time.Since(t0)).Msg("configuration reloaded")
+	return nil
+}
+
+// close refuses further reloads, stops the checker and returns the
+// current proxy, for the final stop.
+func (r *reloader) close() *proxy.Proxy {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	return r.cur.Load()
+}
+
+// watch reloads whenever the configuration file's content changes, looking
+// every interval, until ctx ends. An invalid file is logged by reload and
+// looked at again only when it changes.
+func (r *reloader) watch(ctx context.Context, interval time.Duration) {
+	last, _ := os.ReadFile(r.path)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		data, err := os.ReadFile(r.path)
+		if err != nil || bytes.Equal(data, last) {
+			continue
+		}
+		last = data
+		r.reload()
+	}
+}

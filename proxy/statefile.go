@@ -1,0 +1,172 @@
+package proxy
+
+// The server-state file (global state_file), read at start: HAProxy's
+// load-server-state-from-file. The daemon writes it at stop with the reply
+// of `show servers state` (runtime.WriteServersState), so an operator can
+// also produce one with socat.
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Admin state bits of srv_admin_state (HAProxy's SRV_ADMF_*).
+const (
+	admfForcedMaint = 0x01 // SRV_ADMF_FMAINT: maintenance set by an operator
+	admfForcedDrain = 0x08 // SRV_ADMF_FDRAIN: drain set by an operator
+)
+
+// StateResult counts what LoadServerState did and carries the check part
+// of the lines it applied, for proxy/check to restore (RestoreState).
+type StateResult struct {
+	Applied int // servers whose state was restored
+	Skipped int // lines naming a backend or server that no longer exists
+	Checks  []SavedChecks
+}
+
+// SavedChecks is the check part of a server-state line, in HAProxy's
+// encodings (see ServerCheckState).
+type SavedChecks struct {
+	Server      *Server
+	CheckHealth int // srv_check_health
+	CheckState  int // srv_check_state: 0x02 configured, 0x04 enabled
+	AgentState  int // srv_agent_state: the same bits
+}
+
+// LoadServerState restores, from a server-state file in the format of
+// `show servers state` (version 1), what operators set at runtime on the
+// servers that still exist, matched by backend and server name:
+//   - the admin state: MAINT or DRAIN when the line says an operator forced
+//     it (SRV_ADMF_FMAINT, SRV_ADMF_FDRAIN); a server in MAINT only by its
+//     configured `disabled` follows the configuration;
+//   - the user weight, when srv_iweight is still the configured weight (a
+//     changed configuration wins, as in HAProxy);
+//   - the operational state (DOWN, NOLB) of a server that is still checked;
+//     the check counters and a check disabled at runtime are returned in
+//     StateResult.Checks for proxy/check's RestoreState.
+//
+// It is called before Start. A malformed file is an error and changes
+// nothing.
+func (p *Proxy) LoadServerState(r io.Reader) (StateResult, error) {
+	type line struct {
+		be, srv        string
+		admin, op      int
+		uweight, iwght int
+		checks         SavedChecks
+	}
+	var res StateResult
+	var lines []line
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	col := map[string]int{}
+	n := 0
+	for sc.Scan() {
+		n++
+		text := strings.TrimSpace(sc.Text())
+		switch {
+		case text == "":
+			continue
+		case n == 1:
+			if text != "1" {
+				return res, fmt.Errorf("line 1: unsupported state file version %q, want 1", text)
+			}
+			continue
+		case strings.HasPrefix(text, "#"):
+			for i, name := range strings.Fields(strings.TrimPrefix(text, "#")) {
+				col[name] = i
+			}
+			continue
+		}
+		if len(col) == 0 {
+			return res, fmt.Errorf("line %d: no \"# be_id be_name ...\" header before the first server", n)
+		}
+		f := strings.Fields(text)
+		get := func(name string) (string, error) {
+			i, ok := col[name]
+			if !ok || i >= len(f) {
+				return "", fmt.Errorf("line %d: no %s field", n, name)
+			}
+			return f[i], nil
+		}
+		num := func(name string) (int, error) {
+			v, err := get(name)
+			if err != nil {
+				return 0, err
+			}
+			x, err := strconv.Atoi(v)
+			if err != nil {
+				return 0, fmt.Errorf("line %d: %s: %w", n, name, err)
+			}
+			return x, nil
+		}
+		var l line
+		var errs []error
+		var err error
+		l.be, err = get("be_name")
+		errs = append(errs, err)
+		l.srv, err = get("srv_name")
+		errs = append(errs, err)
+		l.admin, err = num("srv_admin_state")
+		errs = append(errs, err)
+		l.uweight, err = num("srv_uweight")
+		errs = append(errs, err)
+		l.iwght, err = num("srv_iweight")
+		errs = append(errs, err)
+		l.op, err = num("srv_op_state")
+		errs = append(errs, err)
+		for _, c := range []struct {
+			name string
+			v    *int
+		}{{"srv_check_health", &l.checks.CheckHealth}, {"srv_check_state", &l.checks.CheckState}, {"srv_agent_state", &l.checks.AgentState}} {
+			*c.v, err = num(c.name)
+			errs = append(errs, err)
+		}
+		if err := errors.Join(errs...); err != nil {
+			return res, err
+		}
+		lines = append(lines, l)
+	}
+	if err := sc.Err(); err != nil {
+		return res, err
+	}
+	for _, l := range lines {
+		b := p.Backend(l.be)
+		var s *Server
+		if b != nil {
+			s = b.Server(l.srv)
+		}
+		if s == nil {
+			res.Skipped++
+			continue
+		}
+		switch {
+		case l.admin&admfForcedMaint != 0:
+			b.SetAdmin(s, AdminMaint)
+		case l.admin&admfForcedDrain != 0:
+			b.SetAdmin(s, AdminDrain)
+		}
+		if l.iwght == s.InitialWeight && l.uweight != int(s.UserWeight.Load()) {
+			// A static algorithm refuses weights it cannot apply; the
+			// configured one then stays.
+			b.SetWeight(s, l.uweight)
+		}
+		// The checks' verdict, for a server still checked and not in
+		// maintenance (where the file says stopped whatever the checks).
+		if (s.Conf.Check || s.Conf.Agent != nil) && s.Admin() != AdminMaint {
+			switch l.op {
+			case 0: // SRV_ST_STOPPED
+				b.SetOp(s, OpDown)
+			case 3: // SRV_ST_STOPPING
+				b.SetOp(s, OpStopping)
+			}
+			l.checks.Server = s
+			res.Checks = append(res.Checks, l.checks)
+		}
+		res.Applied++
+	}
+	return res, nil
+}
