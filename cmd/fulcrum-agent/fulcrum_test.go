@@ -46,45 +46,9 @@ agent = { port = %d, inter = "100ms" }
 // after a forced drain, within two agent intervals, among them).
 func TestFulcrumAgentCheck(t *testing.T) {
 	dir := t.TempDir()
-	backendLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { backendLn.Close() })
-	go func() {
-		for {
-			c, err := backendLn.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-
-	cfg := agent.Default()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.StateFile = filepath.Join(dir, "state")
-	cfg.Allow = []string{"127.0.0.1"}
-	cfg.Memory.Enabled = false
-	cfg.Process = agent.Process{Enabled: true, Name: "app", Action: "down"}
-	src := agent.NewManualSource(agent.Reading{CPU: 20, ProcessRunning: true})
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan net.Addr, 1)
-	served := make(chan error, 1)
+	env := startAgentEnv(t, dir)
+	backendLn, agentAddr, src, cfg := env.backend, env.agent, env.src, env.cfg
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	go func() { served <- serve(ctx, &cfg, log, fixed(src), ready) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	var agentAddr net.Addr
-	select {
-	case agentAddr = <-ready:
-	case err := <-served:
-		t.Fatalf("serve: %v", err)
-	}
 
 	fcfg, err := conf.Parse("agent.toml", []byte(fmt.Sprintf(fulcrumConfig, backendLn.Addr().String(), agentAddr.(*net.TCPAddr).Port)))
 	if err != nil {

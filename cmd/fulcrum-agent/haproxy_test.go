@@ -44,48 +44,8 @@ func TestHAProxyAgentCheck(t *testing.T) {
 	haproxy := lookHAProxy(t)
 	dir := t.TempDir()
 
-	// The server's own port, for the health check: accept and close.
-	backendLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { backendLn.Close() })
-	go func() {
-		for {
-			c, err := backendLn.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-
-	// The agent, on 127.0.0.1:0, through the same serve() as `run`.
-	cfg := agent.Default()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.StateFile = filepath.Join(dir, "state")
-	cfg.Allow = []string{"127.0.0.1"}
-	cfg.Memory.Enabled = false
-	cfg.Process = agent.Process{Enabled: true, Name: "app", Action: "down"}
-	src := agent.NewManualSource(agent.Reading{CPU: 20, ProcessRunning: true})
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan net.Addr, 1)
-	served := make(chan error, 1)
-	go func() {
-		served <- serve(ctx, &cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel), fixed(src), ready)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	var agentAddr net.Addr
-	select {
-	case agentAddr = <-ready:
-	case err := <-served:
-		t.Fatalf("serve: %v", err)
-	}
+	env := startAgentEnv(t, dir)
+	backendLn, agentAddr, src, cfg := env.backend, env.agent, env.src, env.cfg
 
 	sock := filepath.Join(dir, "admin.sock")
 	cfgPath := filepath.Join(dir, "haproxy.cfg")
@@ -277,4 +237,59 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// agentEnv is what both balancers' agent tests start: a server port that
+// accepts and closes (for the health check) and the agent under test, on
+// 127.0.0.1:0, through the same serve() as `run`, driven by a manual
+// source.
+type agentEnv struct {
+	backend net.Listener
+	agent   net.Addr
+	src     *agent.ManualSource
+	cfg     agent.Config
+}
+
+func startAgentEnv(t *testing.T, dir string) agentEnv {
+	t.Helper()
+	backendLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { backendLn.Close() })
+	go func() {
+		for {
+			c, err := backendLn.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	cfg := agent.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.StateFile = filepath.Join(dir, "state")
+	cfg.Allow = []string{"127.0.0.1"}
+	cfg.Memory.Enabled = false
+	cfg.Process = agent.Process{Enabled: true, Name: "app", Action: "down"}
+	src := agent.NewManualSource(agent.Reading{CPU: 20, ProcessRunning: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan net.Addr, 1)
+	served := make(chan error, 1)
+	go func() {
+		served <- serve(ctx, &cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel), fixed(src), ready)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	select {
+	case a := <-ready:
+		return agentEnv{backend: backendLn, agent: a, src: src, cfg: cfg}
+	case err := <-served:
+		t.Fatalf("serve: %v", err)
+	}
+	return agentEnv{}
 }
