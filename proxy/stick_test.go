@@ -293,6 +293,10 @@ address = "%s"
 			t.Fatalf("used %d > 10", tbl.Used())
 		}
 	}
+	// A request releases its entry just after its response is flushed:
+	// wait until none is in use, so that the held keys below can all purge
+	// their way in.
+	waitFor(t, 5*time.Second, "the entries released", func() bool { return !strings.Contains(dumpTable(tbl), "use=1") })
 	// 10 long requests hold 10 entries; purges cannot touch them.
 	var wg sync.WaitGroup
 	for i := range 10 {
