@@ -248,3 +248,24 @@ func TestQueuedPostClientGone(t *testing.T) {
 		t.Errorf("server requests: got %d, want 1", n)
 	}
 }
+
+// A 504 after the server connection was made used to log Tc and Ta as -1:
+// they are now the connect time and the request's duration.
+func TestErrorLogKeepsTimers(t *testing.T) {
+	hung := tcpServer(t, func(c *net.TCPConn) {
+		c.Read(make([]byte, 4096))
+		c.Read(make([]byte, 1)) // until the proxy closes
+	})
+	cfg := testConfig(conf.ModeHTTP, []string{hung}, nil)
+	cfg.Backends[0].TimeoutServer = 100 * time.Millisecond
+	_, addr, buf := startLoggedProxy(t, cfg)
+	if resp := dialRaw(t, addr).do(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); resp.StatusCode != 504 {
+		t.Fatalf("status %d, want 504", resp.StatusCode)
+	}
+	waitFor(t, 5*time.Second, "the log line", func() bool { return len(buf.lines()) >= 1 })
+	l := buf.lines()[0]
+	tc, ta := l["Tc"].(float64), l["Ta"].(float64)
+	if l["termination_state"] != "sH" || tc < 0 || ta < 100 || ta < tc {
+		t.Errorf("log line: %v; want sH with Tc >= 0 and Ta >= timeout_server (100)", l)
+	}
+}

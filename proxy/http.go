@@ -36,11 +36,13 @@ type httpSession struct {
 	req   head
 	resp  head
 	lbreq lb.Request
-	nreq  int     // requests seen on this connection
-	owned *upConn // a server connection kept private to this session
-	xff   []byte  // the X-Forwarded-For line, built once
-	local bool    // the current request is answered by a local handler
-	reqIn int64   // the current request's bytes from the client (head, body)
+	nreq  int       // requests seen on this connection
+	owned *upConn   // a server connection kept private to this session
+	xff   []byte    // the X-Forwarded-For line, built once
+	local bool      // the current request is answered by a local handler
+	reqIn int64     // the current request's bytes from the client (head, body)
+	t0    time.Time // the current request's first byte, for the log
+	tc    int64     // its connect time in ms, -1 until connected
 
 	// pin is the server persistence pinned the current request to (nil:
 	// none): it waits in that server's queue (Backend.take). tw is the
@@ -127,6 +129,7 @@ func (s *httpSession) handle(idleStart time.Time) bool {
 	s.nreq++
 	s.local = false
 	s.reqIn = 0 // the head once read; forward adds the body
+	s.t0, s.tc = t0, -1
 	fe.Counters.request(t0)
 	if err := s.req.readHead(s.br); err != nil {
 		switch {
@@ -202,6 +205,7 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 	defer be.Counters.sessionEnd()
 
 	srv, uc, reused, tc, err := s.connect(be, nil, tHead)
+	s.tc = tc
 	if err != nil {
 		switch {
 		case errors.Is(err, errQueueAbort): // no reply: nobody listens
@@ -820,7 +824,9 @@ func (s *httpSession) fail(code int, flags string, idleStart time.Time, tq int64
 	}
 	s.bw.Write(resp)
 	s.flushClient()
-	s.logLine(idleStart, time.Time{}, be, srv, code, n, tq, -1, -1, flags)
+	// Ta runs from the request's first byte; Tc is known once a server
+	// connection was made (a 502 or 504 after connecting), else -1.
+	s.logLine(idleStart, s.t0, be, srv, code, n, tq, s.tc, -1, flags)
 }
 
 // logShort logs a request that never completed its head.
