@@ -2,13 +2,12 @@ package runtime
 
 import (
 	"context"
+	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,7 +23,7 @@ type testEnv struct {
 	api   *API
 	dir   string
 	socks map[Level]string
-	log   *syncBuffer
+	log   *testutil.SyncBuffer
 }
 
 // startEnv parses cfg (TOML), starts the proxy and the Runtime API with an
@@ -59,7 +58,7 @@ func startEnvOpts(t testing.TB, cfg string, opts Options) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	e := &testEnv{p: p, dir: dir, socks: map[Level]string{}, log: &syncBuffer{}}
+	e := &testEnv{p: p, dir: dir, socks: map[Level]string{}, log: &testutil.SyncBuffer{}}
 	e.api = New(p, zerolog.New(e.log), opts)
 	t.Cleanup(func() { e.api.Close() })
 	for _, l := range []Level{LevelAdmin, LevelOperator, LevelUser} {
@@ -125,22 +124,4 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -2,17 +2,16 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/csv"
 	"fmt"
+	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -53,7 +52,7 @@ func TestHAProxyAgentCheck(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(hcfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var hlog syncBuffer
+	var hlog testutil.SyncBuffer
 	cmd := exec.Command(haproxy, "-db", "-f", cfgPath)
 	cmd.Stdout, cmd.Stderr = &hlog, &hlog
 	if err := cmd.Start(); err != nil {
@@ -218,25 +217,6 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool, msg func() string)
 		case <-tick.C:
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the two writers of exec.Cmd and
-// the reader in Cleanup.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // agentEnv is what both balancers' agent tests start: a server port that

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
 	"net"
 	"os"
 	"os/exec"
@@ -46,7 +47,7 @@ backend web
 	cfgPath := filepath.Join(dir, "haproxy.cfg")
 	os.WriteFile(cfgPath, []byte(cfg), 0o644)
 	cmd := exec.Command(haproxy, "-db", "-f", cfgPath)
-	out := &syncWriter{}
+	out := &testutil.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -111,24 +110,6 @@ func TestShellInTmux(t *testing.T) {
 		b, _ := os.ReadFile(hist)
 		return strings.Contains(string(b), "show stat")
 	})
-}
-
-// syncWriter collects a child's output.
-type syncWriter struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
 }
 
 // TestWatchInTmux runs `fulcrumctl watch` on an 80-column terminal: the
