@@ -352,14 +352,20 @@ func TestQueueDynamicLimitLive(t *testing.T) {
 		go getID(addr, i, done)
 	}
 	waitFor(t, 5*time.Second, "10 backend sessions", func() bool { return p.Backends[0].Counters.Scur.Load() == 10 })
-	waitFor(t, 5*time.Second, "5 at the server", func() bool { return u.inflight.Load() == 5 })
+	// A request counts in the backend's sessions just before it queues:
+	// wait for all five to be queued too.
+	waitFor(t, 5*time.Second, "5 at the server, 5 queued", func() bool {
+		return u.inflight.Load() == 5 && p.Snapshot().Backends[0].Qcur == 5
+	})
 	if s := p.Snapshot().Backends[0]; s.Servers[0].Slim != 5 || s.Qcur != 5 {
 		t.Errorf("at 10 sessions: slim %d qcur %d, want 5 and 5", s.Servers[0].Slim, s.Qcur)
 	}
 	for i := 10; i < 20; i++ {
 		go getID(addr, i, done)
 	}
-	waitFor(t, 5*time.Second, "10 at the server", func() bool { return u.inflight.Load() == 10 })
+	waitFor(t, 5*time.Second, "10 at the server, 10 queued", func() bool {
+		return u.inflight.Load() == 10 && p.Snapshot().Backends[0].Qcur == 10
+	})
 	if s := p.Snapshot().Backends[0]; s.Servers[0].Slim != 10 || s.Qcur != 10 || s.Scur != 20 {
 		t.Errorf("at 20 sessions: slim %d qcur %d scur %d, want 10, 10, 20", s.Servers[0].Slim, s.Qcur, s.Scur)
 	}
