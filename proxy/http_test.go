@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -424,7 +425,9 @@ func TestConcurrentClients(t *testing.T) {
 // after one response without saying so leaves dead connections in the pool;
 // the next request on one is retried on a fresh connection, invisibly.
 func TestStalePooledConnectionRetried(t *testing.T) {
-	var conns sync.WaitGroup
+	// A WaitGroup here raced (Add in the accept loop against Wait in the
+	// test): count the closed connections instead.
+	var closed atomic.Int64
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	defer l.Close()
 	var accepted int64
@@ -438,9 +441,8 @@ func TestStalePooledConnectionRetried(t *testing.T) {
 			mu.Lock()
 			accepted++
 			mu.Unlock()
-			conns.Add(1)
 			go func() {
-				defer conns.Done()
+				defer closed.Add(1)
 				defer c.Close()
 				buf := make([]byte, 4096)
 				c.Read(buf)
@@ -454,7 +456,7 @@ func TestStalePooledConnectionRetried(t *testing.T) {
 	rc := dialRaw(t, addr)
 	for i := 0; i < 5; i++ {
 		// Let the server's close reach the pooled connection first.
-		conns.Wait()
+		waitFor(t, 5*time.Second, "the server's closes", func() bool { return closed.Load() == int64(i) })
 		resp := rc.do(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 		if resp.StatusCode != 200 {
 			t.Fatalf("request %d: status %d, want 200", i, resp.StatusCode)
