@@ -15,6 +15,7 @@ import (
 type switchable struct {
 	t    *testing.T
 	addr string
+	l    net.Listener
 	srv  *http.Server
 }
 
@@ -31,6 +32,7 @@ func (s *switchable) start(name string) {
 		s.t.Fatalf("listen %s: %v", s.addr, err)
 	}
 	s.addr = l.Addr().String()
+	s.l = l
 	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(name + "\n"))
 	})}
@@ -39,6 +41,10 @@ func (s *switchable) start(name string) {
 
 func (s *switchable) stop() {
 	if s.srv != nil {
+		// Close the listener itself: the kernel accepts connections as soon
+		// as it listens, and srv.Close does not close a listener Serve has
+		// not reached yet, so a probe could still connect after stop.
+		s.l.Close()
 		s.srv.Close()
 		s.srv = nil
 	}
