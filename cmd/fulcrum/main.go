@@ -209,10 +209,13 @@ func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serve
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	var watching sync.WaitGroup
 	if opts.watch > 0 {
+		// The content to compare with is read here, before `started`: read
+		// in the goroutine, it could already be a later version.
+		initial, _ := os.ReadFile(r.path)
 		watching.Add(1)
 		go func() {
 			defer watching.Done()
-			r.watch(watchCtx, opts.watch)
+			r.watch(watchCtx, opts.watch, initial)
 		}()
 	}
 	if opts.started != nil {

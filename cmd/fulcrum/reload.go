@@ -138,11 +138,11 @@ func (r *reloader) close() *proxy.Proxy {
 	return r.cur.Load()
 }
 
-// watch reloads whenever the configuration file's content changes, looking
-// every interval, until ctx ends. An invalid file is logged by reload and
-// looked at again only when it changes.
-func (r *reloader) watch(ctx context.Context, interval time.Duration) {
-	last, _ := os.ReadFile(r.path)
+// watch reloads whenever the configuration file's content differs from
+// last (the content being served), looking every interval, until ctx
+// ends. An invalid file is logged by reload and looked at again only when
+// it changes.
+func (r *reloader) watch(ctx context.Context, interval time.Duration, last []byte) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
