@@ -11,7 +11,13 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/cmd/fulcrum-agent/internal/agent"
 	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
 )
+
+// TestMain fails the package when a test leaves a goroutine behind.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
 
 // fixed returns a sourceFunc that hands out src, in place of gopsutil.
 func fixed(src agent.Source) sourceFunc {

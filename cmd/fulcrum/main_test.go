@@ -21,15 +21,18 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/cli"
 	"github.com/fulcrum-proxy/fulcrum/proxy"
+	"go.uber.org/goleak"
 )
 
 // TestMain lets the test binary act as the fulcrum command when
 // FULCRUM_TEST_MAIN is set, so signal tests run the real main in a child.
+// Otherwise it runs the tests and fails the package when one leaves a
+// goroutine behind.
 func TestMain(m *testing.M) {
 	if os.Getenv("FULCRUM_TEST_MAIN") == "1" {
 		os.Exit(run(append([]string{"fulcrum"}, os.Args[1:]...), os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func writeFile(t *testing.T, name, content string) string {
