@@ -89,7 +89,9 @@ func agentWeight(word string, iw int) (int, string) {
 	if err != nil {
 		return 0, "Trailing garbage in weight string"
 	}
-	w := iw * n / 100
+	// Past 25600% every initial weight from 1 gives the cap: clamping
+	// first keeps iw * n from overflowing.
+	w := iw * min(n, 25600) / 100
 	return min(w, 256), ""
 }
 

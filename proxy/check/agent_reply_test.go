@@ -50,6 +50,9 @@ func TestAgentWeight(t *testing.T) {
 	}{
 		{"75%", 100, 75, false}, {"400%", 80, 256, false}, {"200%", 100, 200, false},
 		{"0%", 100, 0, false}, {"25%", 80, 20, false}, {"5x%", 100, 0, true},
+		// Large enough for iw * N to overflow: still the cap (FuzzAgentReply).
+		{"36028797018963968%", 256, 256, false}, {"9223372036854775807%", 100, 256, false},
+		{"36028797018963968%", 0, 0, false},
 	}
 	for _, tt := range tests {
 		got, warn := agentWeight(tt.word, tt.iw)
