@@ -170,22 +170,21 @@ func (f *fileSection) checkTables(s scope) {
 			}
 		}
 	}
-	track := func(at scope, rs *acl.Rules, texts []string, own bool) {
-		if rs == nil {
-			return
-		}
-		for _, r := range rs.HTTP {
+	track := func(at scope, rules []*acl.Rule, texts []string, own bool) {
+		for _, r := range rules {
 			if r.Action == acl.ActTrackSC {
 				need(at.item(slices.Index(texts, r.Text)), r.TrackTable(), own, "track-sc"+strconv.Itoa(r.TrackSlot()))
 			}
 		}
 	}
 	for i, fe := range f.Frontends {
-		track(s.at("frontend").item(i).at("http_request"), fe.rules, fe.HTTPRequest, fe.StickTable != nil)
+		item := s.at("frontend").item(i)
+		track(item.at("tcp_request"), fe.rules.TCPRules(), fe.TCPRequest, fe.StickTable != nil)
+		track(item.at("http_request"), fe.rules.HTTPRules(), fe.HTTPRequest, fe.StickTable != nil)
 	}
 	for i, be := range f.Backends {
 		item := s.at("backend").item(i)
-		track(item.at("http_request"), be.rules, be.HTTPRequest, be.StickTable != nil)
+		track(item.at("http_request"), be.rules.HTTPRules(), be.HTTPRequest, be.StickTable != nil)
 		for _, r := range be.stickRules {
 			j := slices.Index(be.Stick, r.Text)
 			need(item.at("stick").item(j), r.Table, be.StickTable != nil, "stick")

@@ -17,9 +17,9 @@ type Headers interface {
 // valid only until the next request is read, so nothing in this package
 // keeps them past an evaluation.
 //
-// At the tcp_request connection stage only Src and Dst are set, and HTTP is
-// false: layer-7 fetches then find no sample (configurations using them
-// there are rejected at load).
+// At the tcp_request connection stage only Src, Dst and Tracker (the
+// connection's) are set, and HTTP is false: layer-7 fetches then find no
+// sample (configurations using them there are rejected at load).
 type Request struct {
 	Src, Dst netip.AddrPort
 	HTTP     bool   // an HTTP request is available (false at connection accept)

@@ -26,7 +26,7 @@ const (
 	ActSetPath                 // replace the path, keeping the query string
 	ActAccept                  // tcp_request connection accept
 	ActReject                  // tcp_request connection reject
-	ActTrackSC                 // http_request track-sc0/1/2: track a key in a stick table
+	ActTrackSC                 // track-sc0/1/2 (http_request, tcp_request connection): track a key in a stick table
 )
 
 // DenyStatuses are the codes deny_status accepts: those HAProxy 2.6 has a
@@ -79,22 +79,41 @@ func (rs *Rules) HTTPRules() []*Rule {
 	return rs.HTTP
 }
 
+// TCPRules returns the tcp_request connection rules (none for a nil *Rules).
+func (rs *Rules) TCPRules() []*Rule {
+	if rs == nil {
+		return nil
+	}
+	return rs.TCPConnection
+}
+
 // Empty reports whether there is no rule at all.
 func (rs *Rules) Empty() bool {
 	return rs == nil || len(rs.TCPConnection)+len(rs.HTTP)+len(rs.UseBackend) == 0
 }
 
 // AcceptConnection runs the tcp_request connection rules against a new
-// connection (only Src and Dst are set). It returns false when the
-// connection must be closed (reject); the first accept or reject whose
-// condition holds ends the evaluation, and no rule means accept.
+// connection (only Src, Dst and Tracker are set). It returns false when
+// the connection must be closed (reject). Rules run in order: track-sc
+// rules whose condition holds track their key in r.Tracker and evaluation
+// goes on, so that later conditions see the counters (sc0_conn_cur); the
+// first accept or reject whose condition holds ends it. No rule, or none
+// that decides, means accept.
 func (rs *Rules) AcceptConnection(r *Request) bool {
 	if rs == nil {
 		return true
 	}
 	for _, rule := range rs.TCPConnection {
-		if rule.Cond.Eval(r) {
-			return rule.Action == ActAccept
+		if !rule.Cond.Eval(r) {
+			continue
+		}
+		switch rule.Action {
+		case ActTrackSC:
+			rule.track(r)
+		case ActReject:
+			return false
+		default:
+			return true
 		}
 	}
 	return true
@@ -598,8 +617,10 @@ func (rule *Rule) parseRedirect(opts []string) error {
 }
 
 // TCPRule compiles one tcp_request rule; only the connection stage
-// exists yet: "connection accept|reject [if|unless COND]". Conditions may
-// use layer-4 fetches only (src, src_port, dst, dst_port).
+// exists yet: "connection accept|reject [if|unless COND]" and
+// "connection track-sc0|1|2 KEY [table NAME] [if|unless COND]". The key and
+// the condition may use layer-4 fetches only (src, src_port, dst,
+// dst_port) and the counters tracked by earlier rules (sc_*).
 func (sc *Scope) TCPRule(text string, line int) (*Rule, error) {
 	words, err := splitWords(text)
 	if err != nil {
@@ -617,20 +638,27 @@ func (sc *Scope) TCPRule(text string, line int) (*Rule, error) {
 	}
 	rule := &Rule{Cond: cond, Text: text, Line: line}
 	if len(args) == 0 {
-		return nil, fmt.Errorf("'connection' expects an action: accept or reject")
+		return nil, fmt.Errorf("'connection' expects an action: accept, reject or track-sc0/1/2")
 	}
-	switch args[0] {
-	case "accept":
+	act, opts := args[0], args[1:]
+	switch act {
+	case "accept", "reject":
 		rule.Action = ActAccept
-	case "reject":
-		rule.Action = ActReject
+		if act == "reject" {
+			rule.Action = ActReject
+		}
+		if len(opts) > 0 {
+			return nil, fmt.Errorf("'connection %s' takes no argument, got '%s'", act, opts[0])
+		}
 	case "track-sc0", "track-sc1", "track-sc2":
-		return nil, fmt.Errorf("'%s' is not supported yet (it needs stick tables)", args[0])
+		if err := sc.parseTrack(rule, act, opts); err != nil {
+			return nil, err
+		}
+		if rule.key.L7() {
+			return nil, fmt.Errorf("'connection %s': fetch '%s' needs an HTTP request, which tcp_request connection rules cannot see (only src, src_port, dst, dst_port)", act, rule.key)
+		}
 	default:
-		return nil, fmt.Errorf("unknown tcp_request connection action '%s' (supported: accept, reject)", args[0])
-	}
-	if len(args) > 1 {
-		return nil, fmt.Errorf("'connection %s' takes no argument, got '%s'", args[0], args[1])
+		return nil, fmt.Errorf("unknown tcp_request connection action '%s' (supported: accept, reject, track-sc0, track-sc1, track-sc2)", act)
 	}
 	if cond != nil && cond.l7 {
 		return nil, fmt.Errorf("condition uses HTTP fetches, which tcp_request connection rules cannot see (only src, src_port, dst, dst_port)")
