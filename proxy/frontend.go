@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,11 @@ type Frontend struct {
 	// DeniedConn counts connections closed by a tcp_request connection
 	// reject rule (HAProxy's dcon).
 	DeniedConn atomic.Int64
+
+	// successor is the frontend of the same name in the proxy that
+	// replaced this one's at a reload, when its keep-alive connections may
+	// move there (handoff.go); nil otherwise.
+	successor atomic.Pointer[Frontend]
 }
 
 // clientConn is one accepted client connection.
@@ -51,6 +57,12 @@ type clientConn struct {
 	state    atomic.Int32 // connNew, connIdle, connActive or connClosed
 	dl       deadlines    // owned by the connection's goroutine
 	stream   streamRef    // the current stream's server side (sessions.go)
+	bind     string       // the address of the listener that accepted it
+	st       tracker      // entries tracked by tcp_request connection rules (stick.go)
+
+	// owner is the frontend that accounts for the connection: the one
+	// that accepted it, or its successor after a reload (handoff.go).
+	owner atomic.Pointer[Frontend]
 }
 
 // Connection states. A new connection is not idle: a stop (or the end of
@@ -63,11 +75,25 @@ const (
 	connIdle
 	connActive
 	connClosed
+	connMoving // an idle or new connection moving to a successor frontend
 )
 
 // setActive marks cc busy with a request; false if it was closed by a stop.
+// A connection moving to another frontend (handoff.go, a few atomic
+// operations under a lock) is waited for.
 func (cc *clientConn) setActive() bool {
-	return cc.state.CompareAndSwap(connIdle, connActive) || cc.state.CompareAndSwap(connNew, connActive)
+	for {
+		switch st := cc.state.Load(); st {
+		case connIdle, connNew:
+			if cc.state.CompareAndSwap(st, connActive) {
+				return true
+			}
+		case connMoving:
+			runtime.Gosched()
+		default:
+			return false
+		}
+	}
 }
 
 // setIdle marks cc waiting for a request; false if the proxy is stopping
@@ -81,6 +107,7 @@ func (cc *clientConn) setIdle() bool { return cc.state.CompareAndSwap(connActive
 // the new loop instead of being refused.
 type acceptor struct {
 	l      net.Listener
+	addr   string             // l's address, for clientConn.bind
 	ctx    context.Context    // the loop runs until it ends: stop or hand-over
 	cancel context.CancelFunc //
 	done   chan struct{}      // closed when the loop has returned
@@ -89,7 +116,7 @@ type acceptor struct {
 // newAcceptor wraps l for a loop of fe's proxy.
 func (fe *Frontend) newAcceptor(l net.Listener) *acceptor {
 	ctx, cancel := context.WithCancel(fe.p.ctx)
-	return &acceptor{l: l, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	return &acceptor{l: l, addr: l.Addr().String(), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
 // Addrs returns the addresses the frontend listens on (after Start), so that
@@ -154,6 +181,10 @@ func isInherited(inherited map[string]net.Listener, l net.Listener) bool {
 	return false
 }
 
+// acceptWarnEvery spaces the warnings of a listener whose accepts keep
+// failing (file descriptors exhausted for as long as the load lasts).
+const acceptWarnEvery = 10 * time.Second
+
 // acceptLoop accepts on a until it is closed or handed over. Before each
 // Accept it takes a frontend slot and a global slot, so that beyond maxconn
 // connections wait in the kernel's accept backlog and nothing is refused by
@@ -162,6 +193,8 @@ func (fe *Frontend) acceptLoop(a *acceptor) {
 	defer fe.p.wg.Done()
 	defer close(a.done)
 	var backoff time.Duration
+	failures := 0 // accept failures in a row
+	var lastWarn time.Time
 	for {
 		if !fe.p.acquire(fe, a.ctx.Done()) {
 			return
@@ -172,13 +205,17 @@ func (fe *Frontend) acceptLoop(a *acceptor) {
 			if a.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return // stopped, or handed over (the deadline woke Accept)
 			}
-			// EMFILE and the like: back off and try again, never crash.
-			if backoff == 0 {
-				backoff = 5 * time.Millisecond
-			} else if backoff < time.Second {
-				backoff *= 2
+			// EMFILE, ENFILE and the like: back off as net/http's Server
+			// does (5ms doubling up to 1s) and try again, never spin or
+			// exit; the connection waits in the backlog. Logged when the
+			// failures start, then at most every acceptWarnEvery.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			failures++
+			if now := time.Now(); failures == 1 || now.Sub(lastWarn) >= acceptWarnEvery {
+				lastWarn = now
+				fe.p.log.Warn().Err(err).Str("frontend", fe.Name).Str("bind", a.l.Addr().String()).
+					Int("failures", failures).Dur("retry_in", backoff).Msg("accept failed, backing off")
 			}
-			fe.p.log.Warn().Err(err).Str("frontend", fe.Name).Msg("accept failed")
 			select {
 			case <-time.After(backoff):
 			case <-a.ctx.Done():
@@ -186,8 +223,13 @@ func (fe *Frontend) acceptLoop(a *acceptor) {
 			}
 			continue
 		}
+		if failures > 0 {
+			fe.p.log.Info().Str("frontend", fe.Name).Str("bind", a.l.Addr().String()).
+				Int("failures", failures).Msg("accepting again")
+			failures = 0
+		}
 		backoff = 0
-		cc := &clientConn{c: c, accepted: time.Now()}
+		cc := &clientConn{c: c, accepted: time.Now(), bind: a.addr}
 		if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
 			cc.src = ap
 		}
@@ -197,17 +239,23 @@ func (fe *Frontend) acceptLoop(a *acceptor) {
 	}
 }
 
-// serve runs one client connection and releases its slots.
+// serve runs one client connection and releases its slots. The slots,
+// the session count and the stop's wait belong to the connection's owner,
+// which a reload may change (handoff.go).
 func (fe *Frontend) serve(cc *clientConn) {
-	defer fe.p.wg.Done()
-	defer fe.p.releaseSlots(fe)
-	defer fe.track(cc, false)
-	defer cc.c.Close()
+	cc.owner.Store(fe)
+	defer func() {
+		cc.c.Close()
+		o := cc.owner.Load()
+		o.track(cc, false)
+		o.p.releaseSlots(o)
+		o.p.wg.Done()
+	}()
 	if !fe.acceptConn(cc) { // tcp_request connection rules (rules.go)
 		return
 	}
 	fe.Counters.sessionStart(cc.accepted)
-	defer fe.Counters.sessionEnd()
+	defer func() { cc.owner.Load().Counters.sessionEnd() }()
 	if fe.Conf.Mode == conf.ModeTCP {
 		cc.state.Store(connActive)
 		fe.serveTCP(cc)
@@ -227,15 +275,22 @@ func (fe *Frontend) track(cc *clientConn, add bool) {
 	fe.mu.Unlock()
 }
 
-// closeIdle closes every connection waiting for a request (at stop).
-// Busy ones finish their request and then close.
+// closeIdle closes every connection waiting for a request (at stop),
+// unless it can move to the frontend that replaced fe at a reload
+// (handoff.go). Busy ones finish their request and then close or move.
 func (fe *Frontend) closeIdle() {
 	fe.mu.Lock()
 	defer fe.mu.Unlock()
 	for cc := range fe.conns {
-		if cc.state.CompareAndSwap(connIdle, connClosed) {
-			cc.c.Close()
+		if !cc.state.CompareAndSwap(connIdle, connMoving) {
+			continue
 		}
+		if fe.handOffLocked(cc) {
+			cc.state.Store(connIdle)
+			continue
+		}
+		cc.state.Store(connClosed)
+		cc.c.Close()
 	}
 }
 

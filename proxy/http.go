@@ -78,15 +78,10 @@ var errNoServer = errors.New("no server available")
 // forces a close, or the proxy stops.
 func (fe *Frontend) serveHTTP(cc *clientConn) {
 	s := sessionPool.Get().(*httpSession)
-	s.fe, s.cc, s.br, s.bw = fe, cc, getReader(cc.c), getWriter(cc.c)
+	s.cc, s.br, s.bw = cc, getReader(cc.c), getWriter(cc.c)
 	s.lbreq = lb.Request{Src: cc.src}
-	s.st.p = fe.p
-	s.xff = s.xff[:0]
-	if fe.forwardFor {
-		s.xff = append(s.xff, "X-Forwarded-For: "...)
-		s.xff = cc.src.Addr().Unmap().AppendTo(s.xff)
-		s.xff = append(s.xff, "\r\n"...)
-	}
+	s.setFrontend(fe)
+	s.st.inherit(&cc.st) // entries tracked at the connection stage
 	defer func() {
 		if s.owned != nil {
 			s.owned.close()
@@ -95,6 +90,7 @@ func (fe *Frontend) serveHTTP(cc *clientConn) {
 		putWriter(s.bw)
 		s.st.end(-1, 0, 0) // a request that ended without its log line
 		s.recycle()
+		cc.st.release() // the connection's tracked entries (tcp_request connection)
 	}()
 	for {
 		idleStart := time.Now()
@@ -104,6 +100,9 @@ func (fe *Frontend) serveHTTP(cc *clientConn) {
 			// closed silently; a first request that never comes gets 408, as
 			// HAProxy without http-ignore-probes.
 			if s.nreq == 0 && isTimeout(err) {
+				// Counted as a request and a request error, as HAProxy.
+				s.fe.Counters.request(time.Now())
+				s.fe.Counters.Ereq.Add(1)
 				s.fail(408, "cR", idleStart, -1, nil, nil)
 			}
 			return
@@ -111,13 +110,48 @@ func (fe *Frontend) serveHTTP(cc *clientConn) {
 		if !cc.setActive() {
 			return
 		}
+		if o := cc.owner.Load(); o != s.fe {
+			s.setFrontend(o) // moved by a reload while idle (handoff.go)
+		}
 		if !s.handle(idleStart) {
 			return
 		}
-		if !cc.setIdle() || fe.p.stopping.Load() {
+		if !cc.setIdle() {
 			return
 		}
+		if s.fe.p.stopping.Load() {
+			// Replaced by a reload: move to the new proxy, or close.
+			if !s.fe.handOff(cc) {
+				return
+			}
+			s.setFrontend(cc.owner.Load())
+		}
 	}
+}
+
+// setFrontend makes fe the session's frontend: at the start, and when the
+// connection moved to the proxy a reload started (handoff.go). A server
+// connection kept private belongs to the old proxy's server: it is closed.
+func (s *httpSession) setFrontend(fe *Frontend) {
+	if s.owned != nil && s.fe != nil && s.fe != fe {
+		s.owned.close()
+		s.owned = nil
+	}
+	s.fe = fe
+	s.st.p = fe.p
+	s.xff = s.xff[:0]
+	if fe.forwardFor {
+		s.xff = append(s.xff, "X-Forwarded-For: "...)
+		s.xff = s.cc.src.Addr().Unmap().AppendTo(s.xff)
+		s.xff = append(s.xff, "\r\n"...)
+	}
+}
+
+// stoppingForGood reports whether the session's proxy is stopping and the
+// connection cannot move to a successor (handoff.go): its response must
+// then say Connection: close.
+func (s *httpSession) stoppingForGood() bool {
+	return s.fe.p.stopping.Load() && !s.fe.canHandOff(s.cc)
 }
 
 // handle serves one request whose first byte has arrived. It returns true
@@ -134,16 +168,19 @@ func (s *httpSession) handle(idleStart time.Time) bool {
 	if err := s.req.readHead(s.br); err != nil {
 		switch {
 		case isTimeout(err):
+			fe.Counters.Ereq.Add(1) // as HAProxy counts a 408
 			s.fail(408, "cR", idleStart, -1, nil, nil)
 		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || isConnReset(err):
 			fe.Counters.Ereq.Add(1)
 			s.logShort(idleStart, "CR", -1)
 		default:
 			fe.Counters.Ereq.Add(1)
+			s.st.request() // a bad request counts, as in HAProxy
 			s.fail(400, "PR", idleStart, -1, nil, nil)
 		}
 		return false
 	}
+	s.st.request() // on the entries tracked at the connection stage
 	fe.Counters.Bin.Add(int64(len(s.req.buf)))
 	s.reqIn = int64(len(s.req.buf))
 	if err := s.req.parse(false); err != nil {
@@ -258,11 +295,22 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 			err = s.readResponseHead(uc)
 		}
 		if ferr != nil && errors.Is(ferr, errClientSide) {
-			uc.close()
+			uc.close() // the server never gets a complete request
+			if errors.Is(ferr, errBadHead) {
+				// A broken chunked body: 400, as HAProxy (PH: the
+				// server had not answered).
+				fe.Counters.Ereq.Add(1)
+				s.fail(400, "PH", idleStart, tq, be, srv)
+				return false
+			}
 			fe.Counters.CliAbrt.Add(1)
 			be.Counters.CliAbrt.Add(1)
 			srv.Counters.CliAbrt.Add(1)
-			s.logLine(idleStart, t0, be, srv, 0, 0, tq, tc, -1, "CD")
+			flags := "CD"
+			if isTimeout(ferr) {
+				flags = "cD" // timeout_client: the body stopped coming
+			}
+			s.logLine(idleStart, t0, be, srv, -1, 0, tq, tc, -1, flags)
 			return false
 		}
 		// A pooled connection that the server had closed while idle fails
@@ -322,7 +370,7 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 	noBody := isHead || status == 204 || status == 304 || status == 101
 	untilClose := !noBody && !s.resp.chunked && s.resp.contentLength < 0
 	upgrade := status == 101
-	closeAfter := s.req.connClose || untilClose || s.fe.p.stopping.Load()
+	closeAfter := s.req.connClose || untilClose || s.stoppingForGood()
 	upReusable := !s.resp.connClose && !untilClose && !upgrade
 
 	s.ck.served = srv
@@ -380,8 +428,13 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 			srv.Counters.SrvAbrt.Add(1)
 			be.Counters.SrvAbrt.Add(1)
 		default:
+			// The server closed or reset mid-body: HAProxy 2.6 counts
+			// both a response error and an abort (a timeout, only the
+			// abort).
 			srv.Counters.SrvAbrt.Add(1)
 			be.Counters.SrvAbrt.Add(1)
+			srv.Counters.Eresp.Add(1)
+			be.Counters.Eresp.Add(1)
 		}
 		s.logLine(idleStart, t0, be, srv, status, out, tq, tc, tr, flags)
 		return false
@@ -819,9 +872,8 @@ func (s *httpSession) fail(code int, flags string, idleStart time.Time, tq int64
 		be.Counters.response(code)
 		be.Counters.Bout.Add(n)
 	}
-	if srv != nil {
-		srv.Counters.response(code)
-	}
+	// Not on the server: it sent no status (HAProxy counts a server's
+	// hrsp_* only for the responses it relays).
 	s.bw.Write(resp)
 	s.flushClient()
 	// Ta runs from the request's first byte; Tc is known once a server

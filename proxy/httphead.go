@@ -109,6 +109,12 @@ func (h *head) parse(isResp bool) error {
 		if len(line) == 0 {
 			break
 		}
+		// NUL and a CR not ending the line are never forwarded (RFC 9110
+		// section 5.5): a server or client that ends the line there would
+		// read another message than we did.
+		if bytes.IndexByte(line, 0) >= 0 || bytes.IndexByte(line, '\r') >= 0 {
+			return errBadHead
+		}
 		if first {
 			first = false
 			if err := h.parseStart(line, isResp); err != nil {
@@ -134,16 +140,24 @@ func (h *head) parse(isResp bool) error {
 			sawCL = true
 			h.contentLength = n
 		case bytes.EqualFold(name, hdrTransferEncoding):
+			if !isResp {
+				// A request body is chunked, once, or refused: another
+				// coding, a list ("gzip, chunked", "chunked, chunked") or
+				// a second field is a shape that servers may frame
+				// differently (RFC 9112 section 6.1).
+				if sawTE || !bytes.EqualFold(value, tokChunked) {
+					return errSmuggling
+				}
+				sawTE, h.chunked = true, true
+				break
+			}
 			sawTE = true
-			// Only "chunked" as the final coding frames a message.
+			// Only "chunked" as the final coding frames a response.
 			v := value
 			if j := bytes.LastIndexByte(v, ','); j >= 0 {
 				v = trimOWS(v[j+1:])
 			}
 			h.chunked = bytes.EqualFold(v, tokChunked)
-			if !h.chunked && !isResp {
-				return errSmuggling
-			}
 		case bytes.EqualFold(name, hdrConnection):
 			forEachToken(value, func(t []byte) {
 				switch {
@@ -171,6 +185,12 @@ func (h *head) parse(isResp bool) error {
 	// A message with both Content-Length and Transfer-Encoding is a request
 	// smuggling shape (RFC 9112 section 6.3): refused.
 	if sawTE && sawCL {
+		return errSmuggling
+	}
+	// An HTTP/1.0 request cannot be chunked (RFC 9112 section 6.1): an
+	// HTTP/1.0 server would ignore Transfer-Encoding and read the body as
+	// the next request.
+	if sawTE && h.http10 && !isResp {
 		return errSmuggling
 	}
 	if sawTE && !h.chunked {
@@ -214,7 +234,7 @@ func (h *head) parseStart(line []byte, isResp bool) error {
 		return errBadHead
 	}
 	uri, proto := rest[:sp2], rest[sp2+1:]
-	if !isToken(a) || bytes.IndexByte(uri, ' ') >= 0 || len(uri) == 0 {
+	if !isToken(a) || len(uri) == 0 || bytes.ContainsFunc(uri, isCTLOrSpace) {
 		return errBadHead
 	}
 	switch string(proto) {
@@ -227,6 +247,10 @@ func (h *head) parseStart(line []byte, isResp bool) error {
 	h.line = [3][]byte{a, uri, proto}
 	return nil
 }
+
+// isCTLOrSpace reports whether r may not appear in a request target
+// (RFC 9112 section 3.2), as HAProxy refuses it.
+func isCTLOrSpace(r rune) bool { return r <= ' ' || r == 0x7f }
 
 // Header names and tokens compared on every message.
 var (
@@ -355,6 +379,14 @@ var tokenChars = func() (t [256]bool) {
 func copyChunked(dst *bufio.Writer, src *bufio.Reader, flush func() error) (int64, error) {
 	var total int64
 	for {
+		// What was copied goes out before waiting for the next chunk: a
+		// streamed body (server-sent events, long polling) must not lag a
+		// chunk behind, nor its head wait for the first chunk.
+		if src.Buffered() == 0 && dst.Buffered() > 0 && flush != nil {
+			if err := flush(); err != nil {
+				return total, err
+			}
+		}
 		line, err := src.ReadSlice('\n')
 		if err != nil {
 			if err == bufio.ErrBufferFull {

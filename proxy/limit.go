@@ -64,6 +64,11 @@ func (l *limiter) acquire(done <-chan struct{}) bool {
 	}
 }
 
+// force takes a slot even when none is free (cur may then exceed max, as
+// after a lowered limit): for a connection that was admitted already and
+// moves from the proxy a reload replaced (handoff.go).
+func (l *limiter) force() { l.cur.Add(1) }
+
 // release returns a slot taken by tryAcquire or acquire.
 func (l *limiter) release() {
 	l.cur.Add(-1)

@@ -51,7 +51,7 @@ func (s *httpSession) serveLocal(h http.Handler, idleStart, t0 time.Time) bool {
 	// A chunked body is read by net/http itself, which may buffer past its
 	// end: the connection is then closed after the response.
 	var body io.Reader = s.br
-	closeAfter := s.req.connClose || s.req.chunked || fe.p.stopping.Load()
+	closeAfter := s.req.connClose || s.req.chunked || s.stoppingForGood()
 	if !s.req.chunked {
 		n := s.req.contentLength
 		if n < 0 {

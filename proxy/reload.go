@@ -16,7 +16,8 @@ package proxy
 //     backlog for the new loop and none is refused.
 //  3. Retire stops the old proxy gracefully (Shutdown: its remaining
 //     listeners close, its in-flight requests and TCP connections finish
-//     on the old configuration) and then adds what its counters counted
+//     on the old configuration, its HTTP keep-alive connections move to
+//     the new proxy for their next requests, see handoff.go) and then adds what its counters counted
 //     meanwhile to the new proxy's, so cumulative counters lose nothing.
 //
 // The old proxy is not changed by steps 1 and 2 until the hand-over of a
@@ -279,6 +280,7 @@ func (fe *Frontend) handOver(a *acceptor) {
 // only after the previous one did, so that no count is lost in the chain.
 // It returns Shutdown's error.
 func (p *Proxy) Retire(ctx context.Context, old *Proxy) error {
+	p.linkSuccessors(old) // keep-alive connections move to p (handoff.go)
 	err := old.Shutdown(ctx)
 	<-old.settled // old's own predecessor has added its last counts
 	for _, c := range p.carried {

@@ -60,7 +60,10 @@ func localAddr(c net.Conn) (ap acl.Request) {
 // acceptConn runs the tcp_request connection rules on a new connection and
 // reports whether it may proceed; a rejected one counts in DeniedConn and
 // is closed by the caller without a word, as HAProxy's `tcp-request
-// connection reject`.
+// connection reject`. track-sc rules track their keys in cc.st, which
+// holds the entries until the connection closes: a rejected connection
+// releases them here, an accepted one counts as a session on them and
+// serveHTTP or serveTCP releases them when it ends.
 func (fe *Frontend) acceptConn(cc *clientConn) bool {
 	rs := fe.Conf.Rules
 	if rs == nil || len(rs.TCPConnection) == 0 {
@@ -68,9 +71,13 @@ func (fe *Frontend) acceptConn(cc *clientConn) bool {
 	}
 	r := localAddr(cc.c)
 	r.Src = cc.src
+	cc.st.p, cc.st.connStage = fe.p, true
+	r.Tracker = &cc.st
 	if rs.AcceptConnection(&r) {
+		cc.st.accepted()
 		return true
 	}
+	cc.st.release()
 	fe.DeniedConn.Add(1)
 	return false
 }
@@ -172,5 +179,5 @@ func (s *httpSession) answer(rule *acl.Rule, be *Backend, idleStart, t0 time.Tim
 	s.logLine(idleStart, t0, be, nil, rule.Status, n, tq, -1, -1, flags)
 	closes := rule.Action == acl.ActDeny && (rule.Status == 400 || rule.Status == 408)
 	hasBody := s.req.chunked || s.req.contentLength > 0
-	return err == nil && !closes && !hasBody && !s.req.connClose && !fe.p.stopping.Load()
+	return err == nil && !closes && !hasBody && !s.req.connClose && !s.stoppingForGood()
 }

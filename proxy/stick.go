@@ -5,11 +5,14 @@ package proxy
 // (on, match, store-request) and the expiry timer. Cookie persistence is
 // in cookie.go. The tables themselves are proxy/stick's.
 //
+// Per connection: tcp_request connection rules may track keys in the
+// connection's tracker (clientConn.st), held until the connection closes;
+// an HTTP session's requests start with those entries in their slots.
 // Per request, in order: the frontend's then the backend's http_request
-// rules may track keys (tracker.Track counts the request on each tracked
-// entry); persist runs the cookie then the stick rules and pins the
-// request to a server when one is found that persistence may use (up or
-// DRAIN, not DOWN or MAINT, as HAProxy); the queue (Backend.take) then
+// rules may track keys in free slots (tracker.Track counts the request on
+// each tracked entry); persist runs the cookie then the stick rules and
+// pins the request to a server when one is found that persistence may use
+// (up or DRAIN, not DOWN or MAINT, as HAProxy); the queue (Backend.take) then
 // serves it on that server; at the end of the request (stickEnd, from
 // logLine) the stores are written with the server that served it, and the
 // tracked entries get their bytes and errors and are released.
@@ -136,19 +139,21 @@ func (p *Proxy) buildTables(prev *Proxy) error {
 		}
 		return ts.byName[name]
 	}
-	for _, fe := range p.Frontends {
-		for _, r := range fe.Conf.Rules.HTTPRules() {
+	// The table of each track-sc rule: tcp_request connection and
+	// http_request rules of frontends, http_request rules of backends.
+	track := func(section string, rules []*acl.Rule) {
+		for _, r := range rules {
 			if r.Action == acl.ActTrackSC {
-				ts.track[r] = own(fe.Name, r.TrackTable())
+				ts.track[r] = own(section, r.TrackTable())
 			}
 		}
 	}
+	for _, fe := range p.Frontends {
+		track(fe.Name, fe.Conf.Rules.TCPRules())
+		track(fe.Name, fe.Conf.Rules.HTTPRules())
+	}
 	for _, be := range p.Backends {
-		for _, r := range be.Conf.Rules.HTTPRules() {
-			if r.Action == acl.ActTrackSC {
-				ts.track[r] = own(be.Name, r.TrackTable())
-			}
-		}
+		track(be.Name, be.Conf.Rules.HTTPRules())
 		var bs backendStick
 		for _, r := range be.Conf.Stick {
 			t := own(be.Name, r.Table)
@@ -234,21 +239,39 @@ func keyOf(t *stick.Table, v acl.Value) (stick.Key, bool) {
 	return stick.StringKey(v.Str, t.KeyLen()), true
 }
 
-// tracker is the tracking counters of one HTTP session's current request
-// (HAProxy's stkctr[0..2]): the acl.Tracker of its rule view.
+// tracker is a set of tracking counters (HAProxy's stkctr[0..2]): the
+// acl.Tracker of a rule view. A client connection has one, which
+// tcp_request connection rules fill and which holds its entries until the
+// connection closes (HAProxy's session counters); an HTTP session has one
+// for its current request (the stream's), which starts each request with
+// the connection's entries in their slots, so that sc_* fetches see them
+// and a track-sc rule on a busy slot does nothing, as in HAProxy.
 type tracker struct {
 	p  *Proxy
-	sc [3]struct {
-		t *stick.Table
-		e *stick.Entry
-	}
-	stores []stickStore // stick store keys, written at the request's end
+	sc [3]trackSlot
+	// connStage: Track counts a connection (tcp_request connection rules),
+	// not a request.
+	connStage bool
+	stores    []stickStore // stick store keys, written at the request's end
+}
+
+// trackSlot is one tracking counter: an entry held in a table.
+type trackSlot struct {
+	t *stick.Table
+	e *stick.Entry
+	// conn: tracked at the connection stage. The entry is held by the
+	// connection's tracker until the connection closes; a request's
+	// tracker counts its requests, errors and bytes on it but does not
+	// release it.
+	conn bool
 }
 
 // Track starts tracking key in rule's slot, unless the slot already
-// tracks something: the request counts on the entry as HAProxy counts a
-// tracked HTTP request (conn_cur, conn_cnt, conn_rate, http_req_cnt,
-// http_req_rate). A full table gives no entry: nothing is tracked.
+// tracks something. At the connection stage the connection counts on the
+// entry (conn_cur until it closes, conn_cnt, conn_rate); otherwise the
+// request counts as HAProxy counts a tracked HTTP request (conn_cur while
+// it runs, conn_cnt, conn_rate, http_req_cnt, http_req_rate). A full table
+// gives no entry: nothing is tracked.
 func (tr *tracker) Track(rule *acl.Rule, key acl.Value) {
 	slot := &tr.sc[rule.TrackSlot()]
 	if slot.e != nil {
@@ -267,8 +290,12 @@ func (tr *tracker) Track(rule *acl.Rule, key acl.Value) {
 		tr.p.log.Debug().Str("table", t.Name()).Msg("stick table full: key not tracked")
 		return
 	}
-	t.Update(e, stick.ConnCur, stick.ConnCnt, stick.ConnRate, stick.HTTPReqCnt, stick.HTTPReqRate)
-	slot.t, slot.e = t, e
+	if tr.connStage {
+		t.Update(e, stick.ConnCur, stick.ConnCnt, stick.ConnRate)
+	} else {
+		t.Update(e, stick.ConnCur, stick.ConnCnt, stick.ConnRate, stick.HTTPReqCnt, stick.HTTPReqRate)
+	}
+	*slot = trackSlot{t: t, e: e, conn: tr.connStage}
 }
 
 // Tracked returns data d of the entry tracked in slot.
@@ -279,8 +306,44 @@ func (tr *tracker) Tracked(slot int, d stick.DataType) (int64, bool) {
 	return tr.sc[slot].t.Value(tr.sc[slot].e, d)
 }
 
-// end closes the request's tracking: bytes and errors counted, conn_cur
-// decremented, entries released. status is the response's (-1: none).
+// accepted counts a connection that the tcp_request connection rules let
+// through as a session on its tracked entries (sess_cnt, sess_rate), as
+// HAProxy's session_count_new.
+func (tr *tracker) accepted() {
+	for i := range tr.sc {
+		if sc := &tr.sc[i]; sc.e != nil {
+			sc.t.Update(sc.e, stick.SessCnt, stick.SessRate)
+		}
+	}
+}
+
+// inherit puts the connection's tracked entries in the empty slots of a
+// request's tracker (at the start of an HTTP session).
+func (tr *tracker) inherit(conn *tracker) {
+	for i := range conn.sc {
+		if conn.sc[i].e != nil && tr.sc[i].e == nil {
+			tr.sc[i] = conn.sc[i]
+		}
+	}
+}
+
+// request counts a new HTTP request on the entries kept from the
+// connection stage (http_req_cnt, http_req_rate), as HAProxy counts each
+// request of a session on its tracked counters; entries tracked by a
+// request's own track-sc rule count it when they are tracked.
+func (tr *tracker) request() {
+	for i := range tr.sc {
+		if sc := &tr.sc[i]; sc.conn {
+			sc.t.Update(sc.e, stick.HTTPReqCnt, stick.HTTPReqRate)
+		}
+	}
+}
+
+// end closes a request's tracking: bytes and errors counted on every
+// tracked entry, then the request's own entries get conn_cur decremented
+// and are released; the connection's stay (see release). status is the
+// response's (-1: none). A TCP connection ends its tracking with end then
+// release.
 func (tr *tracker) end(status int, in, out int64) {
 	for i := range tr.sc {
 		sc := &tr.sc[i]
@@ -299,9 +362,27 @@ func (tr *tracker) end(status int, in, out int64) {
 			t.Add(e, stick.BytesOutCnt, uint64(out))
 			t.Add(e, stick.BytesOutRate, uint64(out))
 		}
+		if sc.conn {
+			continue
+		}
 		t.Dec(e, stick.ConnCur)
 		t.Release(e)
-		sc.t, sc.e = nil, nil
+		*sc = trackSlot{}
+	}
+}
+
+// release ends the connection's tracking when it closes (or is
+// rejected): conn_cur decremented and the entries released. Only the
+// connection's own tracker calls it; requests' trackers hold copies.
+func (tr *tracker) release() {
+	for i := range tr.sc {
+		sc := &tr.sc[i]
+		if sc.e == nil {
+			continue
+		}
+		sc.t.Dec(sc.e, stick.ConnCur)
+		sc.t.Release(sc.e)
+		*sc = trackSlot{}
 	}
 }
 
@@ -419,7 +500,7 @@ func (s *httpSession) stickStore(srv *Server) {
 // tcpPersist runs be's stick rules for a TCP connection (layer-4 fetches
 // only: src, dst, ports). It returns the server to pin the connection to
 // (nil: none) and the tracker holding the keys to store once connected
-// (nil when be has no stick rules).
+// (the connection's; nil when be has no stick rules).
 func (p *Proxy) tcpPersist(be *Backend, cc *clientConn) (*Server, *tracker) {
 	bs := p.tables.sticks[be]
 	if bs == nil || len(bs.rules) == 0 {
@@ -427,6 +508,7 @@ func (p *Proxy) tcpPersist(be *Backend, cc *clientConn) (*Server, *tracker) {
 	}
 	r := localAddr(cc.c)
 	r.Src = cc.src
-	tr := &tracker{p: p}
+	tr := &cc.st
+	tr.p = p
 	return tr.stickPersist(bs, be, &r, nil), tr
 }

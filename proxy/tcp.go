@@ -165,6 +165,7 @@ func closeRead(c net.Conn) {
 // serveTCP serves one client connection in tcp mode: pick a server, connect
 // with retries, relay both ways, log.
 func (fe *Frontend) serveTCP(cc *clientConn) {
+	defer cc.st.release() // the connection's tracked entries (tcp_request connection)
 	start := cc.accepted
 	be := fe.backend
 	e := logEntry{client: cc.src, frontend: fe.Name, backend: "<NOSRV>", server: "<NOSRV>",
@@ -227,6 +228,7 @@ func (fe *Frontend) serveTCP(cc *clientConn) {
 		c.Bout.Add(out.n)
 	}
 	e.bytes = out.n
+	cc.st.end(-1, in.n, out.n) // bytes on the entries tracked at connection (released on return)
 	tt := time.Since(start).Milliseconds()
 	srv.Counters.Ttime.Add(tt)
 	be.Counters.Ttime.Add(tt)

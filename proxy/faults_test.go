@@ -1,0 +1,492 @@
+package proxy
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+)
+
+// Faults (issue 11, point 4), each observed by a real client against the
+// real proxy on loopback: what the client gets, the counters of the
+// frontend, backend and server, and the access log's termination state.
+// The expected counters are what HAProxy 2.6.12 counts in the same case
+// (measured on loopback with the same faults); where fulcrum differs on
+// purpose, the test says so. File descriptor exhaustion is in
+// faults_linux_test.go.
+
+// faultCounts are the counters a fault moves.
+type faultCounts struct {
+	Ereq, Eresp, CliAbrt, SrvAbrt int64
+	Hrsp2xx, Hrsp4xx, Hrsp5xx     int64
+}
+
+func countsOf(v CounterValues) faultCounts {
+	return faultCounts{v.Ereq, v.Eresp, v.CliAbrt, v.SrvAbrt, v.Hrsp2xx, v.Hrsp4xx, v.Hrsp5xx}
+}
+
+// waitCounts waits until the frontend, backend and first server of p show
+// the given counters (they are updated around the reply, so a client may
+// see its reply an instant before they are).
+func waitCounts(t *testing.T, p *Proxy, fe, be, srv faultCounts) {
+	t.Helper()
+	var got [3]faultCounts
+	want := [3]faultCounts{fe, be, srv}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		snap := p.Snapshot()
+		got = [3]faultCounts{countsOf(snap.Frontends[0].CounterValues),
+			countsOf(snap.Backends[0].CounterValues), countsOf(snap.Backends[0].Servers[0].CounterValues)}
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("counters:\n got  fe %+v\n      be %+v\n      srv %+v\n want fe %+v\n      be %+v\n      srv %+v",
+				got[0], got[1], got[2], want[0], want[1], want[2])
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// waitLogLine waits for the access-log line with the given status (-1:
+// none sent) and returns it.
+func waitLogLine(t *testing.T, buf *syncBuffer, status int) map[string]any {
+	t.Helper()
+	var line map[string]any
+	waitFor(t, 5*time.Second, fmt.Sprintf("the log line of status %d", status), func() bool {
+		for _, l := range buf.lines() {
+			if l["status"] == float64(status) && l["termination_state"] != nil {
+				line = l
+				return true
+			}
+		}
+		return false
+	})
+	return line
+}
+
+// wantFlags checks a log line's termination state.
+func wantFlags(t *testing.T, line map[string]any, flags string) {
+	t.Helper()
+	if line["termination_state"] != flags {
+		t.Errorf("termination_state %v, want %s (line %v)", line["termination_state"], flags, line)
+	}
+}
+
+// expectClosed checks that the proxy closed the client connection: nothing
+// more comes (no second response), and the read ends without a timeout.
+func expectClosed(t *testing.T, rc *rawClient) {
+	t.Helper()
+	rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b, err := io.ReadAll(rc.br)
+	if len(b) > 0 || isTimeout(err) {
+		t.Errorf("after the reply: read %q, %v; want the connection closed", b, err)
+	}
+}
+
+// faultServer is an upstream that serves GET /ok normally (keep-alive) and
+// hands any other request to fault once its head and body are read.
+func faultServer(t *testing.T, fault func(c *net.TCPConn, req *http.Request)) string {
+	return tcpServer(t, func(c *net.TCPConn) {
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			if _, err := io.Copy(io.Discard, req.Body); err != nil {
+				return
+			}
+			if req.URL.Path != "/ok" {
+				fault(c, req)
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+		}
+	})
+}
+
+// reset closes c with an RST instead of a FIN.
+func reset(c *net.TCPConn) {
+	c.SetLinger(0)
+	c.Close()
+}
+
+// wantServed checks that the proxy still serves a request on a new
+// connection after a fault.
+func wantServed(t *testing.T, addr string) {
+	t.Helper()
+	resp := dialRaw(t, addr).do(t, "GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp.StatusCode != 200 || bodyOf(resp) != "ok\n" {
+		t.Errorf("after the fault: status %d, want 200 ok", resp.StatusCode)
+	}
+}
+
+// An upstream that resets the connection before any response byte: the
+// client gets HAProxy's 502 page and the connection closes. HAProxy 2.6
+// counts eresp on the server and the backend (twice for a reset: once for
+// the connection error and once for the missing response; fulcrum counts
+// the one failed response once) and hrsp_5xx on the frontend and the
+// backend, not on the server, which sent no status; SH in the log.
+// (HAProxy keeps the client connection open after its 502; fulcrum sends
+// it with connection: close, as every error it makes.)
+func TestFaultServerResetBeforeResponse(t *testing.T) {
+	up := faultServer(t, func(c *net.TCPConn, _ *http.Request) { reset(c) })
+	p, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
+	rc := dialRaw(t, addr)
+	resp := rc.do(t, "GET /reset HTTP/1.1\r\nHost: x\r\n\r\n")
+	if body := bodyOf(resp); resp.StatusCode != 502 || body != errorPages[502] || !resp.Close {
+		t.Errorf("got %d %q close=%v, want HAProxy's 502 page with connection: close", resp.StatusCode, body, resp.Close)
+	}
+	expectClosed(t, rc)
+	waitCounts(t, p,
+		faultCounts{Hrsp5xx: 1},
+		faultCounts{Eresp: 1, Hrsp5xx: 1},
+		faultCounts{Eresp: 1})
+	wantFlags(t, waitLogLine(t, logs, 502), "SH")
+	wantServed(t, addr)
+}
+
+// An upstream that resets the connection after the response head and part
+// of the body: the client has the head and the part, then the connection
+// closes, so it sees a short body (never a hang, never a second response).
+// HAProxy 2.6 counts eresp and srv_abrt on the server and the backend, and
+// the status (2xx) that was relayed; SD in the log.
+func TestFaultServerResetMidBody(t *testing.T) {
+	for _, tc := range []struct {
+		name, head, part string
+	}{
+		{"content-length", "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n", strings.Repeat("x", 1000)},
+		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "10\r\n0123456789abcdef\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sent := make(chan struct{}) // the client has the part
+			up := faultServer(t, func(c *net.TCPConn, _ *http.Request) {
+				io.WriteString(c, tc.head+tc.part)
+				select {
+				case <-sent:
+				case <-time.After(10 * time.Second):
+				}
+				reset(c)
+			})
+			p, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
+			rc := dialRaw(t, addr)
+			rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+			io.WriteString(rc.c, "GET /cut HTTP/1.1\r\nHost: x\r\n\r\n")
+			resp, err := http.ReadResponse(rc.br, nil)
+			if err != nil {
+				t.Fatalf("reading the head: %v", err)
+			}
+			// The part reaches the client while the server is still
+			// connected: the proxy streams what it has.
+			n := 1000
+			if resp.ContentLength < 0 {
+				n = 16
+			}
+			if _, err := io.ReadFull(resp.Body, make([]byte, n)); err != nil {
+				t.Fatalf("reading the first %d body bytes: %v", n, err)
+			}
+			close(sent)
+			rest, err := io.ReadAll(resp.Body)
+			if !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Errorf("rest of the body: %d bytes, %v; want io.ErrUnexpectedEOF", len(rest), err)
+			}
+			expectClosed(t, rc)
+			waitCounts(t, p,
+				faultCounts{Hrsp2xx: 1},
+				faultCounts{Eresp: 1, SrvAbrt: 1, Hrsp2xx: 1},
+				faultCounts{Eresp: 1, SrvAbrt: 1, Hrsp2xx: 1})
+			wantFlags(t, waitLogLine(t, logs, 200), "SD")
+			wantServed(t, addr)
+		})
+	}
+}
+
+// An upstream that accepts and reads the request but never answers: 504
+// after timeout_server. HAProxy 2.6: eresp on the server and the backend,
+// hrsp_5xx on the frontend and the backend; sH.
+func TestFaultServerNeverAnswers(t *testing.T) {
+	up := faultServer(t, func(c *net.TCPConn, _ *http.Request) {
+		c.Read(make([]byte, 1)) // until the proxy closes
+	})
+	cfg := testConfig(conf.ModeHTTP, []string{up}, nil)
+	cfg.Backends[0].TimeoutServer = 200 * time.Millisecond
+	p, addr, logs := startLoggedProxy(t, cfg)
+	rc := dialRaw(t, addr)
+	start := time.Now()
+	resp := rc.do(t, "GET /hang HTTP/1.1\r\nHost: x\r\n\r\n")
+	if body := bodyOf(resp); resp.StatusCode != 504 || body != errorPages[504] {
+		t.Errorf("got %d %q, want HAProxy's 504 page", resp.StatusCode, body)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Errorf("504 after %v, before timeout_server (200ms)", d)
+	}
+	expectClosed(t, rc)
+	waitCounts(t, p,
+		faultCounts{Hrsp5xx: 1},
+		faultCounts{Eresp: 1, Hrsp5xx: 1},
+		faultCounts{Eresp: 1})
+	wantFlags(t, waitLogLine(t, logs, 504), "sH")
+	wantServed(t, addr)
+}
+
+// Slow clients. A request head that does not complete within
+// timeout_http_request gets 408, however the bytes trickle in (the timeout
+// runs from the first byte, it is not an inactivity timeout), and so does a
+// connection that sends nothing. HAProxy 2.6 counts both as a request
+// (req_tot), a request error (ereq) and a 4xx on the frontend; cR and
+// <BADREQ> in the log. A client that stops in the middle of its body is
+// cut after timeout_client (cD, cli_abrt, no reply: the request is half
+// sent). HAProxy 2.6 does not apply timeout client there and waits for
+// timeout server instead (504 sH, blaming the server); fulcrum blames the
+// client.
+func TestFaultSlowClient(t *testing.T) {
+	up := faultServer(t, func(c *net.TCPConn, _ *http.Request) {})
+	cfg := func() *conf.Config {
+		cfg := testConfig(conf.ModeHTTP, []string{up}, nil)
+		cfg.Frontends[0].TimeoutHTTPRequest = 200 * time.Millisecond
+		cfg.Frontends[0].TimeoutClient = 200 * time.Millisecond
+		return cfg
+	}
+	t.Run("trickled head", func(t *testing.T) {
+		p, addr, logs := startLoggedProxy(t, cfg())
+		start := time.Now() // before the proxy can arm its timeout
+		rc := dialRaw(t, addr)
+		head := "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: " + strings.Repeat("s", 1000)
+		done := make(chan struct{})
+		trickled := make(chan struct{})
+		go func() { // one byte every 10ms, never the end of the head
+			defer close(trickled)
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			for i := 0; i < len(head); i++ {
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+				}
+				if _, err := rc.c.Write([]byte{head[i]}); err != nil {
+					return
+				}
+			}
+		}()
+		defer func() { close(done); <-trickled }()
+		rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(rc.br, nil)
+		if err != nil || resp.StatusCode != 408 {
+			t.Fatalf("got %v, %v; want 408", resp, err)
+		}
+		if d := time.Since(start); d < 200*time.Millisecond {
+			t.Errorf("408 after %v, before timeout_http_request (200ms)", d)
+		}
+		if b, _ := io.ReadAll(resp.Body); string(b) != errorPages[408] || !resp.Close {
+			t.Errorf("body %q close=%v, want HAProxy's 408 page with connection: close", b, resp.Close)
+		}
+		expectClosed(t, rc)
+		waitCounts(t, p, faultCounts{Ereq: 1, Hrsp4xx: 1}, faultCounts{}, faultCounts{})
+		if n := p.Snapshot().Frontends[0].ReqTot; n != 1 {
+			t.Errorf("frontend req_tot %d, want 1", n)
+		}
+		l := waitLogLine(t, logs, 408)
+		wantFlags(t, l, "cR")
+		if l["request"] != "<BADREQ>" {
+			t.Errorf("request %v, want <BADREQ>", l["request"])
+		}
+		wantServed(t, addr)
+	})
+	t.Run("nothing sent", func(t *testing.T) {
+		p, addr, logs := startLoggedProxy(t, cfg())
+		rc := dialRaw(t, addr)
+		rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(rc.br, nil)
+		if err != nil || resp.StatusCode != 408 {
+			t.Fatalf("got %v, %v; want 408", resp, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		expectClosed(t, rc)
+		waitCounts(t, p, faultCounts{Ereq: 1, Hrsp4xx: 1}, faultCounts{}, faultCounts{})
+		if n := p.Snapshot().Frontends[0].ReqTot; n != 1 {
+			t.Errorf("frontend req_tot %d, want 1", n)
+		}
+		wantFlags(t, waitLogLine(t, logs, 408), "cR")
+	})
+	t.Run("idle mid-body", func(t *testing.T) {
+		c := cfg()
+		c.Backends[0].TimeoutServer = 30 * time.Second // the client's timeout fires first
+		p, addr, logs := startLoggedProxy(t, c)
+		rc := dialRaw(t, addr)
+		io.WriteString(rc.c, "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789")
+		start := time.Now()
+		expectClosed(t, rc) // no reply: the request was half forwarded
+		if d := time.Since(start); d > 20*time.Second {
+			t.Errorf("closed after %v: timeout_client (200ms) not applied", d)
+		}
+		waitCounts(t, p,
+			faultCounts{CliAbrt: 1},
+			faultCounts{CliAbrt: 1},
+			faultCounts{CliAbrt: 1})
+		wantFlags(t, waitLogLine(t, logs, -1), "cD")
+		wantServed(t, addr)
+	})
+}
+
+// A 1 MB header: the proxy answers 400 as soon as the head passes its
+// limit (64 KiB), without reading the rest first, and closes. HAProxy 2.6
+// answers 400 too (not 431) and counts ereq and a 4xx on the frontend; PR
+// and <BADREQ> in the log. The client, still sending, must get the 400 and
+// a clean end, not a reset that would destroy the reply before it reads it.
+func TestFaultHugeHeader(t *testing.T) {
+	head := "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("b", 1<<20) + "\r\n\r\n"
+	u := newUpstream(t, "s1")
+	check := func(t *testing.T, p *Proxy, rc *rawClient, logs *syncBuffer) {
+		t.Helper()
+		rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(rc.br, nil)
+		if err != nil {
+			t.Fatalf("reading the reply: %v", err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 400 || string(b) != errorPages[400] || !resp.Close {
+			t.Errorf("got %d %q close=%v, want HAProxy's 400 page with connection: close", resp.StatusCode, b, resp.Close)
+		}
+		expectClosed(t, rc)
+		waitCounts(t, p, faultCounts{Ereq: 1, Hrsp4xx: 1}, faultCounts{}, faultCounts{})
+		l := waitLogLine(t, logs, 400)
+		wantFlags(t, l, "PR")
+		if l["request"] != "<BADREQ>" {
+			t.Errorf("request %v, want <BADREQ>", l["request"])
+		}
+		if n := u.requests.Load(); n != 0 {
+			t.Errorf("upstream saw %d requests, want 0", n)
+		}
+	}
+	t.Run("sent whole", func(t *testing.T) {
+		p, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{u.addr()}, nil))
+		rc := dialRaw(t, addr)
+		wrote := make(chan error, 1)
+		go func() {
+			_, err := io.WriteString(rc.c, head)
+			wrote <- err
+		}()
+		check(t, p, rc, logs)
+		rc.c.Close() // ends the write if the proxy stopped reading
+		<-wrote
+	})
+	t.Run("first 128 KiB, then waiting", func(t *testing.T) {
+		// timeout_http_request is 5s: a proxy that waited for the end of
+		// the head would answer 408, not 400.
+		p, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{u.addr()}, nil))
+		rc := dialRaw(t, addr)
+		if _, err := io.WriteString(rc.c, head[:128<<10]); err != nil {
+			t.Fatal(err)
+		}
+		check(t, p, rc, logs)
+	})
+}
+
+// Request smuggling shapes are refused with 400 before anything reaches a
+// server, and the connection closes. TestBadRequests covers CL with TE,
+// two different Content-Length and a folded X- header; these are the
+// other shapes. HAProxy 2.6 accepts some of them (it drops the
+// Content-Length of a CL+TE request, unfolds obs-fold, accepts "gzip,
+// chunked", identical Content-Length lists and Transfer-Encoding on
+// HTTP/1.0); fulcrum refuses them all, as RFC 9112 allows.
+func TestFaultSmuggling(t *testing.T) {
+	cases := []struct{ name, raw string }{
+		{"TE then CL", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n"},
+		{"CL list", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3, 3\r\n\r\nabc"},
+		{"CL with a plus sign", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: +3\r\n\r\nabc"},
+		{"CL negative", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -3\r\n\r\nabc"},
+		{"CL with an inner space", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3 3\r\n\r\nabc"},
+		{"CL in hex", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0x3\r\n\r\nabc"},
+		{"CL empty", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: \r\n\r\n"},
+		{"CL too large", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n"},
+		{"space before the colon of CL", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length : 3\r\n\r\nabc"},
+		{"TE gzip, chunked", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"},
+		{"TE chunked, gzip", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n"},
+		{"TE chunked twice", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n"},
+		{"two TE fields", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
+		{"TE identity", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\n\r\n"},
+		{"TE xchunked", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n0\r\n\r\n"},
+		{"TE with a vertical tab", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\x0bchunked\r\n\r\n0\r\n\r\n"},
+		{"space before the colon of TE", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n"},
+		{"folded TE", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n"},
+		{"TE on HTTP/1.0", "POST / HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+			"23\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n\r\n0\r\n\r\n"},
+		{"bare CR in a value", "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\rTransfer-Encoding: chunked\r\n\r\n"},
+		{"NUL in a value", "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n"},
+	}
+	u := newUpstream(t, "s1")
+	p, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{u.addr()}, nil))
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := dialRaw(t, addr)
+			resp := rc.do(t, tc.raw)
+			if resp.StatusCode != 400 || !resp.Close {
+				t.Errorf("got %d close=%v, want 400 with connection: close", resp.StatusCode, resp.Close)
+			}
+			expectClosed(t, rc)
+		})
+	}
+	n := int64(len(cases))
+	waitCounts(t, p, faultCounts{Ereq: n, Hrsp4xx: n}, faultCounts{}, faultCounts{})
+	waitFor(t, 5*time.Second, "every log line", func() bool { return len(logs.lines()) >= len(cases) })
+	for _, l := range logs.lines() {
+		if l["status"] != 400.0 || l["termination_state"] != "PR" || l["request"] != "<BADREQ>" {
+			t.Errorf("log line %v, want 400 PR <BADREQ>", l)
+		}
+	}
+	if n := u.requests.Load(); n != 0 {
+		t.Errorf("upstream saw %d requests, want 0", n)
+	}
+	if n := u.conns.Load(); n != 0 {
+		t.Errorf("upstream saw %d connections, want 0", n)
+	}
+	wantServedBy(t, addr, u)
+}
+
+// wantServedBy checks that a request through addr reaches u.
+func wantServedBy(t *testing.T, addr string, u *upstream) {
+	t.Helper()
+	resp := dialRaw(t, addr).do(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp.StatusCode != 200 || bodyOf(resp) != u.name+"\n" {
+		t.Errorf("a valid request: status %d, want 200 from %s", resp.StatusCode, u.name)
+	}
+}
+
+// A chunked request body whose framing breaks after the head was
+// forwarded: the server connection is closed, so the server never gets a
+// complete request, and the client gets 400. HAProxy 2.6 does the same and
+// counts ereq on the frontend and the 4xx on the frontend and the backend;
+// PH in the log (the server had not answered).
+func TestFaultBadChunkInRequestBody(t *testing.T) {
+	got := make(chan string, 1)
+	up := tcpServer(t, func(c *net.TCPConn) {
+		b, _ := io.ReadAll(c) // until the proxy closes
+		got <- string(b)
+	})
+	p, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
+	rc := dialRaw(t, addr)
+	resp := rc.do(t, "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\nzz\r\n\r\n")
+	if resp.StatusCode != 400 || !resp.Close {
+		t.Errorf("got %d close=%v, want 400 with connection: close", resp.StatusCode, resp.Close)
+	}
+	expectClosed(t, rc)
+	waitCounts(t, p, faultCounts{Ereq: 1, Hrsp4xx: 1}, faultCounts{Hrsp4xx: 1}, faultCounts{})
+	wantFlags(t, waitLogLine(t, logs, 400), "PH")
+	select {
+	case b := <-got:
+		if strings.Contains(b, "zz") || strings.HasSuffix(b, "0\r\n\r\n") {
+			t.Errorf("the server got %q", b)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("the server connection stayed open")
+	}
+}
