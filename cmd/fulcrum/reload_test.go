@@ -213,7 +213,11 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // loadResult is what the load loop saw.
 type loadResult struct {
 	ok, failed atomic.Int64
-	mu         sync.Mutex
+	// kaDials counts the connections the keep-alive workers opened: one
+	// each when no reload closes a keep-alive connection (Go's client
+	// would otherwise redial and retry a GET silently).
+	kaDials atomic.Int64
+	mu      sync.Mutex
 	errs       []string // the first failures
 }
 
@@ -235,6 +239,13 @@ func runLoad(addr string, workers, max int, stop <-chan struct{}) (*loadResult, 
 	var transports []*http.Transport
 	for w := range workers {
 		tr := &http.Transport{DisableKeepAlives: w%2 == 1, MaxIdleConnsPerHost: 1}
+		if w%2 == 0 {
+			var d net.Dialer
+			tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				lr.kaDials.Add(1)
+				return d.DialContext(ctx, network, addr)
+			}
+		}
 		transports = append(transports, tr)
 		client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 		wg.Add(1)
@@ -369,6 +380,11 @@ func TestReloadUnderLoad(t *testing.T) {
 	}
 	if lr.ok.Load() < 1000 {
 		t.Errorf("only %d requests during 20 reloads, want a steady load", lr.ok.Load())
+	}
+	// Keep-alive connections moved to each new configuration: none was
+	// closed under its client, which would have dialled again.
+	if got := lr.kaDials.Load(); got != 4 {
+		t.Errorf("keep-alive workers opened %d connections, want 4 (one each, kept across the 20 reloads)", got)
 	}
 	// Cumulative counters keep counting: once the replaced configurations
 	// have drained, the frontend counted every request of the test.
