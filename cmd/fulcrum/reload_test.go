@@ -218,7 +218,7 @@ type loadResult struct {
 	// would otherwise redial and retry a GET silently).
 	kaDials atomic.Int64
 	mu      sync.Mutex
-	errs       []string // the first failures
+	errs    []string // the first failures
 }
 
 func (lr *loadResult) fail(format string, args ...any) {
