@@ -93,11 +93,16 @@ type statsSocketSection struct {
 	// Required unless tcp is set.
 	Path string `toml:"path"`
 
-	// Level is what the socket's clients may do: "user" (read
-	// non-sensitive state), "operator" (also non-sensitive changes such as
-	// clearing max counters) or "admin" (everything: weights, states, tables).
+	// Level is what the socket's clients may do: "user" (read only),
+	// "operator" (also weights, server states, ACL and table entries) or
+	// "admin" (everything: addresses, checks, maxconn, shutdowns, reload).
 	// Default "operator", as HAProxy.
 	Level *string `toml:"level"`
+
+	// MaxConn is how many sessions the socket serves at once; more clients
+	// wait in the kernel's listen queue and are served in turn (HAProxy's
+	// `stats maxconn`). Default 10.
+	MaxConn *int `toml:"maxconn"`
 
 	// Mode is the socket file's permissions, in octal, as a string. Default
 	// "0600": only the process's user may connect.
@@ -128,6 +133,7 @@ type statsSocketSection struct {
 func (ss *statsSocketSection) setDefaults() {
 	orDefault(&ss.Level, "operator")
 	orDefault(&ss.Mode, "0600")
+	orDefault(&ss.MaxConn, 10)
 }
 
 // validate checks the values set in a [[global.stats_socket]].
@@ -136,6 +142,7 @@ func (ss *statsSocketSection) validate(s scope) {
 		required(s.at("path"), ss.Path)
 	}
 	oneOf(s.at("level"), ss.Level, "user", "operator", "admin")
+	atLeast(s.at("maxconn"), ss.MaxConn, 1)
 	if ss.Mode != nil {
 		if m, err := strconv.ParseUint(*ss.Mode, 8, 32); err != nil || m > 0o777 {
 			s.at("mode").errorf("must be octal permissions such as \"0600\", got %q", *ss.Mode)

@@ -204,6 +204,7 @@ func (f *fileSection) model(c *checker) *Config {
 			Group:       ss.Group,
 			TCP:         ss.TCP,
 			AllowRemote: ss.AllowRemote,
+			MaxConn:     *ss.MaxConn,
 		})
 	}
 	for i, fe := range f.Frontends {

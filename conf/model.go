@@ -53,6 +53,7 @@ type StatsSocket struct {
 	Group       string      // group name or gid, "" = unchanged
 	TCP         string      // host:port, "" = none
 	AllowRemote bool        // tcp may be a non-loopback address
+	MaxConn     int         // sessions served at once (HAProxy's stats maxconn)
 }
 
 // Frontend is one [[frontend]].

@@ -20,11 +20,11 @@ func TestStatsSocketModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []StatsSocket{
-		{Path: "/run/fulcrum/admin.sock", Line: 6, Level: "admin", Mode: 0o660, Group: "0"},
-		{Path: "/run/fulcrum/user.sock", Line: 12, Level: "user", Mode: 0o600},
-		{TCP: "127.0.0.1:9999", Line: 16, Level: "operator", Mode: 0o600},
-		{TCP: "[::1]:9998", Line: 19, Level: "operator", Mode: 0o600},
-		{TCP: "0.0.0.0:9997", Line: 23, Level: "user", Mode: 0o600, AllowRemote: true},
+		{Path: "/run/fulcrum/admin.sock", Line: 6, Level: "admin", Mode: 0o660, Group: "0", MaxConn: 10},
+		{Path: "/run/fulcrum/user.sock", Line: 12, Level: "user", Mode: 0o600, MaxConn: 100},
+		{TCP: "127.0.0.1:9999", Line: 17, Level: "operator", Mode: 0o600, MaxConn: 10},
+		{TCP: "[::1]:9998", Line: 20, Level: "operator", Mode: 0o600, MaxConn: 10},
+		{TCP: "0.0.0.0:9997", Line: 24, Level: "user", Mode: 0o600, AllowRemote: true, MaxConn: 10},
 	}
 	if !reflect.DeepEqual(cfg.Global.StatsSockets, want) {
 		t.Errorf("got  %+v\nwant %+v", cfg.Global.StatsSockets, want)

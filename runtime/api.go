@@ -24,6 +24,15 @@ const DefaultTimeout = 10 * time.Second
 // DefaultMode is a Unix socket's permissions when Socket.Mode is 0.
 const DefaultMode os.FileMode = 0o600
 
+// DefaultMaxConn is how many sessions a socket serves at once when
+// Socket.MaxConn is 0: HAProxy's `stats maxconn` default. Clients past it
+// wait in the kernel's listen queue, unaccepted (no descriptor, no
+// goroutine, no CPU), and are served in turn as sessions end, as HAProxy
+// does; only when that queue is full (net.core.somaxconn) is a connect
+// refused by the kernel (EAGAIN on a Unix socket, a reset or a timeout on
+// TCP).
+const DefaultMaxConn = 10
+
 // Options are the process-wide settings of the Runtime API.
 type Options struct {
 	// Version is what `show version` and `show info` report.
@@ -52,6 +61,9 @@ type Socket struct {
 	// loopback address unless AllowRemote.
 	TCP         string
 	AllowRemote bool
+	// MaxConn is how many sessions the socket (each of its endpoints)
+	// serves at once, 0 = DefaultMaxConn. The others wait to be accepted.
+	MaxConn int
 }
 
 // API serves HAProxy's Runtime API for one proxy on any number of sockets.
@@ -70,10 +82,15 @@ type API struct {
 	// replaced after its state was copied.
 	hold sync.RWMutex
 
+	// budget paces commands so that the API yields to the data path
+	// (budget.go).
+	budget *budget
+
 	mu        sync.Mutex
 	listeners []*listener
 	sessions  map[*session]struct{}
 	closed    bool
+	done      chan struct{} // closed by Close
 	wg        sync.WaitGroup
 }
 
@@ -84,6 +101,9 @@ type listener struct {
 	l     net.Listener
 	path  string      // Unix socket file to remove at Close, "" for TCP
 	file  os.FileInfo // that file as created, so that only ours is removed
+	// slots holds a token per session being served: the accept loop takes
+	// one before it accepts, the session gives it back when it ends.
+	slots chan struct{}
 }
 
 // New returns the Runtime API of p. Nothing listens until Listen. Changes
@@ -93,7 +113,8 @@ func New(p *proxy.Proxy, log zerolog.Logger, opts Options) *API {
 		opts.Timeout = DefaultTimeout
 	}
 	a := &API{log: log, opts: opts, table: commandTable, started: time.Now(),
-		sessions: map[*session]struct{}{}}
+		sessions: map[*session]struct{}{}, done: make(chan struct{}),
+		budget: newBudget(cmdShare, cmdBurst)}
 	if opts.Reload != nil {
 		a.table = commandTable.with(reloadCommands)
 	}
@@ -139,6 +160,9 @@ func (a *API) Listen(s Socket) error {
 	if s.Level == 0 {
 		s.Level = LevelOperator // HAProxy's default
 	}
+	if s.MaxConn <= 0 {
+		s.MaxConn = DefaultMaxConn
+	}
 	var opened []*listener
 	fail := func(err error) error {
 		for _, l := range opened {
@@ -166,10 +190,11 @@ func (a *API) Listen(s Socket) error {
 		return fail(errors.New("runtime API closed"))
 	}
 	for _, l := range opened {
+		l.slots = make(chan struct{}, s.MaxConn)
 		a.listeners = append(a.listeners, l)
 		a.wg.Add(1)
 		go a.accept(l)
-		a.log.Info().Str("socket", l.name).Stringer("cli_level", l.level).Msg("runtime API listening")
+		a.log.Info().Str("socket", l.name).Stringer("cli_level", l.level).Int("maxconn", s.MaxConn).Msg("runtime API listening")
 	}
 	return nil
 }
@@ -189,6 +214,9 @@ func (a *API) Addrs() []net.Addr {
 // waits for their goroutines.
 func (a *API) Close() error {
 	a.mu.Lock()
+	if !a.closed {
+		close(a.done)
+	}
 	a.closed = true
 	ls := a.listeners
 	a.listeners = nil
@@ -203,13 +231,21 @@ func (a *API) Close() error {
 	return nil
 }
 
-// accept serves l until it is closed.
+// accept serves l until it is closed, at most cap(l.slots) sessions at
+// once: past that it stops accepting until a session ends, and the clients
+// wait in the listen queue (see DefaultMaxConn).
 func (a *API) accept(l *listener) {
 	defer a.wg.Done()
 	var backoff time.Duration
 	for {
+		select {
+		case l.slots <- struct{}{}:
+		case <-a.done:
+			return
+		}
 		c, err := l.l.Accept()
 		if err != nil {
+			<-l.slots
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
@@ -225,6 +261,7 @@ func (a *API) accept(l *listener) {
 		if a.closed {
 			a.mu.Unlock()
 			c.Close()
+			<-l.slots
 			return
 		}
 		a.sessions[s] = struct{}{}
@@ -232,6 +269,7 @@ func (a *API) accept(l *listener) {
 		a.mu.Unlock()
 		go func() {
 			defer a.wg.Done()
+			defer func() { <-l.slots }() // after the close below
 			s.serve()
 			// Forgotten before the close that the client sees, so that its
 			// next command does not find it in show sess.

@@ -213,3 +213,50 @@ func TestChangeLog(t *testing.T) {
 		}
 	}
 }
+
+// TestSocketMaxConn: a socket serves at most MaxConn sessions at once; a
+// client past it is not refused but waits, unaccepted, until a session
+// ends, then is served. Another socket is not affected.
+func TestSocketMaxConn(t *testing.T) {
+	a, dir := newAPI(t)
+	busy, other := filepath.Join(dir, "busy.sock"), filepath.Join(dir, "other.sock")
+	if err := a.Listen(Socket{Path: busy, Level: LevelUser, MaxConn: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Listen(Socket{Path: other, Level: LevelUser, MaxConn: 2}); err != nil {
+		t.Fatal(err)
+	}
+	// Two interactive sessions hold the two slots.
+	var held []net.Conn
+	for range 2 {
+		c, err := net.Dial("unix", busy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, "prompt\n")
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadFull(c, make([]byte, 3)); err != nil {
+			t.Fatalf("prompt: %v", err)
+		}
+		held = append(held, c)
+	}
+	third, err := net.Dial("unix", busy)
+	if err != nil {
+		t.Fatalf("a client past maxconn is refused: %v", err)
+	}
+	defer third.Close()
+	io.WriteString(third, "show cli level\n")
+	third.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if n, _ := third.Read(make([]byte, 1)); n > 0 {
+		t.Fatal("a third session was served while two held maxconn 2")
+	}
+	if got := dialRun(t, "unix", other, "show cli level\n"); got != "user\n\n" {
+		t.Errorf("the other socket: %q", got)
+	}
+	io.WriteString(held[0], "quit\n") // frees a slot
+	third.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if b, err := io.ReadAll(third); err != nil || string(b) != "user\n\n" {
+		t.Errorf("the waiting client, once a slot is free: %q, %v", b, err)
+	}
+}

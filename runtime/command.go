@@ -20,14 +20,30 @@ import (
 // the level (the dispatcher does, before Run).
 type Command struct {
 	Words []string // "set", "weight"
-	Level Level    // LevelUser, LevelOperator or LevelAdmin
+	Level Level    // the least level that may run it (and sees it in help)
 	Usage string   // "set weight <bk>/<srv> <weight>[%]"
 	Help  string   // "change a server's weight"
 	Run   func(c *Context, args []string) error
 
+	// LevelOf, when set, returns the level needed to run the command with
+	// args (the words after Words), for a command whose subcommands need
+	// different levels: `set server <b>/<s> state` is operator's, `set
+	// server <b>/<s> addr` admin's. Level is then the least of them, so
+	// that help lists the row from there. See (*Command).levelFor.
+	LevelOf func(args []string) Level
+
 	// unheld commands run while API.Hold holds the others: reload, which
 	// takes Hold itself.
 	unheld bool
+}
+
+// levelFor returns the level needed to run c with args: Level, raised by
+// LevelOf for the subcommand args name. It is never below Level.
+func (c *Command) levelFor(args []string) Level {
+	if c.LevelOf == nil {
+		return c.Level
+	}
+	return max(c.Level, c.LevelOf(args))
 }
 
 // Context is what a handler works with: the proxy, the session that runs

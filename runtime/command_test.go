@@ -24,6 +24,17 @@ func TestTableRows(t *testing.T) {
 			t.Errorf("%s: usage %q does not start with the command's words", name, c.Usage)
 		}
 	}
+	// A subcommand never needs less than its row's level (help lists the
+	// row from that level).
+	row, _ := commandTable.find([]string{"set", "server"})
+	for _, op := range setServerOps {
+		if op.level < row.Level || op.level > LevelAdmin {
+			t.Errorf("set server %s: level %v, row level %v", op.name, op.level, row.Level)
+		}
+		if got := row.levelFor([]string{"web/s1", op.name}); got != op.level {
+			t.Errorf("set server web/s1 %s: needs %v, want %v", op.name, got, op.level)
+		}
+	}
 }
 
 func TestFind(t *testing.T) {
@@ -137,9 +148,104 @@ func TestPermissionMatrix(t *testing.T) {
 		for _, l := range []Level{LevelUser, LevelOperator, LevelAdmin} {
 			got := e.run(t, l, name)
 			denied := got == "Permission denied\n\n"
-			if want := l < c.Level; denied != want {
+			if want := l < c.levelFor(nil); denied != want {
 				t.Errorf("%q at %s (command level %s): denied=%v, reply %q", name, l, c.Level, denied, got)
 			}
+		}
+	}
+}
+
+// levelMatrix is fulcrum's access matrix with real arguments: the least
+// level that may run each command. user reads; operator also changes
+// weights and server states (the Runtime API issue's levels; HAProxy 2.6
+// asks admin for them, see levelDeviations), edits ACLs and stick table
+// entries and sees sessions; admin changes everything else.
+var levelMatrix = []struct {
+	cmd   string
+	least Level
+}{
+	{"show stat", LevelUser},
+	{"show info", LevelUser},
+	{"show servers state web", LevelUser},
+	{"show servers conn web", LevelUser},
+	{"get weight web/s1", LevelUser},
+	{"show table", LevelUser},
+	{"show acl", LevelUser},
+
+	{"set weight web/s1 100%", LevelOperator},
+	{"set weight web/s1 100", LevelOperator},
+	{"set server web/s1 weight 100", LevelOperator},
+	{"set server web/s1 weight 100%", LevelOperator},
+	{"set server web/s1 state drain", LevelOperator},
+	{"set server web/s1 state maint", LevelOperator},
+	{"set server web/s1 state ready", LevelOperator},
+	{"set server web/s1 health up", LevelOperator},
+	{"set server web/s6 agent up", LevelOperator},
+	{"disable server web/s7", LevelOperator},
+	{"enable server web/s1", LevelOperator},
+	{"set server web/s1", LevelOperator},       // the usage reply
+	{"set server web/s1 bogus", LevelOperator}, // the usage reply
+	{"add acl #0 198.51.100.1", LevelOperator},
+	{"del acl #0 198.51.100.1", LevelOperator},
+	{"show sess", LevelOperator},
+	{"show env NO_SUCH_VAR", LevelOperator},
+	{"set table tbl_int key 7 data.gpc0 1", LevelOperator},
+	{"clear table tbl_int key 7", LevelOperator},
+
+	{"set server web/s1 addr 127.0.0.1", LevelAdmin},
+	{"set server web/s1 addr 127.0.0.1 port 18081", LevelAdmin},
+	{"set server web/s1 check-port 18081", LevelAdmin},
+	{"set server web/s1 check-addr 127.0.0.1", LevelAdmin},
+	{"set server web/s6 agent-addr 127.0.0.1", LevelAdmin},
+	{"set server web/s6 agent-port 18090", LevelAdmin},
+	{"set server web/s6 agent-send web/s6", LevelAdmin},
+	{"set server web/s1 fqdn example.com", LevelAdmin},
+	{"set server web/s1 ssl on", LevelAdmin},
+	{"set server web/nosrv addr 127.0.0.1", LevelAdmin}, // refused before the lookup
+	{"enable health web/s1", LevelAdmin},
+	{"enable agent web/s6", LevelAdmin},
+	{"set maxconn server web/s1 0", LevelAdmin},
+	{"set maxconn frontend fe_web 500", LevelAdmin},
+	{"set maxconn global 2000", LevelAdmin},
+	{"shutdown sessions server web/s5", LevelAdmin},
+	{"shutdown session 0x1", LevelAdmin},
+}
+
+// TestLevelMatrix: levelMatrix, at each level, through the sockets:
+// refused with exactly HAProxy's "Permission denied" below the command's
+// level, run (never refused, never unknown) at and above it.
+func TestLevelMatrix(t *testing.T) {
+	e := startEnv(t, parityConfig(t))
+	for _, m := range levelMatrix {
+		for _, l := range []Level{LevelUser, LevelOperator, LevelAdmin} {
+			got := e.run(t, l, m.cmd)
+			if l < m.least {
+				if got != "Permission denied\n\n" {
+					t.Errorf("%q at %s: got %q, want Permission denied (needs %s)", m.cmd, l, got, m.least)
+				}
+				continue
+			}
+			if got == "Permission denied\n\n" || strings.HasPrefix(got, "Unknown command") {
+				t.Errorf("%q at %s: got %q, want it run", m.cmd, l, got)
+			}
+		}
+	}
+}
+
+// TestSetServerUsagePerLevel: the usage reply of `set server` lists the
+// subcommands the session may run, HAProxy's whole list at admin.
+func TestSetServerUsagePerLevel(t *testing.T) {
+	e := startEnv(t, fuzzConfig)
+	for _, tt := range []struct {
+		level Level
+		want  string
+	}{
+		{LevelUser, "Permission denied\n\n"},
+		{LevelOperator, "usage: set server <backend>/<server> agent | health | state | weight\n\n"},
+		{LevelAdmin, "usage: set server <backend>/<server> addr | agent | agent-addr | agent-port | agent-send | check-addr | check-port | fqdn | health | ssl | state | weight\n\n"},
+	} {
+		if got := e.run(t, tt.level, "set server web/s1 nosuch"); got != tt.want {
+			t.Errorf("at %s: got %q, want %q", tt.level, got, tt.want)
 		}
 	}
 }

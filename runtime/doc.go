@@ -11,7 +11,12 @@
 //     and frames the reply: the empty line, `prompt` mode, `quit`;
 //   - Command is one row of the command table; the table is the only list
 //     of commands (commands.go lists the per-file tables), and help and
-//     the unknown-command reply are generated from it (help.go).
+//     the unknown-command reply are generated from it (help.go). A row's
+//     Level is the least level that may run it; LevelOf raises it for the
+//     subcommands that need more (`set server`);
+//   - the API yields to the data path (budget.go): each socket serves at
+//     most Socket.MaxConn sessions at once, and commands draw on a CPU
+//     budget that paces a flood of clients.
 //
 // Invariants: replies keep HAProxy 2.6's exact texts, including the few
 // that lack their own line feed; handlers never check the level (the

@@ -23,7 +23,7 @@ type upstream struct {
 
 // startUpstream serves on addr ("127.0.0.1:0" for any port) until the test
 // ends or stop is called.
-func startUpstream(t *testing.T, addr, name string) *upstream {
+func startUpstream(t testing.TB, addr, name string) *upstream {
 	t.Helper()
 	l, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -100,8 +100,8 @@ var parityDiffs = map[string]string{
 	"show acl":                      "HAProxy also lists its internal httpclient ACLs, its blocklist had one entry then, and the file names differ (./blocked.acl in haproxy.cfg; the test reads ../testdata/runtime/blocked.acl from test.toml)",
 	"show acl ./blocked.acl":        "the file is ../testdata/runtime/blocked.acl here (acl.txt looks it up by that name)",
 	"show table":                    "HAProxy's fe_web had tracked the capture's clients (used:3); here only the entry `set table ... key 10.9.9.9` created (used:1)",
-	"add acl #0 203.0.113.9":        "2.6 does not check the level of ACL edits; fulcrum requires operator (see levelDiffs)",
-	"del acl #0 203.0.113.9":        "as above",
+	"set server web/s1 maxconn 10":  "HAProxy 2.6 has no `set server ... maxconn` (usage reply); the Runtime API issue lists it, so fulcrum runs it as `set maxconn server web/s1 10`",
+	"operator;show cli level;set weight web/s1 100;user;show cli level;show env LANG;operator": "set weight runs at operator level in fulcrum (levelDeviations); TestProtocol replays this line with a command that stays admin's",
 }
 
 // maskEntryRef masks the reference that starts each line of `show acl
@@ -115,10 +115,12 @@ var maskEntryRef = regexp.MustCompile(`(?m)^0x[0-9a-f]+ `)
 //   - unknown-command replies: only their first line is compared, the
 //     suggestions list HAProxy commands fulcrum lacks;
 //   - the replies listed in parityDiffs, each with its reason;
+//   - the commands whose level differs on purpose (levelDeviations) at a
+//     level where HAProxy and fulcrum disagree on the refusal;
 //   - the entry references of `show acl <acl>` (HAProxy's are addresses).
 func TestHAProxyParity(t *testing.T) {
 	e := startEnv(t, parityConfig(t))
-	compared, missing := 0, map[string]bool{}
+	compared, deviated, missing := 0, 0, map[string]bool{}
 	for _, name := range []string{"acl-map", "errors", "permissions", "set-server-addr", "show-backend"} {
 		data, err := os.ReadFile("../testdata/runtime/haproxy/" + name + ".txt")
 		if err != nil {
@@ -126,8 +128,15 @@ func TestHAProxyParity(t *testing.T) {
 		}
 		tr := parseTranscript(t, "\n"+goldenSep+string(data))
 		for _, s := range tr.steps {
-			got := e.run(t, s.level, s.cmd)
 			want := s.reply
+			if levelDeviates(s.cmd, s.level, want) {
+				// Refused by one and run by the other, on purpose (see
+				// levelDeviations; TestHAProxyLevels checks fulcrum's
+				// verdict). Not run, so that the state stays HAProxy's.
+				deviated++
+				continue
+			}
+			got := e.run(t, s.level, s.cmd)
 			if _, ok := parityDiffs[s.cmd]; ok {
 				continue
 			}
@@ -151,27 +160,68 @@ func TestHAProxyParity(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d replies identical to HAProxy 2.6's; %d commands not in fulcrum yet", compared, len(missing))
+	t.Logf("%d replies identical to HAProxy 2.6's; %d at a level that differs on purpose; %d commands not in fulcrum yet", compared, deviated, len(missing))
 	t.Logf("not in fulcrum yet: %v", slices.Sorted(maps.Keys(missing)))
 	if compared < 80 {
 		t.Errorf("only %d replies compared; the transcripts or the parser changed", compared)
 	}
 }
 
-// levelDiffs are the commands whose level differs from HAProxy 2.6's on
-// purpose: 2.6 does not check the level of ACL edits at all, so a user
-// socket (a monitoring tool's) could unblock an address; fulcrum asks
-// operator for them, as the Runtime API issue's levels do (user only
-// reads). They are refused at user level and allowed above.
-var levelDiffs = map[string]bool{
-	"add acl #0 198.51.100.1": true,
-	"del acl #0 198.51.100.1": true,
-	"clear acl #1":            true,
+// levelDeviations are the commands whose level differs from HAProxy 2.6's
+// on purpose, matched by pattern, with the least level fulcrum asks for
+// them and why. Both are required by the Runtime API issue's levels (issue
+// 8, point 5: "user may only read (show *), operator may also change
+// weights and server states, admin everything"):
+//
+//   - weights and server states are operator's: `set weight`, `set server
+//     <b>/<s> weight|state|health|agent`, `enable|disable server`. 2.6 asks
+//     admin for all of them (cli_has_level(appctx, ACCESS_LVL_ADMIN) in
+//     server.c), so an operator socket could not drain a server; the
+//     health and agent verdicts are server states too (they set the
+//     operational state). The other `set server` subcommands (addr, ports,
+//     agent-send, fqdn, ssl), `enable|disable health|agent`, maxconn and
+//     shutdowns stay admin's, as in 2.6.
+//   - ACL edits (`add|del|clear acl`) are operator's: 2.6 does not check
+//     their level at all, so a user socket (a monitoring tool's) could
+//     unblock an address, and a user may only read.
+//
+// Each is refused below that level with "Permission denied" and runs from
+// it on; TestHAProxyLevels checks that against levels.txt, and
+// TestHAProxyParity skips the transcript steps where the verdicts differ.
+var levelDeviations = []struct {
+	pattern *regexp.Regexp
+	least   Level
+	why     string
+}{
+	{regexp.MustCompile(`^set weight `), LevelOperator, "issue 8: operator may change weights (2.6: admin)"},
+	{regexp.MustCompile(`^set server \S+ (weight|state|health|agent)( |$)`), LevelOperator, "issue 8: operator may change weights and server states (2.6: admin)"},
+	{regexp.MustCompile(`^(enable|disable) server `), LevelOperator, "issue 8: operator may change server states (2.6: admin)"},
+	{regexp.MustCompile(`^(add|del|clear) acl `), LevelOperator, "issue 8: user may only read (2.6 does not check ACL edits)"},
+}
+
+// levelDeviation returns the least level fulcrum asks for cmd when it
+// differs from HAProxy 2.6's on purpose, and why.
+func levelDeviation(cmd string) (least Level, why string, ok bool) {
+	for _, d := range levelDeviations {
+		if d.pattern.MatchString(cmd) {
+			return d.least, d.why, true
+		}
+	}
+	return 0, "", false
+}
+
+// levelDeviates reports whether HAProxy's reply (want, at level l) and
+// fulcrum's verdict for cmd disagree on the refusal because of
+// levelDeviations.
+func levelDeviates(cmd string, l Level, want string) bool {
+	least, _, ok := levelDeviation(cmd)
+	return ok && (l < least) != (want == "Permission denied\n\n")
 }
 
 // TestHAProxyLevels checks HAProxy 2.6's access matrix (levels.txt):
 // each command fulcrum has is refused with "Permission denied" exactly at
-// the levels where HAProxy refuses it, except levelDiffs.
+// the levels where HAProxy refuses it, except levelDeviations, which are
+// refused exactly below their own level.
 func TestHAProxyLevels(t *testing.T) {
 	e := startEnv(t, parityConfig(t))
 	f, err := os.Open("../testdata/runtime/haproxy/levels.txt")
@@ -180,7 +230,7 @@ func TestHAProxyLevels(t *testing.T) {
 	}
 	defer f.Close()
 	levels := []Level{LevelUser, LevelOperator, LevelAdmin}
-	checked := 0
+	checked, used := 0, map[string]bool{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
@@ -199,17 +249,28 @@ func TestHAProxyLevels(t *testing.T) {
 				break // not in fulcrum yet
 			}
 			denied := got == "Permission denied\n\n"
-			want := verdicts[i] == "DENIED"
-			if levelDiffs[cmd] {
-				want = l == LevelUser
+			want, note := verdicts[i] == "DENIED", ""
+			if least, why, ok := levelDeviation(cmd); ok {
+				want, note = l < least, "; fulcrum departs from it: "+why
+				used[cmd] = true
 			}
 			if denied != want {
-				t.Errorf("%q at level %s: denied=%v, HAProxy 2.6: %s (reply %q)", cmd, l, denied, verdicts[i], got)
+				t.Errorf("%q at level %s: denied=%v, HAProxy 2.6: %s%s (reply %q)", cmd, l, denied, verdicts[i], note, got)
 			}
 			checked++
 		}
 	}
 	if checked < 60 {
 		t.Errorf("only %d verdicts checked", checked)
+	}
+	// Every deviation is exercised by the matrix: none is stale.
+	for _, d := range levelDeviations {
+		found := false
+		for cmd := range used {
+			found = found || d.pattern.MatchString(cmd)
+		}
+		if !found {
+			t.Errorf("level deviation %s matches no command of levels.txt", d.pattern)
+		}
 	}
 }

@@ -19,10 +19,10 @@ import (
 // servers' state and connections (HAProxy's server.c cli_kws).
 var serverCommands = []Command{
 	{Words: []string{"get", "weight"}, Level: LevelUser, Usage: "get weight <bk>/<srv>", Help: "report a server's current weight", Run: getWeight},
-	{Words: []string{"set", "weight"}, Level: LevelAdmin, Usage: "set weight <bk>/<srv>  (DEPRECATED)", Help: "change a server's weight (use 'set server' instead)", Run: setWeightCmd},
-	{Words: []string{"set", "server"}, Level: LevelAdmin, Usage: "set server <bk>/<srv> [opts]", Help: "change a server's state, weight, address or ssl", Run: setServer},
-	{Words: []string{"enable", "server"}, Level: LevelAdmin, Usage: "enable server  (DEPRECATED)", Help: "enable a disabled server (use 'set server' instead)", Run: setAdminCmd(proxy.AdminReady)},
-	{Words: []string{"disable", "server"}, Level: LevelAdmin, Usage: "disable server (DEPRECATED)", Help: "disable a server for maintenance (use 'set server' instead)", Run: setAdminCmd(proxy.AdminMaint)},
+	{Words: []string{"set", "weight"}, Level: LevelOperator, Usage: "set weight <bk>/<srv>  (DEPRECATED)", Help: "change a server's weight (use 'set server' instead)", Run: setWeightCmd},
+	{Words: []string{"set", "server"}, Level: LevelOperator, LevelOf: setServerLevel, Usage: "set server <bk>/<srv> [opts]", Help: "change a server's state, weight, address or ssl", Run: setServer},
+	{Words: []string{"enable", "server"}, Level: LevelOperator, Usage: "enable server  (DEPRECATED)", Help: "enable a disabled server (use 'set server' instead)", Run: setAdminCmd(proxy.AdminReady)},
+	{Words: []string{"disable", "server"}, Level: LevelOperator, Usage: "disable server (DEPRECATED)", Help: "disable a server for maintenance (use 'set server' instead)", Run: setAdminCmd(proxy.AdminMaint)},
 	{Words: []string{"show", "servers", "state"}, Level: LevelUser, Usage: "show servers state [<backend>]", Help: "dump volatile server information (all or for a single backend)", Run: showServersState},
 	{Words: []string{"show", "servers", "conn"}, Level: LevelUser, Usage: "show servers conn [<backend>]", Help: "dump server connections status (all or for a single backend)", Run: showServersConn},
 	{Words: []string{"set", "maxconn", "server"}, Level: LevelAdmin, Usage: "set maxconn server <bk>/<srv>", Help: "change a server's maxconn setting", Run: setMaxconnServer},
@@ -30,25 +30,55 @@ var serverCommands = []Command{
 }
 
 // setServerOps are the subcommands of `set server <b>/<s>`, one row each,
-// in HAProxy's order; the usage reply lists them.
+// in HAProxy's order, with the level each needs; the usage reply lists the
+// ones the session's level may run.
+//
+// Weights and states (the admin state, and the verdicts of the health and
+// agent checks, which set the operational state) are operator's, as the
+// Runtime API issue's levels ask; HAProxy 2.6 asks admin for every
+// subcommand. What moves a server or its checks elsewhere (addresses,
+// ports, the agent's string) stays admin's.
+//
+// maxconn is fulcrum's: `set server <b>/<s> maxconn N` is HAProxy's
+// `set maxconn server <b>/<s> N` spelled as the other server settings (the
+// Runtime API issue lists it); it is not in the usage reply, which stays
+// HAProxy's list.
 var setServerOps = []struct {
-	name string
-	run  func(c *Context, b *proxy.Backend, s *proxy.Server, args []string) error
+	name   string
+	level  Level
+	run    func(c *Context, b *proxy.Backend, s *proxy.Server, args []string) error
+	hidden bool // not listed in the usage reply
 }{
-	{"addr", setServerAddr},
-	{"agent", setServerAgent},
-	{"agent-addr", setServerAgentAddr},
-	{"agent-port", setServerAgentPort},
-	{"agent-send", setServerAgentSend},
-	{"check-addr", setServerCheckAddr},
-	{"check-port", setServerCheckPort},
-	{"fqdn", setServerFQDN},
-	{"health", setServerHealth},
-	{"ssl", setServerSSL},
-	{"state", setServerState},
-	{"weight", func(c *Context, b *proxy.Backend, s *proxy.Server, args []string) error {
+	{"addr", LevelAdmin, setServerAddr, false},
+	{"agent", LevelOperator, setServerAgent, false},
+	{"agent-addr", LevelAdmin, setServerAgentAddr, false},
+	{"agent-port", LevelAdmin, setServerAgentPort, false},
+	{"agent-send", LevelAdmin, setServerAgentSend, false},
+	{"check-addr", LevelAdmin, setServerCheckAddr, false},
+	{"check-port", LevelAdmin, setServerCheckPort, false},
+	{"fqdn", LevelAdmin, setServerFQDN, false},
+	{"health", LevelOperator, setServerHealth, false},
+	{"maxconn", LevelAdmin, func(c *Context, b *proxy.Backend, s *proxy.Server, args []string) error {
+		return setServerMaxconn(c, b, s, arg(args, 0))
+	}, true},
+	{"ssl", LevelAdmin, setServerSSL, false},
+	{"state", LevelOperator, setServerState, false},
+	{"weight", LevelOperator, func(c *Context, b *proxy.Backend, s *proxy.Server, args []string) error {
 		return setWeight(c, b, s, arg(args, 0))
-	}},
+	}, false},
+}
+
+// setServerLevel is the level `set server <b>/<s> <subcommand> ...` needs:
+// the subcommand's. A missing or unknown one gets the usage reply, which
+// any level that may run some subcommand may read.
+func setServerLevel(args []string) Level {
+	sub := arg(args, 1)
+	for _, op := range setServerOps {
+		if op.name == sub {
+			return op.level
+		}
+	}
+	return LevelOperator
 }
 
 // arg returns args[i], or "" past the end (HAProxy's empty argument).
@@ -245,9 +275,13 @@ func setServer(c *Context, args []string) error {
 			return op.run(c, b, s, args[2:])
 		}
 	}
-	names := make([]string, len(setServerOps))
-	for i, op := range setServerOps {
-		names[i] = op.name
+	// The usage lists the subcommands the session may run, as help does:
+	// HAProxy's whole list at admin.
+	var names []string
+	for _, op := range setServerOps {
+		if op.level <= c.Level() && !op.hidden {
+			names = append(names, op.name)
+		}
 	}
 	return reply("usage: set server <backend>/<server> " + strings.Join(names, " | "))
 }
@@ -472,7 +506,11 @@ func setMaxconnServer(c *Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	value := arg(args, 1)
+	return setServerMaxconn(c, b, s, arg(args, 1))
+}
+
+// setServerMaxconn sets s's maxconn from value, as setMaxconnServer.
+func setServerMaxconn(c *Context, b *proxy.Backend, s *proxy.Server, value string) error {
 	if value == "" {
 		return reply("Require <maxconn>.")
 	}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io"
 	"net"
+	goruntime "runtime"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -53,8 +55,9 @@ type session struct {
 	api     *API
 	sock    *listener
 	conn    net.Conn
-	bw      *bufio.Writer
+	bw      *bufio.Writer // to conn, through connWriter
 	started time.Time
+	blocked time.Duration // spent in the connection's Write, for the budget
 
 	// Owned by the session's goroutine.
 	level   Level
@@ -63,11 +66,28 @@ type session struct {
 	timeout time.Duration // idle timeout; set timeout cli changes it
 }
 
+// Session buffers are reused: a monitoring tool or a flood of clients
+// opens a session per command, and 20 KiB of fresh buffers each time
+// would be garbage that the data path pays for in GC work.
+var (
+	readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+	writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 16<<10) }}
+)
+
 // serve runs the session until the client leaves, quits, times out, or the
 // non-interactive exchange is over. The caller closes the connection.
 func (s *session) serve() {
-	br := bufio.NewReaderSize(s.conn, 4096)
-	s.bw = bufio.NewWriterSize(s.conn, 16<<10)
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(s.conn)
+	s.bw = writerPool.Get().(*bufio.Writer)
+	s.bw.Reset(connWriter{s})
+	defer func() {
+		br.Reset(nil)
+		readerPool.Put(br)
+		s.bw.Reset(nil)
+		writerPool.Put(s.bw)
+		s.bw = nil
+	}()
 	var buf []byte
 	for {
 		s.conn.SetReadDeadline(time.Now().Add(s.timeout))
@@ -157,9 +177,46 @@ func (s *session) runLine(line, payload string) {
 	}
 }
 
+// connWriter is the session's connection as its reply buffer writes to
+// it: it counts the time the writes take, which the budget does not charge.
+type connWriter struct{ s *session }
+
+func (w connWriter) Write(p []byte) (int, error) {
+	start := time.Now()
+	n, err := w.s.conn.Write(p)
+	w.s.blocked += time.Since(start)
+	return n, err
+}
+
+// charge starts measuring what a command costs and returns the func that
+// charges it to the API's budget: the CPU time of the goroutine, locked to
+// its thread meanwhile so that the thread's clock is the command's; where
+// there is no such clock, the time it took less the time its writes were
+// blocked on the client.
+func (s *session) charge() func() {
+	goruntime.LockOSThread()
+	cpu, cpuOK := threadCPU()
+	start, blocked := time.Now(), s.blocked
+	return func() {
+		now := time.Now()
+		d := now.Sub(start) - (s.blocked - blocked)
+		if end, ok := threadCPU(); ok && cpuOK {
+			d = end - cpu
+		}
+		goruntime.UnlockOSThread()
+		s.api.budget.spend(now, d)
+	}
+}
+
 // exec runs one command: the unknown-command reply when no row matches,
-// "Permission denied" below the row's level, else its handler.
+// "Permission denied" below the level the row needs for these arguments,
+// else its handler. It waits first while the API's budget is overdrawn
+// (budget.go), and charges the budget what the command took.
 func (s *session) exec(words []string, payload string) {
+	if !s.api.budget.admit(s.api.done) {
+		return // the API is closing
+	}
+	defer s.charge()()
 	s.conn.SetWriteDeadline(time.Now().Add(max(s.timeout, minWriteTimeout)))
 	t := s.api.table
 	cmd, n := t.find(words)
@@ -167,7 +224,7 @@ func (s *session) exec(words []string, payload string) {
 		s.bw.WriteString(t.usage(s.level, words, false))
 		return
 	}
-	if s.level < cmd.Level {
+	if s.level < cmd.levelFor(words[n:]) {
 		writeError(s.bw, errPermission)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"strconv"
+	"sync"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy"
 )
@@ -13,6 +14,23 @@ import (
 // bodies end with the last line. Each buffers its output and returns the
 // first write error; ErrNoSuchProxy comes before anything is written.
 
+// writerPool recycles the writers' 32 KiB buffers: the Runtime API renders
+// a reply per client, and a flood of `show stat` clients must not become a
+// flood of garbage, whose collection the data path pays for.
+var writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
+
+// newWriter returns a pooled buffered writer to w; freeWriter returns it.
+func newWriter(w io.Writer) *bufio.Writer {
+	bw := writerPool.Get().(*bufio.Writer)
+	bw.Reset(w)
+	return bw
+}
+
+func freeWriter(bw *bufio.Writer) {
+	bw.Reset(nil)
+	writerPool.Put(bw)
+}
+
 // WriteCSV writes `show stat`: the "# pxname,svname,..." header, then one
 // line per row that f selects. Every field, the last included, is followed
 // by a comma, as HAProxy prints it.
@@ -20,7 +38,8 @@ func WriteCSV(w io.Writer, snap *proxy.Snapshot, f Filter) error {
 	if f.Proxy != "" && !hasProxy(snap, f.Proxy) {
 		return ErrNoSuchProxy
 	}
-	bw := bufio.NewWriterSize(w, 32<<10)
+	bw := newWriter(w)
+	defer freeWriter(bw)
 	bw.Write(csvHeader)
 	var line []byte
 	err := eachRow(snap, &f, func(r *row) error {
@@ -67,7 +86,8 @@ func writeTyped(w io.Writer, snap *proxy.Snapshot, f Filter, desc bool) error {
 	if f.Proxy != "" && !hasProxy(snap, f.Proxy) {
 		return ErrNoSuchProxy
 	}
-	bw := bufio.NewWriterSize(w, 32<<10)
+	bw := newWriter(w)
+	defer freeWriter(bw)
 	var line []byte
 	err := eachRow(snap, &f, func(r *row) error {
 		for i := range columns {
@@ -118,7 +138,8 @@ func WriteJSON(w io.Writer, snap *proxy.Snapshot, f Filter) error {
 	if f.Proxy != "" && !hasProxy(snap, f.Proxy) {
 		return ErrNoSuchProxy
 	}
-	bw := bufio.NewWriterSize(w, 32<<10)
+	bw := newWriter(w)
+	defer freeWriter(bw)
 	bw.WriteByte('[')
 	var b []byte
 	first := true

@@ -40,7 +40,7 @@ func startRuntime(cfg *conf.Config, r *reloader, log zerolog.Logger) (stop func(
 		}
 		err = api.Listen(runtime.Socket{
 			Path: ss.Path, Level: level, Mode: ss.Mode, Owner: ss.Owner, Group: ss.Group,
-			TCP: ss.TCP, AllowRemote: ss.AllowRemote,
+			TCP: ss.TCP, AllowRemote: ss.AllowRemote, MaxConn: ss.MaxConn,
 		})
 		if err != nil {
 			api.Close()

@@ -1,0 +1,62 @@
+package runtime
+
+import (
+	"net"
+	"testing"
+	"time"
+)
+
+// TestBudget: the bucket's arithmetic, on explicit times.
+func TestBudget(t *testing.T) {
+	t0 := time.Now()
+	b := &budget{rate: 0.1, burst: 100 * time.Millisecond, tokens: 100 * time.Millisecond, last: t0}
+	if w := b.reserve(t0); w != 0 {
+		t.Fatalf("a full budget waits %v", w)
+	}
+	b.spend(t0, 300*time.Millisecond) // a burst of work: 200 ms overdrawn (plus the overhead)
+	w := b.reserve(t0)
+	if want := time.Duration(float64(200*time.Millisecond+cmdOverhead) / 0.1); w < want || w > want+2*time.Millisecond {
+		t.Fatalf("overdrawn by 200 ms at 0.1 s/s: wait %v, want about %v", w, want)
+	}
+	if w := b.reserve(t0.Add(w)); w != 0 {
+		t.Fatalf("after the wait: still %v to wait", w)
+	}
+	b.reserve(t0.Add(time.Hour)) // a quiet hour refills up to the burst only
+	if b.tokens != b.burst-cmdOverhead {
+		t.Errorf("after an hour: %v, want the burst less one overhead", b.tokens)
+	}
+	b.spend(t0.Add(time.Hour), -time.Second) // a clock step never credits
+	if b.tokens != b.burst-cmdOverhead {
+		t.Errorf("a negative charge credited: %v", b.tokens)
+	}
+}
+
+// TestBudgetPaces: past its burst, the API makes commands wait, and a
+// waiting command gives up when the API closes.
+func TestBudgetPaces(t *testing.T) {
+	e := startEnv(t, fuzzConfig)
+	e.api.budget.spend(time.Now(), e.api.budget.burst+time.Duration(0.3*e.api.budget.rate*float64(time.Second)))
+	start := time.Now()
+	if got := e.run(t, LevelUser, "show cli level"); got != "user\n\n" {
+		t.Fatalf("got %q", got)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Errorf("an overdrawn budget (0.3 s to earn back) let a command run after %v", d)
+	}
+
+	e.api.budget.spend(time.Now(), time.Hour)
+	c, err := net.Dial("unix", e.socks[LevelUser])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("show cli level\n"))
+	time.Sleep(50 * time.Millisecond) // the session waits in admit
+	closed := make(chan struct{})
+	go func() { e.api.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for a command paced by the budget")
+	}
+}
