@@ -52,14 +52,17 @@ func indexOf(elem string) int {
 
 // key returns p as a map key. Each element is prefixed by its length, since
 // a TOML key may hold any character, even NUL ("\u0000").
-func (p path) key() string {
-	var b strings.Builder
+func (p path) key() string { return string(p.appendKey(nil)) }
+
+// appendKey appends p's key to b. A lookup with m[string(b)] does not
+// allocate, which matters for a file of thousands of servers.
+func (p path) appendKey(b []byte) []byte {
 	for _, e := range p {
-		b.WriteString(strconv.Itoa(len(e)))
-		b.WriteByte(':')
-		b.WriteString(e)
+		b = strconv.AppendInt(b, int64(len(e)), 10)
+		b = append(b, ':')
+		b = append(b, e...)
 	}
-	return b.String()
+	return b
 }
 
 // schema returns p without its array indices, as a dotted key: the form used
@@ -101,8 +104,9 @@ type positions map[string]int
 // line returns the line of p, or of the nearest enclosing table or array
 // element found, or 0 when nothing is known (an empty file).
 func (ps positions) line(p path) int {
+	var buf [256]byte
 	for n := len(p); n > 0; n-- {
-		if l, ok := ps[p[:n].key()]; ok {
+		if l, ok := ps[string(p[:n].appendKey(buf[:0]))]; ok {
 			return l
 		}
 	}
@@ -116,6 +120,7 @@ type scanner struct {
 	line   int // line of src[i]
 	pos    positions
 	arrays map[string]int // array of tables (full path key) -> elements so far
+	keyBuf []byte         // reused by record
 }
 
 // scanPositions returns the line of every key, table header and array element
@@ -129,8 +134,9 @@ func scanPositions(src string) positions {
 // record notes the line of p, keeping the first one seen: an implicitly
 // created table keeps the line where it first appeared.
 func (s *scanner) record(p path, line int) {
-	if _, ok := s.pos[p.key()]; !ok {
-		s.pos[p.key()] = line
+	s.keyBuf = p.appendKey(s.keyBuf[:0])
+	if _, ok := s.pos[string(s.keyBuf)]; !ok {
+		s.pos[string(s.keyBuf)] = line
 	}
 }
 
