@@ -72,22 +72,35 @@ func (pg *page) adminAction(r *http.Request) string {
 	if len(servers) == 0 {
 		return "NONE"
 	}
-	b := pg.lookupBackend(form.Get("b"))
-	if b == nil {
-		return "ERRP"
-	}
 	apply, ok := adminActions[action]
 	if !ok {
 		return "ERRP"
 	}
+	result := "ERRP"
+	run := func(core *proxy.Proxy) { result = applyAdmin(core, form.Get("b"), servers, apply) }
+	if pg.cfg.Change != nil {
+		pg.cfg.Change(run)
+	} else {
+		run(pg.core)
+	}
+	return result
+}
+
+// applyAdmin applies one action to the named servers of backend b ("#iid"
+// or a name) in core and returns the result code.
+func applyAdmin(core *proxy.Proxy, b string, servers []string, apply func(*proxy.Proxy, *proxy.Backend, *proxy.Server) bool) string {
+	be := lookupBackend(core, b)
+	if be == nil {
+		return "ERRP"
+	}
 	altered, unknown := 0, 0
 	for _, name := range servers {
-		s := b.Server(name)
+		s := be.Server(name)
 		if s == nil {
 			unknown++
 			continue
 		}
-		if apply(pg.core, b, s) {
+		if apply(core, be, s) {
 			altered++
 		}
 	}
@@ -102,21 +115,21 @@ func (pg *page) adminAction(r *http.Request) string {
 	return "DONE"
 }
 
-// lookupBackend finds a backend by "#<iid>" or by name.
-func (pg *page) lookupBackend(b string) *proxy.Backend {
+// lookupBackend finds a backend of core by "#<iid>" or by name.
+func lookupBackend(core *proxy.Proxy, b string) *proxy.Backend {
 	if id, ok := strings.CutPrefix(b, "#"); ok {
 		n, err := strconv.Atoi(id)
 		if err != nil {
 			return nil
 		}
-		for _, be := range pg.core.Backends {
+		for _, be := range core.Backends {
 			if be.ID == n {
 				return be
 			}
 		}
 		return nil
 	}
-	return pg.core.Backend(b)
+	return core.Backend(b)
 }
 
 // adminActions are the page's actions, through the same calls as the

@@ -36,6 +36,12 @@ type PageConfig struct {
 	HideVersion bool
 	// Facts gives the process facts of the page header; nil = none.
 	Facts func() ProcessFacts
+	// Change runs an admin action's apply on the proxy that serves at
+	// that moment, and not while a reload copies the running state (the
+	// daemon's reloader); nil applies it to the page's own proxy. A page
+	// still served by a proxy that a reload replaced thus changes the new
+	// one, and no action is lost in the swap.
+	Change func(apply func(*proxy.Proxy))
 }
 
 // page serves the stats page. snapshot is called once per request; core,

@@ -263,6 +263,32 @@ func TestPageAdmin(t *testing.T) {
 	})
 }
 
+// TestPageAdminChange: with PageConfig.Change, an action applies to the
+// proxy Change gives (the one serving after a reload), not to the page's
+// own, and runs inside Change (which holds reloads off).
+func TestPageAdminChange(t *testing.T) {
+	old, cur := testProxy(t), testProxy(t)
+	calls := 0
+	change := func(apply func(*proxy.Proxy)) {
+		calls++
+		apply(cur)
+	}
+	pg := newPage(old.Snapshot, old, PageConfig{URI: "/stats", Admin: func(*http.Request) bool { return true }, Change: change})
+	w := post(t, pg, "b=web&s=s1&action=maint", nil)
+	if got, want := w.Header().Get("Location"), "/stats;st=DONE"; got != want {
+		t.Fatalf("location: got %q, want %q", got, want)
+	}
+	if calls != 1 {
+		t.Errorf("Change called %d times, want 1", calls)
+	}
+	if got := cur.Backend("web").Server("s1").Admin(); got != proxy.AdminMaint {
+		t.Errorf("current proxy's s1: got %v, want MAINT", got)
+	}
+	if got := old.Backend("web").Server("s1").Admin(); got == proxy.AdminMaint {
+		t.Errorf("the page's own (replaced) proxy's s1 changed to MAINT")
+	}
+}
+
 // TestPageConcurrent renders the page and acts on it from several
 // goroutines at once (run with -race).
 func TestPageConcurrent(t *testing.T) {

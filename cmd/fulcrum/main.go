@@ -185,14 +185,14 @@ func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serve
 		return cli.Exit("fulcrum: "+err.Error(), 1)
 	}
 	loadState(cfg, p, log) // state_file (statefile.go)
-	setupStats(p)          // stats page and /metrics on [frontend.stats] (stats.go)
+	r := newReloader(cfg, p, logw, log)
+	setupStats(p, r.change) // stats page and /metrics on [frontend.stats] (stats.go)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	if err := p.Start(); err != nil {
 		return cli.Exit("fulcrum: "+err.Error(), 1)
 	}
-	r := newReloader(cfg, p, logw, log)
 	r.stopChecks = startChecks(p, log)
 	defer func() { r.stopChecks() }()             // after the graceful stop, as HAProxy's checks
 	stopRuntime, err := startRuntime(cfg, r, log) // Runtime API sockets (runtime.go)

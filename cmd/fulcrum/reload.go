@@ -28,6 +28,11 @@ type reloader struct {
 	log  zerolog.Logger
 
 	cur atomic.Pointer[proxy.Proxy]
+	// swapMu is held while a reload copies the running state into the new
+	// proxy and swaps it in, and for reading while a stats page admin
+	// action runs (change), so that no such action is applied to a proxy
+	// whose state was already copied (it would be lost).
+	swapMu sync.RWMutex
 
 	mu         sync.Mutex   // serialises reloads and the final stop
 	cfg        *conf.Config // the current configuration
@@ -56,6 +61,15 @@ func newReloader(cfg *conf.Config, p *proxy.Proxy, logw io.Writer, log zerolog.L
 // current returns the proxy that serves new connections.
 func (r *reloader) current() *proxy.Proxy { return r.cur.Load() }
 
+// change runs f on the proxy that serves now, never during a reload's
+// copy of the state: the stats page's admin actions go through it, as the
+// Runtime API's commands wait for a reload (API.Hold).
+func (r *reloader) change(f func(*proxy.Proxy)) {
+	r.swapMu.RLock()
+	defer r.swapMu.RUnlock()
+	f(r.cur.Load())
+}
+
 // reload reads the configuration file again and, when it is valid,
 // replaces the current proxy with one built from it (proxy.NewFrom,
 // StartFrom, then Retire in the background). When the file is invalid, or
@@ -77,12 +91,14 @@ func (r *reloader) reload() error {
 	log := newLogger(cfg.Global, r.logw)
 	var p *proxy.Proxy
 	swap := func() {
+		r.swapMu.Lock()
+		defer r.swapMu.Unlock()
 		// No probe may change the state being copied: the old checker
 		// stops first, and starts again if the reload fails.
 		r.stopChecks()
 		p, err = proxy.NewFrom(old, cfg, log)
 		if err == nil {
-			setupStats(p)
+			setupStats(p, r.change)
 			check.Inherit(p, old)
 			err = p.StartFrom(old)
 			if err != nil {

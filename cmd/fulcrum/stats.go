@@ -15,7 +15,9 @@ import (
 // setupStats serves the stats page at its URI and the Prometheus metrics at
 // /metrics on every frontend whose [frontend.stats] is enabled. It must run
 // before p.Start (local handlers are fixed once the frontend listens).
-func setupStats(p *proxy.Proxy) {
+// change runs the page's admin actions on the proxy serving then (see
+// reloader.change).
+func setupStats(p *proxy.Proxy, change func(func(*proxy.Proxy))) {
 	for _, fe := range p.Frontends {
 		sc := fe.Conf.Stats
 		if sc == nil {
@@ -23,7 +25,7 @@ func setupStats(p *proxy.Proxy) {
 		}
 		cfg := stats.PageConfig{
 			URI: sc.URI, Refresh: sc.Refresh, Auth: sc.Auth, HideVersion: sc.HideVersion,
-			Admin: statsAdmin(sc), Facts: processFacts,
+			Admin: statsAdmin(sc), Facts: processFacts, Change: change,
 		}
 		// /metrics first: a page at "/" must not hide it.
 		fe.SetLocalHandler("/metrics", stats.NewMetrics(p, cfg))
