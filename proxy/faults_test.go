@@ -490,3 +490,58 @@ func TestFaultBadChunkInRequestBody(t *testing.T) {
 		t.Errorf("the server connection stayed open")
 	}
 }
+
+// An upstream that resets the connection while the client's body is being
+// forwarded (it read the head only): the client gets 502 and the
+// connection closes. As HAProxy 2.6's forwarding phase (return_srv_abort):
+// srv_abrt on the frontend, the backend and the server, hrsp_5xx on the
+// frontend and the backend, no cli_abrt (the client did nothing wrong);
+// SD in the log.
+func TestFaultServerResetDuringUpload(t *testing.T) {
+	up := tcpServer(t, func(c *net.TCPConn) {
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br) // the head only
+		if err != nil {
+			return
+		}
+		if req.URL.Path == "/ok" {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n")
+			c.Close()
+			return
+		}
+		reset(c)
+	})
+	p, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
+	rc := dialRaw(t, addr)
+	const size = 32 << 20 // more than the socket buffers: the proxy is still sending when the reset comes
+	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := fmt.Fprintf(rc.c, "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", size); err != nil {
+		t.Fatal(err)
+	}
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		buf := make([]byte, 64<<10)
+		for n := 0; n < size; n += len(buf) {
+			if _, err := rc.c.Write(buf); err != nil {
+				return // the proxy closed the connection after its 502
+			}
+		}
+	}()
+	resp, err := http.ReadResponse(rc.br, nil)
+	if err != nil {
+		t.Fatalf("read response: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 502 || string(body) != errorPages[502] || !resp.Close {
+		t.Errorf("got %d %q close=%v, want HAProxy's 502 page with connection: close", resp.StatusCode, body, resp.Close)
+	}
+	<-sent
+	waitCounts(t, p,
+		faultCounts{SrvAbrt: 1, Hrsp5xx: 1},
+		faultCounts{SrvAbrt: 1, Hrsp5xx: 1},
+		faultCounts{SrvAbrt: 1})
+	wantFlags(t, waitLogLine(t, logs, 502), "SD")
+	wantServed(t, addr)
+}

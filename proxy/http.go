@@ -330,6 +330,16 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 			reused = false
 			continue
 		}
+		if ferr != nil && hasBody {
+			// The server went away while the body was being sent: as
+			// HAProxy's forwarding phase, srv_abrt and 502 (SD).
+			uc.close()
+			fe.Counters.SrvAbrt.Add(1)
+			be.Counters.SrvAbrt.Add(1)
+			srv.Counters.SrvAbrt.Add(1)
+			s.fail(502, "SD", idleStart, tq, be, srv)
+			return false
+		}
 		if ferr != nil {
 			uc.close()
 			srv.Counters.Econ.Add(1)
@@ -669,11 +679,11 @@ func (s *httpSession) sendRequest(uc *upConn, hasBody bool) (int64, error) {
 		}
 		n += m
 		if err != nil {
-			if w.Buffered() > 0 || isReadSideErr(err) {
+			if isReadSideErr(err) {
 				// The body could not be read from the client.
 				return n, wrapClient(err)
 			}
-			return n, err
+			return n, err // the server side failed
 		}
 	}
 	if err := w.Flush(); err != nil {
