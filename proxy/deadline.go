@@ -10,7 +10,9 @@ import (
 // would happen several times per request, so an inactivity timeout is only
 // pushed forward once an eighth of it has gone by: the connection is then
 // cut between 7/8 and 8/8 of the timeout after the last activity, never
-// earlier.
+// earlier. A deadline that comes sooner than the armed one (a shorter
+// timeout taking over, as timeout_http_request after a body read under
+// timeout_client) is always armed.
 type deadlines struct {
 	read, write time.Time
 }
@@ -20,7 +22,7 @@ func (dl *deadlines) armRead(c net.Conn, now time.Time, d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	if want := now.Add(d); dl.read.IsZero() || want.Sub(dl.read) >= d/8 {
+	if want := now.Add(d); dl.read.IsZero() || want.Before(dl.read) || want.Sub(dl.read) >= d/8 {
 		dl.read = want
 		c.SetReadDeadline(want)
 	}
@@ -31,7 +33,7 @@ func (dl *deadlines) armWrite(c net.Conn, now time.Time, d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	if want := now.Add(d); dl.write.IsZero() || want.Sub(dl.write) >= d/8 {
+	if want := now.Add(d); dl.write.IsZero() || want.Before(dl.write) || want.Sub(dl.write) >= d/8 {
 		dl.write = want
 		c.SetWriteDeadline(want)
 	}

@@ -545,3 +545,41 @@ func TestFaultServerResetDuringUpload(t *testing.T) {
 	wantFlags(t, waitLogLine(t, logs, 502), "SD")
 	wantServed(t, addr)
 }
+
+// After a request with a body (whose reading arms the longer
+// timeout_client), the next request head is again bounded by
+// timeout_http_request, with or without a timeout_client: a slow-loris
+// cannot escape it by sending one POST first.
+func TestFaultSlowHeadAfterBody(t *testing.T) {
+	up := faultServer(t, func(c *net.TCPConn, _ *http.Request) {})
+	for _, tc := range []struct {
+		name   string
+		client time.Duration
+	}{{"timeout_client longer", 30 * time.Second}, {"no timeout_client", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(conf.ModeHTTP, []string{up}, nil)
+			cfg.Frontends[0].TimeoutHTTPRequest = 200 * time.Millisecond
+			cfg.Frontends[0].TimeoutClient = tc.client
+			_, addr := startProxy(t, cfg)
+			rc := dialRaw(t, addr)
+			for _, req := range []string{
+				"POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+				"POST /ok HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+			} {
+				if resp := rc.do(t, req); resp.StatusCode != 200 {
+					t.Fatalf("%q: status %d", req, resp.StatusCode)
+				}
+			}
+			start := time.Now()
+			io.WriteString(rc.c, "GET /ok HTTP/1.1\r\nHost: x\r\n") // and nothing more
+			rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			resp, err := http.ReadResponse(rc.br, nil)
+			if err != nil || resp.StatusCode != 408 {
+				t.Fatalf("got %v, %v; want 408", resp, err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("408 after %v, want it after timeout_http_request (200ms)", d)
+			}
+		})
+	}
+}

@@ -68,6 +68,9 @@ type FrontendSnapshot struct {
 	ID      int
 	Mode    string
 	MaxConn int
+	// DeniedConn is the connections closed by a tcp_request connection
+	// reject rule (HAProxy's dcon).
+	DeniedConn int64
 	CounterValues
 }
 
@@ -229,7 +232,7 @@ func (p *Proxy) Snapshot() *Snapshot {
 	snap := &Snapshot{Taken: now, Started: p.started, MaxConn: p.MaxConn(), Stopping: p.stopping.Load()}
 	for _, fe := range p.Frontends {
 		fs := FrontendSnapshot{Name: fe.Name, ID: fe.ID, Mode: string(fe.Conf.Mode), MaxConn: fe.MaxConn(),
-			CounterValues: fe.Counters.values(now)}
+			DeniedConn: fe.DeniedConn.Load(), CounterValues: fe.Counters.values(now)}
 		fs.Slim = int64(fs.MaxConn)
 		snap.Frontends = append(snap.Frontends, fs)
 	}

@@ -176,6 +176,10 @@ address = "%s"
 	if got := fe.DeniedConn.Load(); got != 2 {
 		t.Fatalf("denied connections %d, want 2", got)
 	}
+	// The stats' dcon column reads it from the snapshot.
+	if got := p.Snapshot().Frontends[0].DeniedConn; got != 2 {
+		t.Errorf("snapshot DeniedConn %d, want 2", got)
+	}
 }
 
 // TestTCPTrackConnRate limits the connection rate of an address with

@@ -295,7 +295,7 @@ var columns = []Column{
 		get:  empty}, // not counted yet
 	{Name: "dcon", Kinds: kF, typ: tU64, tags: "MCP", prom: "denied_connections_total", promKinds: kF,
 		Desc: "Total number of incoming connections blocked on a listener/frontend by a tcp-request connection rule since the worker process started",
-		get:  zero}, // no tcp-request connection rules
+		get:  func(r *row) value { return num(r.fe.DeniedConn) }},
 	{Name: "dses", Kinds: kF, typ: tU64, tags: "MCP", prom: "denied_sessions_total", promKinds: kF,
 		Desc: "Total number of incoming sessions blocked on a listener/frontend by a tcp-request connection rule since the worker process started",
 		get:  zero}, // no tcp-request session rules

@@ -91,7 +91,7 @@ func testSnapshot() *proxy.Snapshot {
 				Scur: 3, Smax: 12, Slim: 500, Stot: 130, Bin: 15000, Bout: 990000, Dreq: 4, Ereq: 1,
 				ReqTot: 131, Hrsp2xx: 111, Hrsp3xx: 4, Hrsp4xx: 15, Hrsp5xx: 1, Rate: 2, RateMax: 10,
 				ReqRate: 3, ReqRateMax: 11}},
-			{Name: "fe_tcp", ID: 3, Mode: "tcp", CounterValues: proxy.CounterValues{Stot: 5, Bin: 100, Bout: 200}},
+			{Name: "fe_tcp", ID: 3, Mode: "tcp", DeniedConn: 7, CounterValues: proxy.CounterValues{Stot: 5, Bin: 100, Bout: 200}},
 		},
 		Backends: []proxy.BackendSnapshot{
 			webBE,
