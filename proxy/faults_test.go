@@ -422,6 +422,9 @@ func TestFaultSmuggling(t *testing.T) {
 			"23\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n\r\n0\r\n\r\n"},
 		{"bare CR in a value", "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\rTransfer-Encoding: chunked\r\n\r\n"},
 		{"NUL in a value", "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n"},
+		{"two Host fields", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"},
+		{"absolute target naming another host", "GET http://evil/abs HTTP/1.1\r\nHost: x\r\n\r\n"},
+		{"absolute target, userinfo and port", "GET http://x@evil:80/ HTTP/1.1\r\nHost: x\r\n\r\n"},
 	}
 	u := newUpstream(t, "s1")
 	p, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{u.addr()}, nil))
@@ -581,5 +584,21 @@ func TestFaultSlowHeadAfterBody(t *testing.T) {
 				t.Errorf("408 after %v, want it after timeout_http_request (200ms)", d)
 			}
 		})
+	}
+}
+
+// An absolute-form target whose authority is the Host (any case) is
+// served: only a mismatch is refused.
+func TestAbsoluteTargetMatchingHost(t *testing.T) {
+	u := newUpstream(t, "s1")
+	_, addr := startProxy(t, testConfig(conf.ModeHTTP, []string{u.addr()}, nil))
+	rc := dialRaw(t, addr)
+	for _, raw := range []string{
+		"GET http://x/abs HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET HTTP://X:8080?q HTTP/1.1\r\nHost: x:8080\r\n\r\n",
+	} {
+		if resp := rc.do(t, raw); resp.StatusCode != 200 || bodyOf(resp) != "s1\n" {
+			t.Errorf("%q: status %d, want 200 from s1", raw, resp.StatusCode)
+		}
 	}
 }

@@ -174,6 +174,11 @@ func (h *head) parse(isResp bool) error {
 		case bytes.EqualFold(name, hdrUpgrade):
 			upgradeHdr = true
 		case bytes.EqualFold(name, hdrHost):
+			// Two Host fields: which one routes (hdr(host)) and which one
+			// the server honours could differ (RFC 9112 section 3.2: 400).
+			if h.host != nil && !isResp {
+				return errBadHead
+			}
 			h.host = value
 		case bytes.EqualFold(name, hdrExpect):
 			h.expect100 = bytes.EqualFold(value, tok100Continue)
@@ -195,6 +200,14 @@ func (h *head) parse(isResp bool) error {
 	}
 	if sawTE && !h.chunked {
 		h.contentLength = -1
+	}
+	// An absolute-form target names the host itself; a Host field that
+	// says otherwise is refused, as HAProxy 2.6 does, since the rules
+	// route on Host and a server may honour the target.
+	if !isResp && h.host != nil {
+		if auth, ok := authorityOf(h.line[1]); ok && !bytes.EqualFold(auth, h.host) {
+			return errBadHead
+		}
 	}
 	h.connUpgrade = h.connUpgrade && upgradeHdr
 	if h.http10 && !h.connKeepAlive {
@@ -246,6 +259,24 @@ func (h *head) parseStart(line []byte, isResp bool) error {
 	}
 	h.line = [3][]byte{a, uri, proto}
 	return nil
+}
+
+// authorityOf returns the authority of an absolute-form request target
+// ("http://example.com:8080/path" -> "example.com:8080"); ok is false for
+// the other forms.
+func authorityOf(uri []byte) (auth []byte, ok bool) {
+	i := bytes.Index(uri, []byte("://"))
+	if i <= 0 || !isToken(uri[:i]) {
+		return nil, false
+	}
+	auth = uri[i+3:]
+	if j := bytes.IndexAny(auth, "/?#"); j >= 0 {
+		auth = auth[:j]
+	}
+	if k := bytes.LastIndexByte(auth, '@'); k >= 0 {
+		auth = auth[k+1:] // userinfo is not part of the host
+	}
+	return auth, true
 }
 
 // isCTLOrSpace reports whether r may not appear in a request target
