@@ -602,3 +602,34 @@ func TestAbsoluteTargetMatchingHost(t *testing.T) {
 		}
 	}
 }
+
+// Two identical Content-Length fields are accepted and forwarded as one,
+// as HAProxy merges them; differing ones are refused (TestFaultSmuggling).
+func TestDuplicateContentLengthForwardedOnce(t *testing.T) {
+	heads := make(chan string, 1)
+	up := tcpServer(t, func(c *net.TCPConn) {
+		br := bufio.NewReader(c)
+		var head strings.Builder
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			head.WriteString(line)
+			if line == "\r\n" {
+				break
+			}
+		}
+		io.ReadFull(br, make([]byte, 3))
+		heads <- head.String()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+	})
+	_, addr := startProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
+	resp := dialRaw(t, addr).do(t, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc")
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d, want 200", resp.StatusCode)
+	}
+	if head := <-heads; strings.Count(strings.ToLower(head), "content-length:") != 1 {
+		t.Errorf("the server got %q, want one Content-Length", head)
+	}
+}

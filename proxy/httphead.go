@@ -137,6 +137,11 @@ func (h *head) parse(isResp bool) error {
 			if !ok || (sawCL && n != h.contentLength) {
 				return errSmuggling
 			}
+			if sawCL {
+				// The same length twice: forwarded once, as HAProxy
+				// merges them (RFC 9112 section 6.3 allows it).
+				h.headers = h.headers[:len(h.headers)-1]
+			}
 			sawCL = true
 			h.contentLength = n
 		case bytes.EqualFold(name, hdrTransferEncoding):
