@@ -120,30 +120,11 @@ func TestReloadHandOverRefusesNothing(t *testing.T) {
 // keeps working on the old proxy, a new one goes to the new proxy, and
 // the old proxy retires once the session closes.
 func TestReloadTCPSessionFinishesOnOld(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	echo, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var echoWG sync.WaitGroup
-	defer func() { echo.Close(); echoWG.Wait() }()
-	echoWG.Add(1)
-	go func() {
-		defer echoWG.Done()
-		for {
-			c, err := echo.Accept()
-			if err != nil {
-				return
-			}
-			echoWG.Add(1)
-			go func() {
-				defer echoWG.Done()
-				defer c.Close()
-				io.Copy(c, c)
-			}()
-		}
-	}()
-	cfg := testConfig(conf.ModeTCP, []string{echo.Addr().String()}, nil)
+	// Checked after the cleanups, which stop the echo server.
+	leaks := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, leaks) })
+	echo := tcpServer(t, echoConn)
+	cfg := testConfig(conf.ModeTCP, []string{echo}, nil)
 	p, err := New(cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +151,7 @@ func TestReloadTCPSessionFinishesOnOld(t *testing.T) {
 	br1 := bufio.NewReader(c1)
 	roundTrip(c1, br1, "before")
 
-	next := reloadTo(t, p, keepBind(testConfig(conf.ModeTCP, []string{echo.Addr().String()}, nil), p))
+	next := reloadTo(t, p, keepBind(testConfig(conf.ModeTCP, []string{echo}, nil), p))
 	retired := make(chan error, 1)
 	go func() { retired <- next.Retire(context.Background(), p) }()
 

@@ -5,28 +5,56 @@ import (
 	"crypto/sha256"
 	"io"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
 )
 
-// tcpServer accepts connections and runs fn on each.
+// tcpServer accepts connections and runs fn on each. At the end of the
+// test it stops accepting, closes the connections still open and waits
+// for every fn to return, so that no goroutine outlives the test.
 func tcpServer(t *testing.T, fn func(c *net.TCPConn)) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns = map[net.Conn]struct{}{}
+	)
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
 			}
+			mu.Lock()
+			conns[c] = struct{}{}
+			mu.Unlock()
+			wg.Add(1)
 			go func() {
-				defer c.Close()
+				defer wg.Done()
+				defer func() {
+					mu.Lock()
+					delete(conns, c)
+					mu.Unlock()
+					c.Close()
+				}()
 				fn(c.(*net.TCPConn))
 			}()
 		}
@@ -34,8 +62,11 @@ func tcpServer(t *testing.T, fn func(c *net.TCPConn)) string {
 	return l.Addr().String()
 }
 
+// echoConn is a tcpServer handler that sends back what it reads.
+func echoConn(c *net.TCPConn) { io.Copy(c, c) }
+
 func TestTCPEcho(t *testing.T) {
-	echo := tcpServer(t, func(c *net.TCPConn) { io.Copy(c, c) })
+	echo := tcpServer(t, echoConn)
 	p, addr := startProxy(t, testConfig(conf.ModeTCP, []string{echo}, nil))
 	c, err := net.Dial("tcp", addr)
 	if err != nil {

@@ -319,34 +319,6 @@ address = "%s"
 	wantEntry(t, tbl, src, ds[:6], 0, 4, 4, n+3, n+3, 2)
 }
 
-// echoServer accepts TCP connections and echoes their bytes until closed.
-func echoServer(t *testing.T) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				io.Copy(c, c)
-			}()
-		}
-	}()
-	return ln
-}
-
 const tcpTrackConfig = `
 [defaults]
 mode = "tcp"
@@ -379,8 +351,8 @@ func echo(t *testing.T, c net.Conn, br *bufio.Reader, msg string) {
 // bytes and conn_cur returns to 0 when it closes, also when no server
 // could be reached.
 func TestTCPTrackTCPMode(t *testing.T) {
-	ln := echoServer(t)
-	p, _ := clockedProxy(t, tcpTrackConfig, ln.Addr())
+	up := tcpServer(t, echoConn)
+	p, _ := clockedProxy(t, tcpTrackConfig, up)
 	addr := p.Frontends[0].Addrs()[0].String()
 	tbl := p.Table("tcp")
 	const src = "127.0.0.25"
@@ -418,9 +390,9 @@ func TestTCPTrackTCPMode(t *testing.T) {
 // new proxy's rules track on it, while a connection the old proxy tracked
 // keeps its entry until it closes.
 func TestTCPTrackReload(t *testing.T) {
-	ln := echoServer(t)
+	up := tcpServer(t, echoConn)
 	parse := func() *conf.Config {
-		cfg, err := conf.Parse("t.toml", []byte(fmt.Sprintf(tcpTrackConfig, ln.Addr())))
+		cfg, err := conf.Parse("t.toml", []byte(fmt.Sprintf(tcpTrackConfig, up)))
 		if err != nil {
 			t.Fatal(err)
 		}
