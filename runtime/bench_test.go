@@ -118,14 +118,7 @@ func TestConcurrentClients(t *testing.T) {
 					return
 				default:
 				}
-				resp, err := c.Get(url)
-				if err == nil {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != 200 {
-						err = fmt.Errorf("status %d", resp.StatusCode)
-					}
-				}
+				err := getOK(c, url)
 				if err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())
@@ -299,14 +292,7 @@ func driveRequests(c *http.Client, url string, n, workers int) (failed int64, fi
 		go func() {
 			defer wg.Done()
 			for left.Add(-1) >= 0 {
-				resp, err := c.Get(url)
-				if err == nil {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != 200 {
-						err = fmt.Errorf("status %d", resp.StatusCode)
-					}
-				}
+				err := getOK(c, url)
 				if err != nil {
 					bad.Add(1)
 					firstErr.CompareAndSwap(nil, err)

@@ -121,14 +121,7 @@ func TestDrainScenario(t *testing.T) {
 					return
 				default:
 				}
-				resp, err := c.Get(url)
-				if err == nil {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != 200 {
-						err = fmt.Errorf("status %d", resp.StatusCode)
-					}
-				}
+				err := getOK(c, url)
 				if err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())

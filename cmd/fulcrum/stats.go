@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
 	"net"
 	"net/http"
 	"net/netip"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy"
+	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
 	"github.com/fulcrum-proxy/fulcrum/stats"
 )
 
