@@ -117,7 +117,12 @@ func addACL(c *Context, args []string) error {
 	for _, p := range patterns {
 		e, err := set.Add(p)
 		if err != nil {
-			return reply(err.Error())
+			// HAProxy's CLI ends a pattern's parse error with a period.
+			msg := err.Error()
+			if !strings.HasSuffix(msg, ".") {
+				msg += "."
+			}
+			return reply(msg)
 		}
 		c.Changed().Str("acl", aclName(set)).Str("pattern", p).Str("entry", "0x"+strconv.FormatUint(e.ID, 16)).
 			Int("entries", set.Len()).Msg("acl entry added")
