@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
@@ -49,25 +50,53 @@ type demoAddrs struct {
 }
 
 func runDemo(ctx context.Context, at demoAddrs, stdout, stderr io.Writer, started func(*proxy.Proxy)) error {
-	cfg, err := conf.Parse("demo.toml", demoConfig)
+	var upstreams []string
+	// build gives the demo's configuration, at start and at each reload
+	// (SIGHUP, the socket's reload): the built-in file, on the upstreams
+	// started here and the addresses asked for, the binds those the first
+	// build got (a port 0 is kept).
+	build := func(binds ...[]string) (*conf.Config, error) {
+		cfg, err := conf.Parse("demo.toml", demoConfig)
+		if err != nil {
+			return nil, err
+		}
+		for i, s := range cfg.Backends[0].Servers {
+			s.Address = upstreams[i]
+		}
+		cfg.Frontends[0].Binds = binds[0]
+		cfg.Frontends[1].Binds = binds[1]
+		cfg.Global.StatsSockets[0].Path = at.socket
+		return cfg, nil
+	}
+	base, err := conf.Parse("demo.toml", demoConfig)
 	if err != nil {
 		return cli.Exit("fulcrum: embedded demo config: "+err.Error(), 1)
 	}
-	be := cfg.Backends[0]
-	for i, s := range be.Servers {
+	for i, s := range base.Backends[0].Servers {
 		addr, stop, err := startDemoUpstream(s.Name, demoLatencies[i])
 		if err != nil {
 			return cli.Exit("fulcrum: demo upstream: "+err.Error(), 1)
 		}
 		defer stop()
-		s.Address = addr
+		upstreams = append(upstreams, addr)
 	}
-	cfg.Frontends[0].Binds = []string{at.listen}
-	cfg.Frontends[1].Binds = []string{at.stats}
-	cfg.Global.StatsSockets[0].Path = at.socket
-	return serve(ctx, cfg, stderr, func(p *proxy.Proxy) {
+	cfg, err := build([]string{at.listen}, []string{at.stats})
+	if err != nil {
+		return cli.Exit("fulcrum: embedded demo config: "+err.Error(), 1)
+	}
+	// The addresses the frontends got, for reloads (set once listening; a
+	// reload through the socket may come before).
+	var bound atomic.Pointer[[2][]string]
+	bound.Store(&[2][]string{{at.listen}, {at.stats}})
+	opts := serveOptions{load: func() (*conf.Config, error) {
+		b := bound.Load()
+		return build(b[0], b[1])
+	}}
+	opts.started = func(r *reloader) {
+		p := r.current()
 		addr := p.Frontends[0].Addrs()[0].String()
 		statsAddr := p.Frontends[1].Addrs()[0].String()
+		bound.Store(&[2][]string{{addr}, {statsAddr}})
 		fmt.Fprintf(stdout, `
 fulcrum demo is running: frontend "www" on http://%[1]s, balancing
 roundrobin over three built-in upstreams s1 (weight 2, 0 ms), s2 (weight 1,
@@ -92,7 +121,8 @@ Press Ctrl-C to stop.
 		if started != nil {
 			started(p)
 		}
-	})
+	}
+	return serveWith(ctx, cfg, stderr, opts)
 }
 
 // startDemoUpstream starts one built-in upstream on a free loopback port.

@@ -159,6 +159,9 @@ type serveOptions struct {
 	watch time.Duration
 	// started, if non-nil, is called once listening.
 	started func(*reloader)
+	// load, if non-nil, gives the configuration a reload switches to, in
+	// place of reading the file again (the demo's is built in).
+	load func() (*conf.Config, error)
 }
 
 // serveWith is serve with its options. SIGHUP, the Runtime API's reload
@@ -186,6 +189,9 @@ func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serve
 	}
 	loadState(cfg, p, log) // state_file (statefile.go)
 	r := newReloader(cfg, p, logw, log)
+	if opts.load != nil {
+		r.load = opts.load
+	}
 	setupStats(p, r.change) // stats page and /metrics on [frontend.stats] (stats.go)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)

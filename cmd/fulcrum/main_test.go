@@ -132,6 +132,27 @@ func TestDemoServes(t *testing.T) {
 	if err != nil || !strings.Contains(reply, "\nweb,s3,") {
 		t.Errorf("admin socket show stat: %q %v", reply, err)
 	}
+	// A reload rebuilds the built-in configuration (there is no file to
+	// read) on the same upstreams and addresses; a drain set before stays.
+	if reply, err := cli.Run(cli.Addr(sock), "set server web/s3 state drain", 5*time.Second); err != nil || strings.TrimSpace(reply) != "" {
+		t.Fatalf("set server state drain: %q %v", reply, err)
+	}
+	if reply, err := cli.Run(cli.Addr(sock), "reload", 10*time.Second); err != nil || !strings.HasPrefix(reply, "Success=1\n") {
+		t.Errorf("reload: %q %v, want Success=1", reply, err)
+	}
+	got = map[string]int{}
+	for i := 0; i < 6; i++ {
+		resp, err := http.Get("http://" + addr + "/")
+		if err != nil {
+			t.Fatalf("after the reload: %v", err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		got[resp.Header.Get("X-Served-By")]++
+	}
+	if fmt.Sprint(got) != "map[s1:4 s2:2]" {
+		t.Errorf("after the reload, s3 drained: got %v, want map[s1:4 s2:2]", got)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("demo exit: %v", err)

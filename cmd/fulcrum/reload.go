@@ -23,7 +23,10 @@ import (
 // is given the new proxy (SetProxy), the stats page is rebuilt on the new
 // proxy's frontends (setupStats) and the checker is restarted on it.
 type reloader struct {
-	path string    // the configuration file
+	path string // the configuration file
+	// load reads and validates the configuration a reload switches to:
+	// loadConfig(path), or the demo's built-in one.
+	load func() (*conf.Config, error)
 	logw io.Writer // where each configuration's logger writes
 	log  zerolog.Logger
 
@@ -53,6 +56,7 @@ var errStopping = errors.New("stopping: reload refused")
 // newReloader returns the reloader of p, which serves cfg and has started.
 func newReloader(cfg *conf.Config, p *proxy.Proxy, logw io.Writer, log zerolog.Logger) *reloader {
 	r := &reloader{path: cfg.File, logw: logw, log: log, cfg: cfg, stopChecks: func() {}}
+	r.load = func() (*conf.Config, error) { return loadConfig(r.path) }
 	r.abortCtx, r.abortRetire = context.WithCancel(context.Background())
 	r.cur.Store(p)
 	return r
@@ -82,7 +86,7 @@ func (r *reloader) reload() error {
 		return errStopping
 	}
 	t0 := time.Now()
-	cfg, err := loadConfig(r.path) // load.go: conf.Load and the daemon's own checks
+	cfg, err := r.load() // load.go: conf.Load and the daemon's own checks
 	if err != nil {
 		r.log.Error().Err(err).Str("file", r.path).Msg("reload refused: invalid configuration, the running one keeps serving")
 		return err
