@@ -36,7 +36,7 @@ import (
 // the exchange when it runs on the same machine.
 const (
 	cmdShare    = 0.05
-	cmdBurst    = 500 * time.Millisecond
+	cmdBurst    = 100 * time.Millisecond
 	cmdOverhead = 100 * time.Microsecond
 )
 
