@@ -60,3 +60,30 @@ func TestBudgetPaces(t *testing.T) {
 		t.Fatal("Close waited for a command paced by the budget")
 	}
 }
+
+// TestReloadNotCharged: reload, whose cost grows with the file, does not
+// draw on the command budget (the next commands must not wait for it);
+// other commands do.
+func TestReloadNotCharged(t *testing.T) {
+	burn := func() {
+		for end := time.Now().Add(30 * time.Millisecond); time.Now().Before(end); {
+		}
+	}
+	e := startEnvOpts(t, fuzzConfig, Options{Reload: func() error { burn(); return nil }})
+	tokens := func() time.Duration {
+		b := e.api.budget
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.tokens
+	}
+	full := tokens()
+	e.run(t, LevelAdmin, "reload") // burns 30 ms of CPU
+	after := tokens()
+	if after < full-2*cmdOverhead {
+		t.Errorf("budget after reload: %v, want about %v (only the %v of the exchange)", after, full, cmdOverhead)
+	}
+	e.run(t, LevelUser, "show stat")
+	if got := tokens(); got >= after {
+		t.Errorf("budget after show stat: %v, want less than %v (charged)", got, after)
+	}
+}

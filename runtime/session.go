@@ -211,15 +211,19 @@ func (s *session) charge() func() {
 // exec runs one command: the unknown-command reply when no row matches,
 // "Permission denied" below the level the row needs for these arguments,
 // else its handler. It waits first while the API's budget is overdrawn
-// (budget.go), and charges the budget what the command took.
+// (budget.go), and charges the budget what the command took, except for
+// reload: an operator's rare and deliberate command, whose cost grows
+// with the configuration file, must not make the next commands wait.
 func (s *session) exec(words []string, payload string) {
 	if !s.api.budget.admit(s.api.done) {
 		return // the API is closing
 	}
-	defer s.charge()()
-	s.conn.SetWriteDeadline(time.Now().Add(max(s.timeout, minWriteTimeout)))
 	t := s.api.table
 	cmd, n := t.find(words)
+	if cmd == nil || !cmd.unheld {
+		defer s.charge()()
+	}
+	s.conn.SetWriteDeadline(time.Now().Add(max(s.timeout, minWriteTimeout)))
 	if cmd == nil {
 		s.bw.WriteString(t.usage(s.level, words, false))
 		return
