@@ -25,14 +25,17 @@ func benchTable(b testing.TB, n int) (*Table, []Key) {
 
 var sizes = []int{1000, 1000000}
 
-// BenchmarkGet is lookup-or-create then release, on existing keys.
-func BenchmarkGet(b *testing.B) {
+// runSizes runs op(tb, i) for each table size, on one goroutine
+// ("N/single") and on all of them ("N/parallel", each starting at its own
+// place in the keys). setup builds the per-size state op uses.
+func runSizes[T any](b *testing.B, setup func(tb *Table, keys []Key) T, op func(tb *Table, st T, i int)) {
 	for _, n := range sizes {
 		tb, keys := benchTable(b, n)
+		st := setup(tb, keys)
 		b.Run(fmt.Sprintf("%d/single", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				tb.Release(tb.Get(keys[i%n]))
+				op(tb, st, i%n)
 			}
 		})
 		b.Run(fmt.Sprintf("%d/parallel", n), func(b *testing.B) {
@@ -41,68 +44,37 @@ func BenchmarkGet(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				i := int(seq.Add(1)) * 7919
 				for pb.Next() {
-					tb.Release(tb.Get(keys[i%n]))
+					op(tb, st, i%n)
 					i++
 				}
 			})
 		})
 	}
+}
+
+// entries looks up every key once.
+func entries(tb *Table, keys []Key) []*Entry {
+	es := make([]*Entry, len(keys))
+	for i, k := range keys {
+		es[i] = tb.Lookup(k)
+	}
+	return es
+}
+
+// BenchmarkGet is lookup-or-create then release, on existing keys.
+func BenchmarkGet(b *testing.B) {
+	runSizes(b, func(_ *Table, keys []Key) []Key { return keys },
+		func(tb *Table, keys []Key, i int) { tb.Release(tb.Get(keys[i])) })
 }
 
 // BenchmarkTouch re-arms an entry's expiry.
 func BenchmarkTouch(b *testing.B) {
-	for _, n := range sizes {
-		tb, keys := benchTable(b, n)
-		es := make([]*Entry, n)
-		for i, k := range keys {
-			es[i] = tb.Lookup(k)
-		}
-		b.Run(fmt.Sprintf("%d/single", n), func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; b.Loop(); i++ {
-				tb.Touch(es[i%n])
-			}
-		})
-		b.Run(fmt.Sprintf("%d/parallel", n), func(b *testing.B) {
-			b.ReportAllocs()
-			var seq atomic.Int64
-			b.RunParallel(func(pb *testing.PB) {
-				i := int(seq.Add(1)) * 7919
-				for pb.Next() {
-					tb.Touch(es[i%n])
-					i++
-				}
-			})
-		})
-	}
+	runSizes(b, entries, func(tb *Table, es []*Entry, i int) { tb.Touch(es[i]) })
 }
 
 // BenchmarkRate counts a request in http_req_rate.
 func BenchmarkRate(b *testing.B) {
-	for _, n := range sizes {
-		tb, keys := benchTable(b, n)
-		es := make([]*Entry, n)
-		for i, k := range keys {
-			es[i] = tb.Lookup(k)
-		}
-		b.Run(fmt.Sprintf("%d/single", n), func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; b.Loop(); i++ {
-				tb.Update(es[i%n], HTTPReqRate)
-			}
-		})
-		b.Run(fmt.Sprintf("%d/parallel", n), func(b *testing.B) {
-			b.ReportAllocs()
-			var seq atomic.Int64
-			b.RunParallel(func(pb *testing.PB) {
-				i := int(seq.Add(1)) * 7919
-				for pb.Next() {
-					tb.Update(es[i%n], HTTPReqRate)
-					i++
-				}
-			})
-		})
-	}
+	runSizes(b, entries, func(tb *Table, es []*Entry, i int) { tb.Update(es[i], HTTPReqRate) })
 }
 
 // TestMemoryPerEntry checks the million-entry budget: ip keys with
