@@ -52,6 +52,11 @@ type globalSection struct {
 	// stays. A missing file at start is not an error. "" means no state
 	// file. Default "".
 	StateFile string `toml:"state_file"`
+
+	// TuneHTTPMaxHdr is the most lines an HTTP message head may have,
+	// its start line included (HAProxy's tune.http.maxhdr): a request with
+	// more gets 400, a response 502. 1..32767. Default 101.
+	TuneHTTPMaxHdr *int `toml:"tune_http_maxhdr"`
 }
 
 // setDefaults gives every unset key of [global] its default.
@@ -60,6 +65,7 @@ func (g *globalSection) setDefaults() {
 	orDefault(&g.LogLevel, "info")
 	orDefault(&g.LogFormat, "json")
 	orDefault(&g.StatsTimeout, Duration(10*time.Second))
+	orDefault(&g.TuneHTTPMaxHdr, 101)
 	for _, ss := range g.StatsSocket {
 		ss.setDefaults()
 	}
@@ -72,6 +78,7 @@ func (g *globalSection) validate(s scope) {
 	oneOf(s.at("log_level"), g.LogLevel, "debug", "info", "warn", "error")
 	oneOf(s.at("log_format"), g.LogFormat, "json", "console")
 	positive(s.at("stats_timeout"), g.StatsTimeout)
+	inRange(s.at("tune_http_maxhdr"), g.TuneHTTPMaxHdr, 1, 32767)
 	seen := map[string]int{}
 	for i, ss := range g.StatsSocket {
 		item := s.at("stats_socket").item(i)

@@ -192,6 +192,7 @@ func (f *fileSection) model(c *checker) *Config {
 			LogFormat:     *f.Global.LogFormat,
 			StatsTimeout:  f.Global.StatsTimeout.Std(),
 			StateFile:     f.Global.StateFile,
+			MaxHdr:        *f.Global.TuneHTTPMaxHdr,
 		},
 	}
 	for i, ss := range f.Global.StatsSocket {
@@ -270,6 +271,10 @@ func (f *fileSection) model(c *checker) *Config {
 				Observe:    *srv.Observe,
 				ErrorLimit: *srv.ErrorLimit,
 				OnError:    *srv.OnError,
+
+				PoolMaxConn:    *srv.PoolMaxConn,
+				PoolLowConn:    *srv.PoolLowConn,
+				PoolPurgeDelay: srv.PoolPurgeDelay.Std(),
 			})
 		}
 		cfg.Backends = append(cfg.Backends, b)

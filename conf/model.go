@@ -41,6 +41,7 @@ type Global struct {
 	StatsSockets  []StatsSocket // [[global.stats_socket]], in file order
 	StatsTimeout  time.Duration // idle timeout of a Runtime API session
 	StateFile     string        // server state written at stop, read at start; "" = none
+	MaxHdr        int           // tune_http_maxhdr: lines in a message head, start line included
 }
 
 // StatsSocket is one [[global.stats_socket]]: a Runtime API endpoint.
@@ -151,6 +152,10 @@ type Server struct {
 	Observe    string // "", "layer4" or "layer7"
 	ErrorLimit int    // observe: consecutive errors that trigger OnError
 	OnError    string // fastinter | fail-check | sudden-death | mark-down
+
+	PoolMaxConn    int           // idle connections kept, -1 = no limit
+	PoolLowConn    int           // idle connections a purge leaves
+	PoolPurgeDelay time.Duration // 0 = never purged
 }
 
 // Check is a backend's [backend.check]: how its servers with check = true

@@ -60,6 +60,23 @@ type serverParams struct {
 	// (one more failed check marks the server down) or "mark-down" (mark it
 	// down at once). Default "fail-check", as HAProxy.
 	OnError *string `toml:"on_error"`
+
+	// PoolMaxConn is the most idle connections to the server kept for
+	// reuse (HAProxy's pool-max-conn): -1 means no limit, 0 keeps none.
+	// Default -1.
+	PoolMaxConn *int `toml:"pool_max_conn"`
+
+	// PoolLowConn is how many idle connections a purge always leaves to
+	// the server (HAProxy's pool-low-conn, which with fulcrum's one pool
+	// per server only bounds the purge). Default 0.
+	PoolLowConn *int `toml:"pool_low_conn"`
+
+	// PoolPurgeDelay is how often idle connections to the server are
+	// purged (HAProxy's pool-purge-delay): each time, half of those not
+	// used since the previous purge are closed. A connection the server
+	// closes is released within a quarter of a second whatever this says.
+	// "0s" means never purged. Default "5s".
+	PoolPurgeDelay *Duration `toml:"pool_purge_delay"`
 }
 
 // setDefaults gives every unset key of a [backend.default_server] its
@@ -79,6 +96,9 @@ func (sp *serverParams) setDefaults() {
 	orDefault(&sp.Observe, "")
 	orDefault(&sp.ErrorLimit, 10)
 	orDefault(&sp.OnError, "fail-check")
+	orDefault(&sp.PoolMaxConn, -1)
+	orDefault(&sp.PoolLowConn, 0)
+	orDefault(&sp.PoolPurgeDelay, Duration(5*time.Second))
 }
 
 // validate checks the values set in a [backend.default_server] or in the
@@ -94,6 +114,11 @@ func (sp *serverParams) validate(s scope) {
 	oneOf(s.at("observe"), sp.Observe, "layer4", "layer7", "")
 	atLeast(s.at("error_limit"), sp.ErrorLimit, 1)
 	oneOf(s.at("on_error"), sp.OnError, "fastinter", "fail-check", "sudden-death", "mark-down")
+	atLeast(s.at("pool_max_conn"), sp.PoolMaxConn, -1)
+	nonNegative(s.at("pool_low_conn"), sp.PoolLowConn)
+	if sp.PoolPurgeDelay != nil && *sp.PoolPurgeDelay < 0 {
+		s.at("pool_purge_delay").errorf("must not be negative, got %q", sp.PoolPurgeDelay.String())
+	}
 }
 
 // serverSection is one [[backend.server]]: a server of the backend.
@@ -137,6 +162,9 @@ func (srv *serverSection) setDefaults(ds *serverParams) {
 	inherit(&sp.Observe, ds.Observe)
 	inherit(&sp.ErrorLimit, ds.ErrorLimit)
 	inherit(&sp.OnError, ds.OnError)
+	inherit(&sp.PoolMaxConn, ds.PoolMaxConn)
+	inherit(&sp.PoolLowConn, ds.PoolLowConn)
+	inherit(&sp.PoolPurgeDelay, ds.PoolPurgeDelay)
 }
 
 // validate checks the values set in one [[backend.server]].

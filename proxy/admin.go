@@ -26,8 +26,8 @@ func (b *Backend) SetAddr(s *Server, addr string) (old string) {
 func (s *Server) IdleConns() (safe, unsafe int) {
 	s.pool.mu.Lock()
 	defer s.pool.mu.Unlock()
-	for _, uc := range s.pool.idle {
-		if uc.uses >= 2 {
+	for _, ic := range s.pool.idle {
+		if ic.uc.uses >= 2 {
 			safe++
 		} else {
 			unsafe++
@@ -36,7 +36,8 @@ func (s *Server) IdleConns() (safe, unsafe int) {
 	return safe, unsafe
 }
 
-// PoolMax returns the most idle connections s's pool keeps.
+// PoolMax returns the most idle connections s's pool keeps (pool_max_conn),
+// -1 = no limit.
 func (s *Server) PoolMax() int { return s.pool.max }
 
 // MaxConn returns the frontend's current maxconn, 0 = unlimited.

@@ -142,7 +142,7 @@ func newBackend(id int, bc *conf.Backend) (*Backend, error) {
 		s.lastChange.Store(now)
 		s.lb.Index = i
 		s.lb.Name = sc.Name
-		s.pool.max = 1024
+		s.pool.max, s.pool.low, s.pool.purgeDelay = sc.PoolMaxConn, sc.PoolLowConn, sc.PoolPurgeDelay
 		s.lb.MinConn.Store(int64(sc.MinConn))
 		s.lb.BackendLoad = &b.Counters.Scur
 		b.Servers = append(b.Servers, s)

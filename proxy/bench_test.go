@@ -22,7 +22,7 @@ func BenchmarkParseRequestHead(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		r.Reset(benchRequest)
 		br.Reset(r)
-		if err := h.readHead(br); err != nil {
+		if err := h.readHead(br, false); err != nil {
 			b.Fatal(err)
 		}
 		if err := h.parse(false); err != nil {
@@ -52,7 +52,7 @@ func fastUpstream(b *testing.B) string {
 				br := bufio.NewReader(c)
 				var h head
 				for {
-					if err := h.readHead(br); err != nil {
+					if err := h.readHead(br, false); err != nil {
 						return
 					}
 					if _, err := io.WriteString(c, resp); err != nil {
@@ -95,7 +95,7 @@ func BenchmarkProxyHTTPKeepAlive(b *testing.B) {
 				b.Error(err)
 				return
 			}
-			if err := h.readHead(br); err != nil {
+			if err := h.readHead(br, true); err != nil {
 				b.Error(err)
 				return
 			}
@@ -106,4 +106,28 @@ func BenchmarkProxyHTTPKeepAlive(b *testing.B) {
 			br.Discard(int(h.contentLength))
 		}
 	})
+}
+
+// BenchmarkCopyChunked relays a 1 MiB chunked body in 16 KiB chunks,
+// parsed strictly and written anew (issue 16, point 2).
+func BenchmarkCopyChunked(b *testing.B) {
+	var sb strings.Builder
+	chunk := strings.Repeat("x", 16<<10)
+	for range 64 {
+		sb.WriteString("4000\r\n" + chunk + "\r\n")
+	}
+	sb.WriteString("0\r\n\r\n")
+	body := sb.String()
+	r := strings.NewReader(body)
+	br := bufio.NewReaderSize(r, bufSize)
+	bw := bufio.NewWriterSize(io.Discard, bufSize)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset(body)
+		br.Reset(r)
+		if _, err := copyChunked(bw, br, bw.Flush, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

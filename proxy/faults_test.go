@@ -595,7 +595,7 @@ func TestAbsoluteTargetMatchingHost(t *testing.T) {
 	rc := dialRaw(t, addr)
 	for _, raw := range []string{
 		"GET http://x/abs HTTP/1.1\r\nHost: x\r\n\r\n",
-		"GET HTTP://X:8080?q HTTP/1.1\r\nHost: x:8080\r\n\r\n",
+		"GET HTTP://X:8080/?q HTTP/1.1\r\nHost: x:8080\r\n\r\n",
 	} {
 		if resp := rc.do(t, raw); resp.StatusCode != 200 || bodyOf(resp) != "s1\n" {
 			t.Errorf("%q: status %d, want 200 from s1", raw, resp.StatusCode)

@@ -76,7 +76,8 @@ func testConfig(mode conf.Mode, addrs []string, weights []int) *conf.Config {
 		if weights != nil {
 			w = weights[i]
 		}
-		be.Servers = append(be.Servers, &conf.Server{Name: fmt.Sprintf("s%d", i+1), Address: a, Weight: w})
+		be.Servers = append(be.Servers, &conf.Server{Name: fmt.Sprintf("s%d", i+1), Address: a, Weight: w,
+			PoolMaxConn: -1, PoolPurgeDelay: 5 * time.Second})
 	}
 	return &conf.Config{
 		Frontends: []*conf.Frontend{{

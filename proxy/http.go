@@ -80,6 +80,7 @@ func (fe *Frontend) serveHTTP(cc *clientConn) {
 	s := sessionPool.Get().(*httpSession)
 	s.cc, s.br, s.bw = cc, getReader(cc.c), getWriter(cc.c)
 	s.lbreq = lb.Request{Src: cc.src}
+	s.req.maxHdr, s.resp.maxHdr = fe.p.Conf.Global.MaxHdr, fe.p.Conf.Global.MaxHdr
 	s.setFrontend(fe)
 	s.st.inherit(&cc.st) // entries tracked at the connection stage
 	defer func() {
@@ -165,7 +166,7 @@ func (s *httpSession) handle(idleStart time.Time) bool {
 	s.reqIn = 0 // the head once read; forward adds the body
 	s.t0, s.tc = t0, -1
 	fe.Counters.request(t0)
-	if err := s.req.readHead(s.br); err != nil {
+	if err := s.req.readHead(s.br, false); err != nil {
 		switch {
 		case isTimeout(err):
 			fe.Counters.Ereq.Add(1) // as HAProxy counts a 408
@@ -296,7 +297,7 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 		}
 		if ferr != nil && errors.Is(ferr, errClientSide) {
 			uc.close() // the server never gets a complete request
-			if errors.Is(ferr, errBadHead) {
+			if errors.Is(ferr, errBadChunk) {
 				// A broken chunked body: 400, as HAProxy (PH: the
 				// server had not answered).
 				fe.Counters.Ereq.Add(1)
@@ -325,7 +326,7 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 				s.fail(503, "SC", idleStart, tq, be, srv)
 				return false
 			}
-			uc = &upConn{c: c, br: getReader(c), bw: getWriter(c), srv: srv}
+			uc = newUpConn(c, srv)
 			s.cc.stream.set(be, srv, uc.c)
 			reused = false
 			continue
@@ -357,7 +358,7 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 		case isTimeout(err):
 			srv.observeResponse(504)
 			s.fail(504, "sH", idleStart, tq, be, srv)
-		case errors.Is(err, errBadHead) || errors.Is(err, errHeadTooLarge) || errors.Is(err, errSmuggling):
+		case errors.Is(err, errBadHead) || errors.Is(err, errHeadTooLarge) || errors.Is(err, errSmuggling) || errors.Is(err, errTooManyHdrs):
 			srv.observeResponse(502)
 			s.fail(502, "PH", idleStart, tq, be, srv)
 		default:
@@ -375,6 +376,16 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 	s.stickStore(srv)
 
 	status := s.resp.status
+	if status == 101 && !s.req.connUpgrade {
+		// A switch nobody asked for would turn the connection into a
+		// blind tunnel (issue 16, point 3): an invalid response.
+		uc.close()
+		srv.Counters.Eresp.Add(1)
+		be.Counters.Eresp.Add(1)
+		srv.observeResponse(502)
+		s.fail(502, "PH", idleStart, tq, be, srv)
+		return false
+	}
 	srv.observeResponse(status)
 	isHead := string(s.req.line[0]) == "HEAD"
 	noBody := isHead || status == 204 || status == 304 || status == 101
@@ -390,7 +401,7 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 	switch {
 	case noBody:
 	case s.resp.chunked:
-		bodyBytes, berr = copyChunked(s.bw, uc.br, s.streamFlush(uc))
+		bodyBytes, berr = copyChunked(s.bw, uc.br, s.streamFlush(uc), s.resp.maxHdr)
 	case s.resp.contentLength >= 0:
 		bodyBytes, berr = s.copyBody(uc, s.resp.contentLength)
 	default:
@@ -399,14 +410,29 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 	if berr == nil && !upgrade {
 		s.cc.stream.clear() // uc is no longer this stream's once pooled
 		// The response has been read whole: the server connection is free
-		// for the next request before the last bytes reach the client.
-		if upReusable {
+		// for the next request before the last bytes reach the client, if
+		// it stands exactly at the end of the response. Bytes buffered
+		// beyond it (a second response, a body after a 204, a 304 or a
+		// HEAD response) would reach the next request: it is closed
+		// (issue 16, point 3).
+		if upReusable && uc.br.Buffered() == 0 {
 			uc.uses++
 			s.release(be, uc)
 		} else {
 			uc.close()
 		}
 		uc = nil
+	}
+	if errors.Is(berr, errBadChunk) && s.bw.Buffered() == int(headBytes+bodyBytes) {
+		// Broken chunked framing from the server before any byte of the
+		// response left: the client gets a 502 instead of it (PH), as
+		// HAProxy. Past that point the exchange is aborted below (SD).
+		uc.close()
+		s.bw.Reset(s.cc.c)
+		srv.Counters.Eresp.Add(1)
+		be.Counters.Eresp.Add(1)
+		s.fail(502, "PH", idleStart, tq, be, srv)
+		return false
 	}
 	// Counted before the last flush, so that a client that has its
 	// response also sees it in the counters.
@@ -438,9 +464,9 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 			srv.Counters.SrvAbrt.Add(1)
 			be.Counters.SrvAbrt.Add(1)
 		default:
-			// The server closed or reset mid-body: HAProxy 2.6 counts
-			// both a response error and an abort (a timeout, only the
-			// abort).
+			// The server closed or reset mid-body, or broke its chunked
+			// framing: HAProxy 2.6 counts both a response error and an
+			// abort (a timeout, only the abort).
 			srv.Counters.SrvAbrt.Add(1)
 			be.Counters.SrvAbrt.Add(1)
 			srv.Counters.Eresp.Add(1)
@@ -501,7 +527,7 @@ func (s *httpSession) connect(be *Backend, avoid *Server, now time.Time) (srv *S
 	if err != nil {
 		return srv, nil, false, tc, err
 	}
-	return srv, &upConn{c: c, br: getReader(c), bw: getWriter(c), srv: srv}, false, tc, nil
+	return srv, newUpConn(c, srv), false, tc, nil
 }
 
 // watchable reports whether the client connection may be watched with a
@@ -589,23 +615,26 @@ func connectServer(be *Backend, srv *Server, view *lb.Request) (*Server, net.Con
 
 // reuse returns an idle connection to srv that this request may use under
 // the backend's http_reuse policy, or nil:
-//   - never: only the connection this client session already owns;
+//   - never: only the connection this client session already owns, and
+//     only for the server it was made to;
 //   - safe: also pooled connections, but not for the first request of a
 //     client connection;
 //   - aggressive: as safe, and first requests may use pooled connections
 //     that have already served more than one request;
 //   - always: any pooled connection.
+//
+// A connection only ever returns to the pool of the server it was made to
+// (upConn.release). An owned connection (only "never" makes one) is closed
+// when the request goes to another server (issue 16, point 4: it used to
+// be put into the other server's pool, so a later request for that
+// server's backend reached this one).
 func (s *httpSession) reuse(be *Backend, srv *Server) *upConn {
-	if s.owned != nil {
-		uc := s.owned
+	if uc := s.owned; uc != nil {
 		s.owned = nil
-		if uc.srv == srv {
+		if uc.srv == srv && uc.idleOK() {
 			return uc
 		}
-		srv.pool.put(uc) // owned connections are private only under "never"
-		if be.Conf.HTTPReuse == "never" {
-			uc.close()
-		}
+		uc.close() // private to this session: never pooled
 	}
 	switch be.Conf.HTTPReuse {
 	case "never":
@@ -623,13 +652,13 @@ func (s *httpSession) reuse(be *Backend, srv *Server) *upConn {
 }
 
 // release hands a finished server connection back: kept private to this
-// session under http_reuse never, else to the server's pool.
+// session under http_reuse never, else to its server's pool.
 func (s *httpSession) release(be *Backend, uc *upConn) {
 	if be.Conf.HTTPReuse == "never" {
 		s.owned = uc
 		return
 	}
-	uc.srv.pool.put(uc)
+	uc.release(time.Now())
 }
 
 // errClientSide marks errors that happened on the client connection.
@@ -673,7 +702,7 @@ func (s *httpSession) sendRequest(uc *upConn, hasBody bool) (int64, error) {
 		var m int64
 		var err error
 		if s.req.chunked {
-			m, err = copyChunked(w, s.br, flush)
+			m, err = copyChunked(w, s.br, flush, s.req.maxHdr)
 		} else {
 			m, err = copyBuffered(w, s.br, s.req.contentLength, flush)
 		}
@@ -723,8 +752,9 @@ func (s *httpSession) writeRequestHead(w *bufio.Writer) int64 {
 	w.WriteByte(' ')
 	w.Write(r.line[2])
 	w.WriteString("\r\n")
-	for i, h := range r.headers {
-		if s.edits.Hidden(i) || r.isHopByHop(h.name, r.connUpgrade) || (r.expect100 && bytes.EqualFold(h.name, hdrExpect)) {
+	for i := range r.headers {
+		h := &r.headers[i]
+		if s.edits.Hidden(i) || h.isHopByHop(r.connUpgrade) || (r.expect100 && bytes.EqualFold(h.name, hdrExpect)) {
 			continue
 		}
 		w.Write(h.name)
@@ -757,7 +787,7 @@ func (s *httpSession) writeRequestHead(w *bufio.Writer) int64 {
 func (s *httpSession) readResponseHead(uc *upConn) error {
 	for {
 		uc.dl.armRead(uc.c, time.Now(), s.backendTimeoutServer(uc))
-		if err := s.resp.readHead(uc.br); err != nil {
+		if err := s.resp.readHead(uc.br, true); err != nil {
 			return err
 		}
 		if err := s.resp.parse(true); err != nil {
@@ -787,8 +817,9 @@ func (s *httpSession) writeResponseHead(closeAfter, upgrade bool) int64 {
 	w.WriteByte(' ')
 	w.Write(r.line[2])
 	w.WriteString("\r\n")
-	for _, h := range r.headers {
-		if r.isHopByHop(h.name, upgrade) || s.cookieResponseHeader(w, h.name, h.value) {
+	for i := range r.headers {
+		h := &r.headers[i]
+		if h.isHopByHop(upgrade) || s.cookieResponseHeader(w, h.name, h.value) {
 			continue
 		}
 		w.Write(h.name)

@@ -13,10 +13,26 @@ import (
 // is read whole into a per-session buffer; names and values are slices of
 // that buffer, valid until the next head is read into it.
 
-// header is one header field, both parts slices of a head's buffer.
+// header is one header field, both parts slices of a head's buffer, and
+// what the proxy does with it when forwarding the message.
 type header struct {
 	name, value []byte
+	kind        hdrKind
 }
+
+// hdrKind classifies a header field for forwarding.
+type hdrKind uint8
+
+const (
+	hdrEndToEnd hdrKind = iota // forwarded as it is
+	hdrHop                     // connection-specific (RFC 9110 section 7.6.1): never forwarded
+	hdrListed                  // named by the Connection field: not forwarded
+	hdrUpgradeField            // Upgrade: forwarded only when the message upgrades
+)
+
+// defaultMaxHdr is HAProxy's tune.http.maxhdr default: a message may have
+// at most 101 lines counting its start line, so 100 header fields.
+const defaultMaxHdr = 101
 
 // head is a parsed request or response head.
 type head struct {
@@ -34,28 +50,46 @@ type head struct {
 	http10        bool
 	expect100     bool
 	host          []byte
+
+	// maxHdr is the most lines (start line and header fields) a head may
+	// have, as HAProxy's tune.http.maxhdr; 0 means defaultMaxHdr. Kept
+	// across reset.
+	maxHdr int
+
+	// Scratch space of markListed, kept across messages.
+	bucket []int32
+	chain  []int32
 }
 
 // reset returns an empty head that keeps h's buffers (capped, so that one
 // huge head does not stay pinned in a pooled session).
 func (h *head) reset() head {
 	if cap(h.buf) > 2*bufSize {
-		return head{}
+		return head{maxHdr: h.maxHdr}
 	}
-	return head{buf: h.buf[:0], headers: h.headers[:0]}
+	return head{buf: h.buf[:0], headers: h.headers[:0], maxHdr: h.maxHdr, bucket: h.bucket[:0], chain: h.chain[:0]}
 }
 
 var (
 	errHeadTooLarge = errors.New("message head too large")
 	errBadHead      = errors.New("malformed message head")
 	errSmuggling    = errors.New("conflicting or invalid message length")
+	errTooManyHdrs  = errors.New("too many header fields")
+	// errBadChunk is a chunked body whose framing is broken: a bad size
+	// line, data not followed by CRLF, or a bad trailer field.
+	errBadChunk = errors.New("malformed chunked body")
 )
 
 // readHead reads lines from br up to and including the empty line ending a
 // head, into h.buf. It returns io.EOF when br is at EOF before any byte, and
-// io.ErrUnexpectedEOF when the stream ends inside the head.
-func (h *head) readHead(br *bufio.Reader) error {
+// io.ErrUnexpectedEOF when the stream ends inside the head. The start line
+// is checked as soon as it is complete (isResp selects its grammar): one
+// that cannot start an HTTP/1.x message, an HTTP/0.9 request line among
+// them, fails with errBadHead at once instead of waiting for an empty line
+// that will never come.
+func (h *head) readHead(br *bufio.Reader, isResp bool) error {
 	h.buf = h.buf[:0]
+	started := false
 	for {
 		line, err := br.ReadSlice('\n')
 		if len(h.buf)+len(line) > maxHeaderBytes {
@@ -78,6 +112,16 @@ func (h *head) readHead(br *bufio.Reader) error {
 			h.buf = h.buf[:0]
 			continue
 		}
+		if !started {
+			started = true
+			first := bytes.TrimSuffix(bytes.TrimSuffix(h.buf, []byte("\n")), []byte("\r"))
+			if bytes.IndexByte(first, 0) >= 0 || bytes.IndexByte(first, '\r') >= 0 {
+				return errBadHead
+			}
+			if err := h.parseStart(first, isResp); err != nil {
+				return err
+			}
+		}
 		if n := len(h.buf); (n >= 2 && h.buf[n-2] == '\n') || (n >= 3 && string(h.buf[n-3:]) == "\n\r\n") {
 			return nil
 		}
@@ -85,12 +129,18 @@ func (h *head) readHead(br *bufio.Reader) error {
 }
 
 // parse splits h.buf into the start line and headers and derives the
-// framing fields. isResp selects the start-line grammar.
+// framing fields. isResp selects the start-line grammar. It classifies
+// every field for forwarding (header.kind) in time linear in the head's
+// size, and fails with errTooManyHdrs past h.maxHdr lines.
 func (h *head) parse(isResp bool) error {
 	h.headers = h.headers[:0]
 	h.contentLength = -1
 	h.chunked, h.connClose, h.connKeepAlive, h.connUpgrade, h.connOther = false, false, false, false, false
 	h.http10, h.expect100, h.host, h.status = false, false, nil, 0
+	maxHdr := h.maxHdr
+	if maxHdr <= 0 {
+		maxHdr = defaultMaxHdr
+	}
 	rest := h.buf
 	first := true
 	sawCL := false
@@ -125,12 +175,16 @@ func (h *head) parse(isResp bool) error {
 		if line[0] == ' ' || line[0] == '\t' {
 			return errBadHead // obsolete line folding (RFC 9112 section 5.2)
 		}
+		// The start line counts as one, as in HAProxy's tune.http.maxhdr.
+		if len(h.headers)+2 > maxHdr {
+			return errTooManyHdrs
+		}
 		c := bytes.IndexByte(line, ':')
 		if c <= 0 || !isToken(line[:c]) {
 			return errBadHead
 		}
 		name, value := line[:c], trimOWS(line[c+1:])
-		h.headers = append(h.headers, header{name, value})
+		kind := hdrEndToEnd
 		switch {
 		case bytes.EqualFold(name, hdrContentLength):
 			n, ok := parseDecimal(value)
@@ -140,7 +194,7 @@ func (h *head) parse(isResp bool) error {
 			if sawCL {
 				// The same length twice: forwarded once, as HAProxy
 				// merges them (RFC 9112 section 6.3 allows it).
-				h.headers = h.headers[:len(h.headers)-1]
+				continue
 			}
 			sawCL = true
 			h.contentLength = n
@@ -164,6 +218,7 @@ func (h *head) parse(isResp bool) error {
 			}
 			h.chunked = bytes.EqualFold(v, tokChunked)
 		case bytes.EqualFold(name, hdrConnection):
+			kind = hdrHop
 			forEachToken(value, func(t []byte) {
 				switch {
 				case bytes.EqualFold(t, tokClose):
@@ -178,6 +233,10 @@ func (h *head) parse(isResp bool) error {
 			})
 		case bytes.EqualFold(name, hdrUpgrade):
 			upgradeHdr = true
+			kind = hdrUpgradeField
+		case bytes.EqualFold(name, hdrKeepAlive), bytes.EqualFold(name, hdrProxyConnection),
+			bytes.EqualFold(name, hdrTE), bytes.EqualFold(name, hdrTrailer):
+			kind = hdrHop
 		case bytes.EqualFold(name, hdrHost):
 			// Two Host fields: which one routes (hdr(host)) and which one
 			// the server honours could differ (RFC 9112 section 3.2: 400).
@@ -188,6 +247,7 @@ func (h *head) parse(isResp bool) error {
 		case bytes.EqualFold(name, hdrExpect):
 			h.expect100 = bytes.EqualFold(value, tok100Continue)
 		}
+		h.headers = append(h.headers, header{name: name, value: value, kind: kind})
 	}
 	if first {
 		return errBadHead
@@ -218,7 +278,84 @@ func (h *head) parse(isResp bool) error {
 	if h.http10 && !h.connKeepAlive {
 		h.connClose = true
 	}
+	if h.connOther {
+		h.markListed()
+	}
 	return nil
+}
+
+// neverListed are the fields that a Connection field cannot make
+// hop-by-hop: the ones that frame the message (Content-Length,
+// Transfer-Encoding) and the ones the proxy routes or persists on (Host,
+// Cookie). Dropping them while the body is still forwarded, or after the
+// rules used them, would make the server read another message than the
+// proxy did (issue 16: "Connection: Content-Length" smuggled the body as a
+// second request). HAProxy 2.6 keeps every field Connection lists.
+var neverListed = [][]byte{hdrContentLength, hdrTransferEncoding, hdrHost, hdrCookie}
+
+// markListed marks the fields named by the Connection fields as hdrListed
+// (RFC 9110 section 7.6.1), except neverListed ones and Upgrade (which
+// follows the upgrade). It indexes the field names in a hash table first,
+// so its cost is linear in the number of fields plus the length of the
+// Connection values, however many fields and tokens a client sends.
+func (h *head) markListed() {
+	n := len(h.headers)
+	size := 8
+	for size < 2*n {
+		size <<= 1
+	}
+	h.bucket = slicesGrow(h.bucket, size)
+	h.chain = slicesGrow(h.chain, n)
+	for i := range h.bucket {
+		h.bucket[i] = -1
+	}
+	mask := uint32(size - 1)
+	for i, f := range h.headers {
+		b := foldHash(f.name) & mask
+		h.chain[i] = h.bucket[b]
+		h.bucket[b] = int32(i)
+	}
+	for _, f := range h.headers {
+		if !bytes.EqualFold(f.name, hdrConnection) {
+			continue
+		}
+		forEachToken(f.value, func(t []byte) {
+			if bytes.EqualFold(t, tokClose) || bytes.EqualFold(t, tokKeepAlive) || bytes.EqualFold(t, tokUpgrade) {
+				return
+			}
+			for _, p := range neverListed {
+				if bytes.EqualFold(t, p) {
+					return
+				}
+			}
+			for j := h.bucket[foldHash(t)&mask]; j >= 0; j = h.chain[j] {
+				if g := &h.headers[j]; g.kind == hdrEndToEnd && bytes.EqualFold(g.name, t) {
+					g.kind = hdrListed
+				}
+			}
+		})
+	}
+}
+
+// slicesGrow returns s with length n, reusing its array when large enough.
+func slicesGrow(s []int32, n int) []int32 {
+	if cap(s) < n {
+		return make([]int32, n)
+	}
+	return s[:n]
+}
+
+// foldHash is FNV-1a over the ASCII-lowercased bytes of b.
+func foldHash(b []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		h ^= uint32(c)
+		h *= 16777619
+	}
+	return h
 }
 
 // parseStart parses a request line or a status line.
@@ -252,7 +389,7 @@ func (h *head) parseStart(line []byte, isResp bool) error {
 		return errBadHead
 	}
 	uri, proto := rest[:sp2], rest[sp2+1:]
-	if !isToken(a) || len(uri) == 0 || bytes.ContainsFunc(uri, isCTLOrSpace) {
+	if !isToken(a) || !validTarget(uri) {
 		return errBadHead
 	}
 	switch string(proto) {
@@ -284,9 +421,37 @@ func authorityOf(uri []byte) (auth []byte, ok bool) {
 	return auth, true
 }
 
-// isCTLOrSpace reports whether r may not appear in a request target
-// (RFC 9112 section 3.2), as HAProxy refuses it.
-func isCTLOrSpace(r rune) bool { return r <= ' ' || r == 0x7f }
+// validTarget reports whether a request target may be forwarded, as
+// HAProxy 2.6 judges it (issue 16, point 6): not empty; no control byte,
+// space, DEL, '#' (a fragment is never sent, RFC 9112 section 3.2) or byte
+// of 0x80 and above (not percent-encoded); and an absolute-form target
+// has a path before its query ("http://a?x" is refused).
+func validTarget(uri []byte) bool {
+	if len(uri) == 0 {
+		return false
+	}
+	for _, c := range uri {
+		if badTargetByte[c] {
+			return false
+		}
+	}
+	if i := bytes.Index(uri, []byte("://")); i > 0 && isToken(uri[:i]) {
+		rest := uri[i+3:]
+		if end := bytes.IndexAny(rest, "/?"); end >= 0 && rest[end] == '?' {
+			return false // a query without a path
+		}
+	}
+	return true
+}
+
+// badTargetByte[c] is true when c may not appear as itself in a request
+// target (see validTarget).
+var badTargetByte = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c <= ' ' || c == 0x7f || c == '#' || c >= 0x80
+	}
+	return t
+}()
 
 // Header names and tokens compared on every message.
 var (
@@ -307,34 +472,19 @@ var (
 	tok100Continue      = []byte("100-continue")
 )
 
-// isHopByHop reports whether a header must not be forwarded: the fields
-// RFC 9110 section 7.6.1 names as connection-specific, and any field listed
-// in the message's Connection header. Upgrade is kept when the message
-// asks for a protocol upgrade (keepUpgrade). Transfer-Encoding is kept:
-// chunked bodies are forwarded as they are.
-func (h *head) isHopByHop(name []byte, keepUpgrade bool) bool {
-	switch {
-	case bytes.EqualFold(name, hdrConnection), bytes.EqualFold(name, hdrKeepAlive),
-		bytes.EqualFold(name, hdrProxyConnection), bytes.EqualFold(name, hdrTE),
-		bytes.EqualFold(name, hdrTrailer):
+// isHopByHop reports whether f must not be forwarded: the fields RFC 9110
+// section 7.6.1 names as connection-specific and the fields the Connection
+// field lists (but never neverListed ones; see markListed). Upgrade is
+// kept when the message upgrades (keepUpgrade). Transfer-Encoding is kept:
+// chunked bodies are forwarded chunked.
+func (f *header) isHopByHop(keepUpgrade bool) bool {
+	switch f.kind {
+	case hdrHop, hdrListed:
 		return true
-	case bytes.EqualFold(name, hdrUpgrade):
+	case hdrUpgradeField:
 		return !keepUpgrade
 	}
-	if !h.connOther {
-		return false
-	}
-	listed := false
-	for _, f := range h.headers {
-		if bytes.EqualFold(f.name, hdrConnection) {
-			forEachToken(f.value, func(t []byte) {
-				if bytes.EqualFold(t, name) && !bytes.EqualFold(t, tokUpgrade) {
-					listed = true
-				}
-			})
-		}
-	}
-	return listed
+	return false
 }
 
 // Header returns the value of the first header named name.
@@ -409,11 +559,23 @@ var tokenChars = func() (t [256]bool) {
 	return t
 }()
 
-// copyChunked copies one chunked body from src to dst as it is (sizes,
-// extensions and trailers included) and returns the bytes written. It checks
-// the framing as it goes and fails with errBadHead on a malformed chunk.
-func copyChunked(dst *bufio.Writer, src *bufio.Reader, flush func() error) (int64, error) {
+// maxChunkLine bounds a chunk-size line, extensions included.
+const maxChunkLine = 4 << 10
+
+// copyChunked relays one chunked body from src to dst, parsing it strictly
+// and writing it anew rather than as received (issue 16, point 2): each
+// chunk goes out as its size in hexadecimal, CRLF, the data and CRLF,
+// without its extensions; the last chunk and the trailer fields, each
+// checked as a header field, end it. A size line that is not
+// 1*HEXDIG *WSP [";" ext] CRLF (no sign, no leading space, no bare CR or
+// LF, at most 13 digits as HAProxy), data not followed by exactly CRLF, a
+// malformed trailer field, or more than maxHdr trailer lines fail with
+// errBadChunk before anything of the broken part is written, so a server
+// or client never sees framing that another reader could take differently.
+// It returns the bytes written to dst.
+func copyChunked(dst *bufio.Writer, src *bufio.Reader, flush func() error, maxHdr int) (int64, error) {
 	var total int64
+	var sizeBuf [20]byte
 	for {
 		// What was copied goes out before waiting for the next chunk: a
 		// streamed body (server-sent events, long polling) must not lag a
@@ -423,56 +585,171 @@ func copyChunked(dst *bufio.Writer, src *bufio.Reader, flush func() error) (int6
 				return total, err
 			}
 		}
-		line, err := src.ReadSlice('\n')
+		line, err := readChunkLine(src)
 		if err != nil {
-			if err == bufio.ErrBufferFull {
-				return total, errBadHead
-			}
 			return total, err
 		}
 		size, ok := parseChunkSize(line)
 		if !ok {
-			return total, errBadHead
+			return total, errBadChunk
 		}
-		n, _ := dst.Write(line)
-		total += int64(n)
 		if size == 0 {
-			// Trailer section, up to the empty line.
-			for {
-				tl, err := src.ReadSlice('\n')
-				if err != nil {
-					return total, err
-				}
-				n, err := dst.Write(tl)
-				total += int64(n)
-				if err != nil {
-					return total, err
-				}
-				if len(tl) <= 2 && (tl[0] == '\n' || tl[0] == '\r') {
-					return total, nil
-				}
-			}
+			return copyTrailers(dst, src, total, maxHdr)
 		}
-		n2, err := copyBuffered(dst, src, size+2, flush) // data and its CRLF
+		hex := strconv.AppendInt(sizeBuf[:0], size, 16)
+		hex = append(hex, '\r', '\n')
+		n, err := dst.Write(hex)
+		total += int64(n)
+		if err != nil {
+			return total, err
+		}
+		n2, err := copyBuffered(dst, src, size, flush)
 		total += n2
+		if err != nil {
+			return total, err
+		}
+		crlf, err := src.Peek(2)
+		if err != nil {
+			return total, noEOF(err)
+		}
+		if crlf[0] != '\r' || crlf[1] != '\n' {
+			return total, errBadChunk
+		}
+		src.Discard(2)
+		n, err = dst.Write(crlf)
+		total += int64(n)
 		if err != nil {
 			return total, err
 		}
 	}
 }
 
-// parseChunkSize parses "HEX[;ext]\r\n".
-func parseChunkSize(line []byte) (int64, bool) {
-	line = bytes.TrimRight(line, "\r\n")
-	if i := bytes.IndexByte(line, ';'); i >= 0 {
-		line = line[:i]
+// readChunkLine reads one line of a chunked body, up to and including its
+// LF, and returns it without CRLF; a line that does not end in CRLF or is
+// longer than maxChunkLine is errBadChunk.
+func readChunkLine(src *bufio.Reader) ([]byte, error) {
+	line, err := src.ReadSlice('\n')
+	if err != nil {
+		if err == bufio.ErrBufferFull {
+			return nil, errBadChunk
+		}
+		return nil, noEOF(err)
 	}
-	line = trimOWS(line)
-	if len(line) == 0 || len(line) > 15 {
+	if len(line) > maxChunkLine || len(line) < 2 || line[len(line)-2] != '\r' {
+		return nil, errBadChunk
+	}
+	return line[:len(line)-2], nil
+}
+
+// noEOF turns io.EOF in the middle of a body into io.ErrUnexpectedEOF.
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// copyTrailers reads the trailer section that follows the last chunk, up
+// to its empty line, checks each field as a header field and writes the
+// last chunk, the fields and the empty line to dst. total is what was
+// written before; the new total is returned.
+func copyTrailers(dst *bufio.Writer, src *bufio.Reader, total int64, maxHdr int) (int64, error) {
+	if maxHdr <= 0 {
+		maxHdr = defaultMaxHdr
+	}
+	n, err := dst.WriteString("0\r\n")
+	total += int64(n)
+	if err != nil {
+		return total, err
+	}
+	size := 0
+	for lines := 0; ; lines++ {
+		tl, err := readChunkLine(src)
+		if err != nil {
+			return total, err
+		}
+		if len(tl) == 0 {
+			n, err := dst.WriteString("\r\n")
+			return total + int64(n), err
+		}
+		size += len(tl)
+		if lines+1 >= maxHdr || size > maxHeaderBytes || !validField(tl) {
+			return total, errBadChunk
+		}
+		n, _ := dst.Write(tl)
+		total += int64(n)
+		n, err = dst.WriteString("\r\n")
+		total += int64(n)
+		if err != nil {
+			return total, err
+		}
+	}
+}
+
+// validField reports whether line (without its CRLF) is a well-formed
+// header field: a token, a colon, and a value without control bytes other
+// than HTAB (RFC 9110 section 5.5); no obsolete folding.
+func validField(line []byte) bool {
+	c := bytes.IndexByte(line, ':')
+	if c <= 0 || !isToken(line[:c]) {
+		return false
+	}
+	for _, b := range line[c+1:] {
+		if (b < ' ' && b != '\t') || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// parseChunkSize parses a chunk-size line without its CRLF: 1*HEXDIG, then
+// optional spaces or tabs, then optionally ";" and extensions without
+// control bytes other than HTAB. Sizes of more than 13 hexadecimal digits
+// (2^52 and above) are refused, as HAProxy does.
+func parseChunkSize(line []byte) (int64, bool) {
+	var n int64
+	i := 0
+	for ; i < len(line); i++ {
+		d := unhex(line[i])
+		if d < 0 {
+			break
+		}
+		if i >= 13 {
+			return 0, false
+		}
+		n = n<<4 | int64(d)
+	}
+	if i == 0 {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(string(line), 16, 64)
-	return n, err == nil && n >= 0
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+		i++
+	}
+	if i == len(line) {
+		return n, true
+	}
+	if line[i] != ';' {
+		return 0, false
+	}
+	for _, b := range line[i+1:] {
+		if (b < ' ' && b != '\t') || b == 0x7f {
+			return 0, false
+		}
+	}
+	return n, true
+}
+
+// unhex returns the value of the hexadecimal digit c, or -1.
+func unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c-'a') + 10
+	case 'A' <= c && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
 }
 
 // copyBuffered copies exactly n bytes from src to dst through dst's buffer,

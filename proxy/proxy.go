@@ -199,6 +199,29 @@ func (p *Proxy) serve(before func(net.Listener)) {
 		}
 	}
 	p.expireTables()
+	p.wg.Add(1)
+	go p.sweepPools()
+}
+
+// sweepPools checks the servers' idle connections every poolSweepEvery
+// until the proxy stops: closed or dirty ones are released, idle ones
+// purged (pool.go). It runs off the request path, one goroutine per proxy.
+func (p *Proxy) sweepPools() {
+	defer p.wg.Done()
+	t := time.NewTicker(poolSweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case now := <-t.C:
+			for _, b := range p.Backends {
+				for _, s := range b.Servers {
+					s.pool.sweep(now)
+				}
+			}
+		}
+	}
 }
 
 // Frontend returns the frontend named name, or nil.

@@ -1,9 +1,6 @@
 package proxy
 
 import (
-	"bufio"
-	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -138,71 +135,6 @@ func (s *Server) Op() OpState { return OpState(s.op.Load()) }
 
 // LastChange returns the time of the last state change.
 func (s *Server) LastChange() time.Time { return time.Unix(0, s.lastChange.Load()) }
-
-// connPool holds a server's idle upstream connections, most recently used
-// first. Lock: its own mutex, held only to push or pop.
-type connPool struct {
-	mu   sync.Mutex
-	idle []*upConn
-	max  int
-}
-
-// get pops an idle connection, or nil. With provenOnly it returns only a
-// connection that has already served more than one request (http-reuse
-// aggressive for first requests).
-func (p *connPool) get(provenOnly bool) *upConn {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i := len(p.idle) - 1; i >= 0; i-- {
-		uc := p.idle[i]
-		if provenOnly && uc.uses < 2 {
-			continue
-		}
-		p.idle = append(p.idle[:i], p.idle[i+1:]...)
-		return uc
-	}
-	return nil
-}
-
-// put returns uc to the pool, or closes it when the pool is full.
-func (p *connPool) put(uc *upConn) {
-	p.mu.Lock()
-	if len(p.idle) < p.max {
-		p.idle = append(p.idle, uc)
-		p.mu.Unlock()
-		return
-	}
-	p.mu.Unlock()
-	uc.close()
-}
-
-// closeAll closes every idle connection (at stop).
-func (p *connPool) closeAll() {
-	p.mu.Lock()
-	idle := p.idle
-	p.idle = nil
-	p.mu.Unlock()
-	for _, uc := range idle {
-		uc.close()
-	}
-}
-
-// upConn is one connection to a server, with its buffered reader and writer.
-type upConn struct {
-	c    net.Conn
-	br   *bufio.Reader
-	bw   *bufio.Writer
-	srv  *Server
-	uses int // requests served, for http-reuse aggressive
-	dl   deadlines
-}
-
-func (uc *upConn) close() {
-	uc.c.Close()
-	putReader(uc.br)
-	putWriter(uc.bw)
-	uc.br, uc.bw = nil, nil
-}
 
 // CheckReporter is a server's check state as proxy/check keeps it: the
 // health check, the agent check and passive observation. Snapshot calls it
