@@ -24,10 +24,10 @@ type header struct {
 type hdrKind uint8
 
 const (
-	hdrEndToEnd hdrKind = iota // forwarded as it is
-	hdrHop                     // connection-specific (RFC 9110 section 7.6.1): never forwarded
-	hdrListed                  // named by the Connection field: not forwarded
-	hdrUpgradeField            // Upgrade: forwarded only when the message upgrades
+	hdrEndToEnd     hdrKind = iota // forwarded as it is
+	hdrHop                         // connection-specific (RFC 9110 section 7.6.1): never forwarded
+	hdrListed                      // named by the Connection field: not forwarded
+	hdrUpgradeField                // Upgrade: forwarded only when the message upgrades
 )
 
 // defaultMaxHdr is HAProxy's tune.http.maxhdr default: a message may have
