@@ -479,8 +479,8 @@ func showServersConn(c *Context, args []string) error {
 			}
 			safe, unsafe := s.IdleConns()
 			cur, peak := s.Counters.Scur.Load(), s.Counters.Smax.Load()
-			c.Printf("%s/%s %d/%d %s %s - 5000 %d %d %d %d %d %d %d %d\n",
-				b.Name, s.Name, b.ID, s.ID, host, port, cur, peak, peak,
+			c.Printf("%s/%s %d/%d %s %s - %d %d %d %d %d %d %d %d %d\n",
+				b.Name, s.Name, b.ID, s.ID, host, port, s.Conf.PoolPurgeDelay.Milliseconds(), cur, peak, peak,
 				unsafe, safe, s.PoolMax(), safe+unsafe, safe+unsafe)
 		}
 	}
