@@ -7,10 +7,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
 	"github.com/fulcrum-proxy/fulcrum/proxy/queue"
-	"github.com/rs/zerolog"
 )
 
 // Backend is a set of servers and the algorithm that balances among them.
@@ -502,37 +503,6 @@ var (
 	errQueueFull    = errors.New("server queue full")             // SQ (maxqueue, no redispatch)
 )
 
-// waitEnd is how a waiting path (waitFunc) stopped waiting.
-type waitEnd int
-
-const (
-	waitServed  waitEnd = iota // the Pending was handed a slot
-	waitTimeout                // the deadline passed
-	waitGone                   // the client went away
-)
-
-// waitFunc blocks until p is served (p.Ready receives, p.Wake is woken), deadline passes
-// (zero: no deadline) or the client goes away. The HTTP engine watches the
-// client connection with a read; chanWait only waits.
-type waitFunc func(p *queue.Pending, deadline time.Time) waitEnd
-
-// chanWait waits for p's Ready channel or the deadline; it cannot see a
-// client go away (TCP, and HTTP requests with a body or pipelined bytes).
-func chanWait(p *queue.Pending, deadline time.Time) waitEnd {
-	if deadline.IsZero() {
-		<-p.Ready()
-		return waitServed
-	}
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-p.Ready():
-		return waitServed
-	case <-t.C:
-		return waitTimeout
-	}
-}
-
 // pendingPool recycles Pendings with their channels.
 var pendingPool = sync.Pool{New: func() any { return new(queue.Pending) }}
 
@@ -553,7 +523,7 @@ var pendingPool = sync.Pool{New: func() any { return new(queue.Pending) }}
 // is given back. Every successful take is paired with one unassign.
 //
 // tw is -1 when r never waited in a queue, else the time it waited.
-func (b *Backend) take(r *lb.Request, pin, avoid *Server, now time.Time, wake queue.Waker, wait waitFunc) (srv *Server, tw time.Duration, err error) {
+func (b *Backend) take(r *lb.Request, pin, avoid *Server, now time.Time, wake queue.Waker, wait queue.WaitFunc) (srv *Server, tw time.Duration, err error) {
 	if pin != nil {
 		if b.queue.Len(pin.ID-1) == 0 && reserve(&pin.lb) {
 			if pin.lb.MaxConn.Load() > 0 {
@@ -591,7 +561,7 @@ func (b *Backend) take(r *lb.Request, pin, avoid *Server, now time.Time, wake qu
 	if pin != nil && b.qobs != nil {
 		b.qobs.QueueChanged(&pin.lb)
 	}
-	end := waitServed
+	end := queue.WaitServed
 	if p.Served() < 0 {
 		var deadline time.Time
 		if b.timeoutQueue > 0 {
@@ -606,14 +576,14 @@ func (b *Backend) take(r *lb.Request, pin, avoid *Server, now time.Time, wake qu
 		b.qobs.QueueChanged(&pin.lb)
 	}
 	switch {
-	case i >= 0 && end == waitGone:
+	case i >= 0 && end == queue.WaitGone:
 		b.release(b.Servers[i]) // served in the race: give it back
 		return nil, tw, errQueueAbort
 	case i >= 0:
 		srv = b.Servers[i]
 		b.started(srv, pin == nil, after)
 		return srv, tw, nil
-	case end == waitGone:
+	case end == queue.WaitGone:
 		return pin, tw, errQueueAbort
 	}
 	// HAProxy counts a queue timeout as a failed connection.

@@ -10,10 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fulcrum-proxy/fulcrum/conf"
-	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
 	"github.com/rs/zerolog"
 	"pgregory.net/rapid"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
 )
 
 // fakeClock is a clock that moves only when the test says so; timers fire

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 )
 
 const benchRequest = "GET /index.html?x=1 HTTP/1.1\r\nHost: www.example.com\r\nUser-Agent: wrk\r\n" +
@@ -119,8 +120,8 @@ func BenchmarkCopyChunked(b *testing.B) {
 	sb.WriteString("0\r\n\r\n")
 	body := sb.String()
 	r := strings.NewReader(body)
-	br := bufio.NewReaderSize(r, bufSize)
-	bw := bufio.NewWriterSize(io.Discard, bufSize)
+	br := bufio.NewReaderSize(r, netio.BufSize)
+	bw := bufio.NewWriterSize(io.Discard, netio.BufSize)
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 )
 
 // Issue 16: no byte crosses a boundary. These tests send the exact bytes
@@ -527,7 +528,7 @@ func TestPoolMaxAndPurge(t *testing.T) {
 	mk := func() *upConn {
 		c1, c2 := net.Pipe()
 		t.Cleanup(func() { c2.Close() })
-		return &upConn{c: c1, br: getReader(c1), bw: getWriter(c1)}
+		return &upConn{c: c1, br: netio.GetReader(c1), bw: netio.GetWriter(c1)}
 	}
 	p := &connPool{max: 3, low: 1, purgeDelay: 5 * time.Second}
 	t0 := time.Unix(1000, 0)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 )
 
 // Faults (issue 11, point 4), each observed by a real client against the
@@ -86,7 +87,7 @@ func expectClosed(t *testing.T, rc *rawClient) {
 	t.Helper()
 	rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	b, err := io.ReadAll(rc.br)
-	if len(b) > 0 || isTimeout(err) {
+	if len(b) > 0 || netio.IsTimeout(err) {
 		t.Errorf("after the reply: read %q, %v; want the connection closed", b, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 )
 
 // Frontend accepts client connections on its binds and hands each to the
@@ -54,11 +55,11 @@ type clientConn struct {
 	c        net.Conn
 	src      netip.AddrPort
 	accepted time.Time
-	state    atomic.Int32 // connNew, connIdle, connActive or connClosed
-	dl       deadlines    // owned by the connection's goroutine
-	stream   streamRef    // the current stream's server side (sessions.go)
-	bind     string       // the address of the listener that accepted it
-	st       tracker      // entries tracked by tcp_request connection rules (stick.go)
+	state    atomic.Int32    // connNew, connIdle, connActive or connClosed
+	dl       netio.Deadlines // owned by the connection's goroutine
+	stream   streamRef       // the current stream's server side (sessions.go)
+	bind     string          // the address of the listener that accepted it
+	st       tracker         // entries tracked by tcp_request connection rules (stick.go)
 
 	// owner is the frontend that accounts for the connection: the one
 	// that accepted it, or its successor after a reload (handoff.go).

@@ -16,8 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/rs/zerolog"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 )
 
 // fuzzReplyDeadline bounds one fuzz input's exchange. The proxy's own
@@ -182,9 +184,9 @@ func exchangeFuzz(t *testing.T, addr string, up *fuzzUpstream, data []byte) {
 	reply := fuzzReply{raw: raw}
 	switch {
 	case rerr == nil:
-	case isTimeout(rerr):
+	case netio.IsTimeout(rerr):
 		t.Fatalf("no reply and no close within %v; got %q so far", fuzzReplyDeadline, raw)
-	case errors.Is(rerr, net.ErrClosed) || isConnReset(rerr):
+	case errors.Is(rerr, net.ErrClosed) || netio.IsConnReset(rerr):
 		reply.reset = true
 	default:
 		t.Fatalf("read: %v", rerr)

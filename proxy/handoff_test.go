@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
 )
 
 // keepAliveLoop sends requests back to back on one connection, never

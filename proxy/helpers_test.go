@@ -14,8 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/rs/zerolog"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
 )
 
 // upstream is a real HTTP server for tests that counts requests and

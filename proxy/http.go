@@ -6,13 +6,13 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
 	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 	"github.com/fulcrum-proxy/fulcrum/proxy/queue"
 )
 
@@ -78,7 +78,7 @@ var errNoServer = errors.New("no server available")
 // forces a close, or the proxy stops.
 func (fe *Frontend) serveHTTP(cc *clientConn) {
 	s := sessionPool.Get().(*httpSession)
-	s.cc, s.br, s.bw = cc, getReader(cc.c), getWriter(cc.c)
+	s.cc, s.br, s.bw = cc, netio.GetReader(cc.c), netio.GetWriter(cc.c)
 	s.lbreq = lb.Request{Src: cc.src}
 	s.req.maxHdr, s.resp.maxHdr = fe.p.Conf.Global.MaxHdr, fe.p.Conf.Global.MaxHdr
 	s.setFrontend(fe)
@@ -87,20 +87,20 @@ func (fe *Frontend) serveHTTP(cc *clientConn) {
 		if s.owned != nil {
 			s.owned.close()
 		}
-		putReader(s.br)
-		putWriter(s.bw)
+		netio.PutReader(s.br)
+		netio.PutWriter(s.bw)
 		s.st.end(-1, 0, 0) // a request that ended without its log line
 		s.recycle()
 		cc.st.release() // the connection's tracked entries (tcp_request connection)
 	}()
 	for {
 		idleStart := time.Now()
-		cc.dl.armRead(cc.c, idleStart, fe.timeoutHTTPRequest)
+		cc.dl.ArmRead(cc.c, idleStart, fe.timeoutHTTPRequest)
 		if _, err := s.br.Peek(1); err != nil {
 			// Nothing received: a keep-alive connection going idle or away is
 			// closed silently; a first request that never comes gets 408, as
 			// HAProxy without http-ignore-probes.
-			if s.nreq == 0 && isTimeout(err) {
+			if s.nreq == 0 && netio.IsTimeout(err) {
 				// Counted as a request and a request error, as HAProxy.
 				s.fe.Counters.request(time.Now())
 				s.fe.Counters.Ereq.Add(1)
@@ -160,7 +160,7 @@ func (s *httpSession) stoppingForGood() bool {
 func (s *httpSession) handle(idleStart time.Time) bool {
 	fe := s.fe
 	t0 := time.Now()
-	s.cc.dl.armRead(s.cc.c, t0, fe.timeoutHTTPRequest)
+	s.cc.dl.ArmRead(s.cc.c, t0, fe.timeoutHTTPRequest)
 	s.nreq++
 	s.local = false
 	s.reqIn = 0 // the head once read; forward adds the body
@@ -168,10 +168,10 @@ func (s *httpSession) handle(idleStart time.Time) bool {
 	fe.Counters.request(t0)
 	if err := s.req.readHead(s.br, false); err != nil {
 		switch {
-		case isTimeout(err):
+		case netio.IsTimeout(err):
 			fe.Counters.Ereq.Add(1) // as HAProxy counts a 408
 			s.fail(408, "cR", idleStart, -1, nil, nil)
-		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || isConnReset(err):
+		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || netio.IsConnReset(err):
 			fe.Counters.Ereq.Add(1)
 			s.logShort(idleStart, "CR", -1)
 		default:
@@ -308,7 +308,7 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 			be.Counters.CliAbrt.Add(1)
 			srv.Counters.CliAbrt.Add(1)
 			flags := "CD"
-			if isTimeout(ferr) {
+			if netio.IsTimeout(ferr) {
 				flags = "cD" // timeout_client: the body stopped coming
 			}
 			s.logLine(idleStart, t0, be, srv, -1, 0, tq, tc, -1, flags)
@@ -318,7 +318,7 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 		// on the write or before the first response byte: the request is
 		// retried once on a fresh connection when it had no body to replay,
 		// as HAProxy does.
-		stale := ferr != nil || (err != nil && !isTimeout(err) && len(s.resp.buf) == 0)
+		stale := ferr != nil || (err != nil && !netio.IsTimeout(err) && len(s.resp.buf) == 0)
 		if stale && reused && !hasBody && attempt == 0 {
 			uc.close()
 			var c net.Conn
@@ -355,7 +355,7 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 		srv.Counters.Eresp.Add(1)
 		be.Counters.Eresp.Add(1)
 		switch {
-		case isTimeout(err):
+		case netio.IsTimeout(err):
 			srv.observeResponse(504)
 			s.fail(504, "sH", idleStart, tq, be, srv)
 		case errors.Is(err, errBadHead) || errors.Is(err, errHeadTooLarge) || errors.Is(err, errSmuggling) || errors.Is(err, errTooManyHdrs):
@@ -452,14 +452,14 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 		}
 		flags := "SD"
 		switch {
-		case errors.Is(berr, errClientSide) && isTimeout(berr):
+		case errors.Is(berr, errClientSide) && netio.IsTimeout(berr):
 			flags = "cD"
 		case errors.Is(berr, errClientSide):
 			flags = "CD"
 			fe.Counters.CliAbrt.Add(1)
 			be.Counters.CliAbrt.Add(1)
 			srv.Counters.CliAbrt.Add(1)
-		case isTimeout(berr):
+		case netio.IsTimeout(berr):
 			flags = "sD"
 			srv.Counters.SrvAbrt.Add(1)
 			be.Counters.SrvAbrt.Add(1)
@@ -502,19 +502,19 @@ func (s *httpSession) connect(be *Backend, avoid *Server, now time.Time) (srv *S
 	// request a slot. Other requests watch for the client closing without
 	// reading (peerCloseWait): their bytes are the body.
 	var wake queue.Waker
-	wait := waitFunc(s.waitQueue)
+	wait := queue.WaitFunc(s.waitQueue)
 	if s.watchable() {
 		wake = s.cc.c
 	} else {
 		// A body (or pipelined bytes) must stay unread: watch for the
 		// client closing only.
-		wake, wait = peerCloseWait(s.cc.c)
+		wake, wait = netio.PeerCloseWait(s.cc.c)
 	}
 	srv, tw, err := be.take(&s.lbreq, s.pin, avoid, now, wake, wait)
 	if wake != nil && tw >= 0 {
 		// The read deadline may have been moved by waitQueue or the
 		// dispatcher: put back the one the request had.
-		s.cc.c.SetReadDeadline(s.cc.dl.read)
+		s.cc.c.SetReadDeadline(s.cc.dl.Read())
 	}
 	s.tw = max(tw, 0).Milliseconds()
 	if err != nil {
@@ -538,18 +538,18 @@ func (s *httpSession) watchable() bool {
 	return s.br.Buffered() == 0 && !s.req.chunked && s.req.contentLength <= 0
 }
 
-// waitQueue is the HTTP engine's waitFunc. It watches the client while the
+// waitQueue is the HTTP engine's queue.WaitFunc. It watches the client while the
 // request waits, in this goroutine and without a timer: it arms the read
 // deadline at the queue deadline and blocks in a one-byte Peek. The read
-// ends when the client closes or resets (waitGone, the CQ case), when the
-// deadline passes (waitTimeout), or when the dispatcher hands the request
+// ends when the client closes or resets (queue.WaitGone, the CQ case), when the
+// deadline passes (queue.WaitTimeout), or when the dispatcher hands the request
 // a slot and moves the deadline to the past (p.Wake). A client that sends
 // bytes instead (a pipelined request) can no longer be watched this way:
 // the wait goes on on the channel only. Preconditions: watchable, and p
 // was queued with Wake = the client connection.
-func (s *httpSession) waitQueue(p *queue.Pending, deadline time.Time) waitEnd {
+func (s *httpSession) waitQueue(p *queue.Pending, deadline time.Time) queue.WaitEnd {
 	if p.Wake == nil {
-		return chanWait(p, deadline)
+		return queue.ChanWait(p, deadline)
 	}
 	c := s.cc.c
 	for {
@@ -557,18 +557,18 @@ func (s *httpSession) waitQueue(p *queue.Pending, deadline time.Time) waitEnd {
 		// A dispatcher that served p before the line above moved the
 		// deadline back: Served is set before its wake.
 		if p.Served() >= 0 {
-			return waitServed
+			return queue.WaitServed
 		}
 		_, err := s.br.Peek(1)
 		switch {
 		case err == nil:
-			return chanWait(p, deadline)
-		case !isTimeout(err):
-			return waitGone
+			return queue.ChanWait(p, deadline)
+		case !netio.IsTimeout(err):
+			return queue.WaitGone
 		case p.Served() >= 0:
-			return waitServed
+			return queue.WaitServed
 		case !deadline.IsZero() && !time.Now().Before(deadline):
-			return waitTimeout
+			return queue.WaitTimeout
 		}
 	}
 }
@@ -668,14 +668,14 @@ type clientErr struct{ err error }
 
 func (e clientErr) Error() string   { return "client: " + e.err.Error() }
 func (e clientErr) Unwrap() []error { return []error{errClientSide, e.err} }
-func (e clientErr) Timeout() bool   { return isTimeout(e.err) }
+func (e clientErr) Timeout() bool   { return netio.IsTimeout(e.err) }
 func wrapClient(err error) error    { return clientErr{err} }
 func isClientErr(err error) bool    { return errors.Is(err, errClientSide) }
 func (s *httpSession) flushClient() error {
 	if s.bw.Buffered() == 0 {
 		return nil
 	}
-	s.cc.dl.armWrite(s.cc.c, time.Now(), s.fe.timeoutClient)
+	s.cc.dl.ArmWrite(s.cc.c, time.Now(), s.fe.timeoutClient)
 	if err := s.bw.Flush(); err != nil {
 		return wrapClient(err)
 	}
@@ -688,15 +688,15 @@ func (s *httpSession) flushClient() error {
 func (s *httpSession) sendRequest(uc *upConn, hasBody bool) (int64, error) {
 	w := uc.bw
 	now := time.Now()
-	uc.dl.armWrite(uc.c, now, s.backendTimeoutServer(uc))
+	uc.dl.ArmWrite(uc.c, now, s.backendTimeoutServer(uc))
 	s.writeRequestHead(w)
 	var n int64
 	if hasBody {
-		s.cc.dl.armRead(s.cc.c, now, s.fe.timeoutClient)
+		s.cc.dl.ArmRead(s.cc.c, now, s.fe.timeoutClient)
 		flush := func() error {
 			now := time.Now()
-			s.cc.dl.armRead(s.cc.c, now, s.fe.timeoutClient)
-			uc.dl.armWrite(uc.c, now, s.backendTimeoutServer(uc))
+			s.cc.dl.ArmRead(s.cc.c, now, s.fe.timeoutClient)
+			uc.dl.ArmWrite(uc.c, now, s.backendTimeoutServer(uc))
 			return w.Flush()
 		}
 		var m int64
@@ -786,7 +786,7 @@ func (s *httpSession) writeRequestHead(w *bufio.Writer) int64 {
 // 1xx responses (other than 101) to the client as they come.
 func (s *httpSession) readResponseHead(uc *upConn) error {
 	for {
-		uc.dl.armRead(uc.c, time.Now(), s.backendTimeoutServer(uc))
+		uc.dl.ArmRead(uc.c, time.Now(), s.backendTimeoutServer(uc))
 		if err := s.resp.readHead(uc.br, true); err != nil {
 			return err
 		}
@@ -845,7 +845,7 @@ func (s *httpSession) writeResponseHead(closeAfter, upgrade bool) int64 {
 // timeouts.
 func (s *httpSession) streamFlush(uc *upConn) func() error {
 	return func() error {
-		uc.dl.armRead(uc.c, time.Now(), s.backendTimeoutServer(uc))
+		uc.dl.ArmRead(uc.c, time.Now(), s.backendTimeoutServer(uc))
 		return s.flushClient()
 	}
 }
@@ -868,14 +868,14 @@ func (s *httpSession) copyBody(uc *upConn, n int64) (int64, error) {
 	if err := s.flushClient(); err != nil {
 		return done, err
 	}
-	e := pipe(s.cc.c, uc.c, n-done, s.fe.timeoutClient, uc.srv.Backend.Conf.TimeoutServer, true)
+	e := netio.Pipe(s.cc.c, uc.c, n-done, s.fe.timeoutClient, uc.srv.Backend.Conf.TimeoutServer, true)
 	switch {
-	case e.dstErr != nil:
-		return done + e.n, wrapClient(e.dstErr)
-	case e.srcErr != nil:
-		return done + e.n, e.srcErr
+	case e.DstErr != nil:
+		return done + e.N, wrapClient(e.DstErr)
+	case e.SrcErr != nil:
+		return done + e.N, e.SrcErr
 	}
-	return done + e.n, nil
+	return done + e.N, nil
 }
 
 // copyUntilClose relays a body delimited by the server closing.
@@ -900,7 +900,7 @@ func (s *httpSession) tunnel(uc *upConn) {
 		p, _ := uc.br.Peek(n)
 		s.cc.c.Write(p)
 	}
-	relay(s.cc.c, uc.c, s.fe.timeoutClient, uc.srv.Backend.Conf.TimeoutServer)
+	netio.Relay(s.cc.c, uc.c, s.fe.timeoutClient, uc.srv.Backend.Conf.TimeoutServer)
 }
 
 // fail sends HAProxy's error page for code, closes the exchange and logs it.
@@ -960,19 +960,4 @@ func (s *httpSession) logLine(idleStart, t0 time.Time, be *Backend, srv *Server,
 		e.request = string(s.req.line[0]) + " " + string(s.req.line[1]) + " " + string(s.req.line[2])
 	}
 	e.emit(&l)
-}
-
-// isTimeout reports whether err is a deadline expiry.
-func isTimeout(err error) bool {
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return true
-	}
-	return errors.Is(err, os.ErrDeadlineExceeded)
-}
-
-// isConnReset reports whether err is a connection reset or broken pipe.
-func isConnReset(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && !op.Timeout()
 }

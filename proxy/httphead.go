@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 )
 
 // HTTP/1.1 message heads: reading, parsing and the hop-by-hop rules. A head
@@ -29,6 +31,9 @@ const (
 	hdrListed                      // named by the Connection field: not forwarded
 	hdrUpgradeField                // Upgrade: forwarded only when the message upgrades
 )
+
+// maxHeaderBytes bounds a request or response head.
+const maxHeaderBytes = 64 << 10
 
 // defaultMaxHdr is HAProxy's tune.http.maxhdr default: a message may have
 // at most 101 lines counting its start line, so 100 header fields.
@@ -64,7 +69,7 @@ type head struct {
 // reset returns an empty head that keeps h's buffers (capped, so that one
 // huge head does not stay pinned in a pooled session).
 func (h *head) reset() head {
-	if cap(h.buf) > 2*bufSize {
+	if cap(h.buf) > 2*netio.BufSize {
 		return head{maxHdr: h.maxHdr}
 	}
 	return head{buf: h.buf[:0], headers: h.headers[:0], maxHdr: h.maxHdr, bucket: h.bucket[:0], chain: h.chain[:0]}

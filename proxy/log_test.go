@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/rs/zerolog"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
 )
 
 // syncBuffer is a goroutine-safe log sink.

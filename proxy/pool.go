@@ -6,6 +6,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 )
 
 // Idle server connections. Each server keeps its own pool: a connection is
@@ -198,12 +200,12 @@ type upConn struct {
 	bw   *bufio.Writer
 	srv  *Server
 	uses int // requests served, for http-reuse aggressive
-	dl   deadlines
+	dl   netio.Deadlines
 }
 
 // newUpConn wraps a new connection to srv.
 func newUpConn(c net.Conn, srv *Server) *upConn {
-	uc := &upConn{c: c, br: getReader(c), bw: getWriter(c), srv: srv}
+	uc := &upConn{c: c, br: netio.GetReader(c), bw: netio.GetWriter(c), srv: srv}
 	if sc, ok := c.(syscall.Conn); ok {
 		uc.raw, _ = sc.SyscallConn()
 	}
@@ -222,8 +224,8 @@ func (uc *upConn) release(now time.Time) {
 
 func (uc *upConn) close() {
 	uc.c.Close()
-	putReader(uc.br)
-	putWriter(uc.bw)
+	netio.PutReader(uc.br)
+	netio.PutWriter(uc.bw)
 	uc.br, uc.bw = nil, nil
 }
 

@@ -9,8 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/rs/zerolog"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
 )
 
 // Proxy is a running configuration: its frontends, backends and servers.

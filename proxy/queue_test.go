@@ -234,7 +234,7 @@ func TestQueueBackendServedByFirstFree(t *testing.T) {
 func pinnedTake(b *Backend, pin *Server) <-chan *Server {
 	ch := make(chan *Server, 1)
 	go func() {
-		srv, _, err := b.take(&lb.Request{}, pin, nil, time.Now(), nil, chanWait)
+		srv, _, err := b.take(&lb.Request{}, pin, nil, time.Now(), nil, queue.ChanWait)
 		if err != nil {
 			srv = nil
 		}
@@ -298,7 +298,7 @@ func TestQueueMaxqueueRedispatch(t *testing.T) {
 		<-pinnedTake(b, s1)
 		waiting := pinnedTake(b, s1)
 		waitFor(t, 5*time.Second, "first pinned request queued", func() bool { return b.queue.Len(0) == 1 })
-		srv, _, err := b.take(&lb.Request{}, s1, nil, time.Now(), nil, chanWait)
+		srv, _, err := b.take(&lb.Request{}, s1, nil, time.Now(), nil, queue.ChanWait)
 		if redisp {
 			if err != nil || srv != s2 || b.Counters.Wredis.Load() != 1 || s1.Counters.Wredis.Load() != 1 {
 				t.Errorf("redispatch: got %v, %v, wredis %d; want s2", srv, err, b.Counters.Wredis.Load())

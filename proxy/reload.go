@@ -29,9 +29,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
-	"github.com/rs/zerolog"
 )
 
 // NewFrom builds the proxy of cfg to replace old, inheriting old's state

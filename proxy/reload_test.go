@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fulcrum-proxy/fulcrum/conf"
-	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
 )
 
 // reloadTo builds the successor of old from cfg and starts it in old's

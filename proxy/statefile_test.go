@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/rs/zerolog"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
 )
 
 const stateHeader = "1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight srv_time_since_last_change srv_check_status srv_check_result srv_check_health srv_check_state srv_agent_state bk_f_forced_id srv_f_forced_id srv_fqdn srv_port srvrecord srv_use_ssl srv_check_port srv_check_addr srv_agent_addr srv_agent_port\n"

@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fulcrum-proxy/fulcrum/conf"
-	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
 	"github.com/rs/zerolog"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
+	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
 )
 
 // clockedProxy starts a proxy from TOML text (%s: the arguments) whose
@@ -98,7 +100,7 @@ func dialFrom(t *testing.T, src, addr string) net.Conn {
 func wantClosed(t *testing.T, c net.Conn, what string) {
 	t.Helper()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
-	if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil || isTimeout(err) {
+	if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil || netio.IsTimeout(err) {
 		t.Fatalf("%s: read %d bytes, err %v; want closed by the proxy", what, n, err)
 	}
 }

@@ -1,24 +1,25 @@
-package proxy
+package netio
 
 import (
 	"net"
 	"time"
 )
 
-// deadlines remembers the read and write deadlines armed on one connection.
+// Deadlines remembers the read and write deadlines armed on one connection.
 // Re-arming a deadline updates a runtime timer; on the request path that
 // would happen several times per request, so an inactivity timeout is only
 // pushed forward once an eighth of it has gone by: the connection is then
 // cut between 7/8 and 8/8 of the timeout after the last activity, never
 // earlier. A deadline that comes sooner than the armed one (a shorter
 // timeout taking over, as timeout_http_request after a body read under
-// timeout_client) is always armed.
-type deadlines struct {
+// timeout_client) is always armed. The zero value has none armed; it is
+// owned by the goroutine that uses the connection.
+type Deadlines struct {
 	read, write time.Time
 }
 
-// armRead makes c's reads fail d after now (d <= 0: no timeout).
-func (dl *deadlines) armRead(c net.Conn, now time.Time, d time.Duration) {
+// ArmRead makes c's reads fail d after now (d <= 0: no timeout).
+func (dl *Deadlines) ArmRead(c net.Conn, now time.Time, d time.Duration) {
 	if d <= 0 {
 		return
 	}
@@ -28,8 +29,8 @@ func (dl *deadlines) armRead(c net.Conn, now time.Time, d time.Duration) {
 	}
 }
 
-// armWrite makes c's writes fail d after now (d <= 0: no timeout).
-func (dl *deadlines) armWrite(c net.Conn, now time.Time, d time.Duration) {
+// ArmWrite makes c's writes fail d after now (d <= 0: no timeout).
+func (dl *Deadlines) ArmWrite(c net.Conn, now time.Time, d time.Duration) {
 	if d <= 0 {
 		return
 	}
@@ -39,8 +40,11 @@ func (dl *deadlines) armWrite(c net.Conn, now time.Time, d time.Duration) {
 	}
 }
 
-// expireRead makes c's pending and future reads fail now.
-func (dl *deadlines) expireRead(c net.Conn) {
+// ExpireRead makes c's pending and future reads fail now.
+func (dl *Deadlines) ExpireRead(c net.Conn) {
 	dl.read = time.Unix(1, 0)
 	c.SetReadDeadline(dl.read)
 }
+
+// Read returns the read deadline last armed (zero: none).
+func (dl *Deadlines) Read() time.Time { return dl.read }

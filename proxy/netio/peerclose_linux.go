@@ -1,4 +1,4 @@
-package proxy
+package netio
 
 import (
 	"net"
@@ -9,30 +9,30 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// peerCloseWait returns the waitFunc (and its waker) that watches a queued
+// PeerCloseWait returns the WaitFunc (and its waker) that watches a queued
 // client for going away without reading anything from it: the client's
 // bytes (a TCP stream, an HTTP body) belong to the server. It polls the
 // socket for POLLRDHUP, in the waiting goroutine: Go's poller registers
 // sockets edge-triggered with EPOLLRDHUP, so after a first look the wait
 // sleeps until new bytes or the peer's FIN arrive, and looks again. A
 // client that closes or resets while queued ends the wait at once
-// (waitGone, flag CQ), even with unread bytes before its FIN; the
+// (WaitGone, flag CQ), even with unread bytes before its FIN; the
 // dispatcher wakes the wait by moving the read deadline to the past when
 // it hands over a slot.
-func peerCloseWait(c net.Conn) (queue.Waker, waitFunc) {
+func PeerCloseWait(c net.Conn) (queue.Waker, queue.WaitFunc) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
-		return nil, chanWait
+		return nil, queue.ChanWait
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return nil, chanWait
+		return nil, queue.ChanWait
 	}
-	return c, func(p *queue.Pending, deadline time.Time) waitEnd {
+	return c, func(p *queue.Pending, deadline time.Time) queue.WaitEnd {
 		for {
 			c.SetReadDeadline(deadline)
 			if p.Served() >= 0 {
-				return waitServed
+				return queue.WaitServed
 			}
 			gone := false
 			err := rc.Read(func(fd uintptr) bool {
@@ -43,15 +43,15 @@ func peerCloseWait(c net.Conn) (queue.Waker, waitFunc) {
 			})
 			switch {
 			case err == nil && gone:
-				return waitGone
+				return queue.WaitGone
 			case err == nil:
 				continue
-			case !isTimeout(err):
-				return waitGone
+			case !IsTimeout(err):
+				return queue.WaitGone
 			case p.Served() >= 0:
-				return waitServed
+				return queue.WaitServed
 			case !deadline.IsZero() && !time.Now().Before(deadline):
-				return waitTimeout
+				return queue.WaitTimeout
 			}
 		}
 	}

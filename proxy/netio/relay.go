@@ -1,0 +1,155 @@
+package netio
+
+import (
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// The relay. It starts by copying through a user-space buffer, which is
+// the cheapest way to move the small messages of interactive protocols;
+// once a read fills the whole buffer the flow is bulk, and the rest goes
+// through io.CopyN between *net.TCPConn, which Linux turns into splice(2):
+// bytes move socket to pipe to socket without entering user space.
+
+// relayBufSize is the user-space copy buffer of one relay direction.
+const relayBufSize = 16 << 10
+
+// spliceWindow bounds one io.CopyN round so that the inactivity deadline is
+// re-armed periodically on long transfers.
+const spliceWindow = 1 << 30
+
+var relayBufs = sync.Pool{New: func() any { b := make([]byte, relayBufSize); return &b }}
+
+// CopyEnd says how one direction of a copy ended: the bytes moved, and the
+// error reading the source or writing the destination (both nil when the
+// source ended cleanly, or the n bytes asked for were moved).
+type CopyEnd struct {
+	N      int64 // bytes moved
+	SrcErr error // reading the source failed (not a clean EOF)
+	DstErr error // writing the destination failed
+}
+
+// Pipe copies n bytes (or until EOF when n < 0) from src to dst; bulk says
+// to splice from the start. Inactivity timeouts apply to src's reads
+// (srcIdle) and dst's writes (dstIdle), 0 = none. With n >= 0 an early EOF
+// is a source error (io.ErrUnexpectedEOF).
+func Pipe(dst, src net.Conn, n int64, dstIdle, srcIdle time.Duration, bulk bool) CopyEnd {
+	var e CopyEnd
+	if !bulk {
+		bufp := relayBufs.Get().(*[]byte)
+		defer relayBufs.Put(bufp)
+		buf := *bufp
+		var sdl, ddl Deadlines
+		for !bulk && (n < 0 || e.N < n) {
+			now := time.Now()
+			sdl.ArmRead(src, now, srcIdle)
+			want := int64(len(buf))
+			if n >= 0 && n-e.N < want {
+				want = n - e.N
+			}
+			m, err := src.Read(buf[:want])
+			if m > 0 {
+				ddl.ArmWrite(dst, now, dstIdle)
+				w, werr := dst.Write(buf[:m])
+				e.N += int64(w)
+				if werr != nil {
+					e.DstErr = werr
+					return e
+				}
+			}
+			if err != nil {
+				return endOf(e, err, n)
+			}
+			bulk = m == len(buf)
+		}
+		if !bulk {
+			return e
+		}
+	}
+	// Bulk: splice. A deadline that expires while bytes were still moving
+	// in its window is re-armed: the connection is only cut after a whole
+	// window of idleness, between one and two timeouts after the last byte.
+	for n < 0 || e.N < n {
+		now := time.Now()
+		if srcIdle > 0 {
+			src.SetReadDeadline(now.Add(srcIdle))
+		}
+		if dstIdle > 0 {
+			dst.SetWriteDeadline(now.Add(dstIdle))
+		}
+		want := int64(spliceWindow)
+		if n >= 0 && n-e.N < want {
+			want = n - e.N
+		}
+		m, err := io.CopyN(dst, src, want)
+		e.N += m
+		switch {
+		case err == nil:
+		case IsTimeout(err) && m > 0:
+			// progress was made in this window: not idle
+		case IsWriteErr(err):
+			e.DstErr = err
+			return e
+		default:
+			return endOf(e, err, n)
+		}
+	}
+	return e
+}
+
+// endOf records a read error that ended a copy; EOF is clean when the copy
+// was to run until EOF.
+func endOf(e CopyEnd, err error, n int64) CopyEnd {
+	switch {
+	case err == io.EOF && n < 0:
+	case err == io.EOF:
+		e.SrcErr = io.ErrUnexpectedEOF
+	default:
+		e.SrcErr = err
+	}
+	return e
+}
+
+// Relay copies both ways between client and server until both directions
+// have ended, propagating half-closes: when one side finishes sending, the
+// other side's write half is shut. in is the client-to-server direction,
+// out the server-to-client one.
+func Relay(client, server net.Conn, clientIdle, serverIdle time.Duration) (in, out CopyEnd) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		in = Pipe(server, client, -1, serverIdle, clientIdle, false)
+		CloseWrite(server)
+		if in.SrcErr != nil || in.DstErr != nil {
+			CloseRead(client)
+			server.SetReadDeadline(time.Now()) // the session is over
+		}
+	}()
+	out = Pipe(client, server, -1, clientIdle, serverIdle, false)
+	CloseWrite(client)
+	if out.SrcErr != nil || out.DstErr != nil {
+		CloseRead(server)
+		client.SetReadDeadline(time.Now()) // the session is over
+	}
+	wg.Wait()
+	return
+}
+
+// CloseWrite shuts c's write half (or closes c when it has none).
+func CloseWrite(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.CloseWrite()
+		return
+	}
+	c.Close()
+}
+
+// CloseRead shuts c's read half, if it has one.
+func CloseRead(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.CloseRead()
+	}
+}

@@ -1,0 +1,89 @@
+package netio
+
+import (
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// pair returns the two ends of a loopback TCP connection.
+func pair(t *testing.T) (a, b *net.TCPConn) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(); s.Close() })
+	return c.(*net.TCPConn), s.(*net.TCPConn)
+}
+
+// Pipe moves exactly n bytes, small ones through the buffer and a flow
+// that fills it by splice, and reports an early end as a source error.
+func TestPipe(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		send   int
+		n      int64
+		wantN  int64
+		srcErr bool
+	}{
+		{"small", 100, 100, 100, false},
+		{"bulk", 1 << 20, 1 << 20, 1 << 20, false},
+		{"until EOF", 5000, -1, 5000, false},
+		{"early EOF", 10, 20, 10, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srcW, src := pair(t)
+			dst, dstR := pair(t)
+			go func() {
+				srcW.Write([]byte(strings.Repeat("x", tc.send)))
+				srcW.CloseWrite()
+			}()
+			got := make(chan int, 1)
+			go func() {
+				b, _ := io.ReadAll(dstR)
+				got <- len(b)
+			}()
+			e := Pipe(dst, src, tc.n, time.Second, time.Second, false)
+			dst.CloseWrite()
+			if e.N != tc.wantN || (e.SrcErr != nil) != tc.srcErr || e.DstErr != nil {
+				t.Errorf("got %+v, want %d bytes, source error %v", e, tc.wantN, tc.srcErr)
+			}
+			if n := <-got; int64(n) != tc.wantN {
+				t.Errorf("destination read %d bytes, want %d", n, tc.wantN)
+			}
+		})
+	}
+}
+
+// A deadline is pushed forward only once an eighth of the timeout has
+// gone by, and a sooner one is always armed.
+func TestDeadlines(t *testing.T) {
+	c, _ := pair(t)
+	var dl Deadlines
+	t0 := time.Now()
+	dl.ArmRead(c, t0, 8*time.Second)
+	dl.ArmRead(c, t0.Add(500*time.Millisecond), 8*time.Second)
+	if got := dl.Read(); !got.Equal(t0.Add(8 * time.Second)) {
+		t.Errorf("re-armed too early: %v", got.Sub(t0))
+	}
+	dl.ArmRead(c, t0.Add(time.Second), 8*time.Second)
+	if got := dl.Read(); !got.Equal(t0.Add(9 * time.Second)) {
+		t.Errorf("not re-armed after an eighth: %v", got.Sub(t0))
+	}
+	dl.ArmRead(c, t0.Add(time.Second), time.Second)
+	if got := dl.Read(); !got.Equal(t0.Add(2 * time.Second)) {
+		t.Errorf("a sooner deadline was not armed: %v", got.Sub(t0))
+	}
+}
