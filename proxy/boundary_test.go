@@ -608,3 +608,60 @@ func TestIssue16RequestLineStrictness(t *testing.T) {
 		t.Errorf("upstream saw %d requests, want the 3 valid ones", n)
 	}
 }
+
+// The sweeper checks pooled connections while requests take and return
+// them: it must look at the socket only (the race detector caught it
+// reading a reader its taker was filling).
+func TestPoolSweepRacesRequests(t *testing.T) {
+	u := newUpstream(t, "s1")
+	cfg := testConfig(conf.ModeHTTP, []string{u.addr()}, nil)
+	cfg.Backends[0].HTTPReuse = "always"
+	p, addr := startProxy(t, cfg)
+	srv := p.Backends[0].Servers[0]
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				srv.pool.sweep(time.Now())
+			}
+		}
+	}()
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			br := bufio.NewReader(c)
+			for range 200 {
+				io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	// Wait for the clients (the sweeper goroutine is the first Add).
+	for srv.Counters.Stot.Load() < 800 {
+		time.Sleep(time.Millisecond)
+		if t.Failed() {
+			break
+		}
+	}
+	close(done)
+	wg.Wait()
+}

@@ -42,8 +42,6 @@ type connPool struct {
 	max, low   int
 	purgeDelay time.Duration
 	lastPurge  time.Time
-
-	scratch []*upConn // the sweeper's copy of idle, reused
 }
 
 // idleConn is one pooled connection and when it went idle.
@@ -117,16 +115,17 @@ func (p *connPool) sweep(now time.Time) {
 		p.mu.Unlock()
 		return
 	}
-	p.scratch = p.scratch[:0]
-	for _, ic := range p.idle {
-		p.scratch = append(p.scratch, ic.uc)
+	check := make([]*upConn, len(p.idle))
+	for i, ic := range p.idle {
+		check[i] = ic.uc
 	}
-	check := p.scratch
 	p.mu.Unlock()
-	// The checks run without the lock: a connection taken meanwhile is
-	// checked again by its taker, and only one still pooled is closed here.
+	// The checks run without the lock and look at the socket only (the
+	// buffered reader was empty when the connection was pooled, and is its
+	// taker's once taken): a connection taken meanwhile is checked again by
+	// its taker, and only one still pooled is closed here.
 	for _, uc := range check {
-		if !uc.idleOK() {
+		if uc.raw != nil && !socketIdle(uc.raw) {
 			p.remove(uc)
 		}
 	}
