@@ -70,15 +70,15 @@ var hdrCookie = []byte("Cookie")
 // cookieRequest finds the persistence cookie in the request, takes it out
 // or strips its prefix as the mode says, and returns the server it names
 // when persistence may use it.
-func (s *httpSession) cookieRequest(cp *cookiePersist, be *Backend) *Server {
-	s.ck.cp = cp
+func (x *Stream) cookieRequest(cp *cookiePersist, be *Backend) *Server {
+	x.ck.cp = cp
 	now := time.Now().Unix()
-	for i := range s.req.headers {
-		h := &s.req.headers[i]
-		if !bytes.EqualFold(h.name, hdrCookie) {
+	hs := x.req.Headers
+	for i := range hs.NumHeaders() {
+		name, v := hs.HeaderAt(i)
+		if !bytes.EqualFold(name, hdrCookie) {
 			continue
 		}
-		v := h.value
 		start, end, value := cookieFind(v, cp.name)
 		if start < 0 {
 			continue
@@ -95,31 +95,31 @@ func (s *httpSession) cookieRequest(cp *cookiePersist, be *Backend) *Server {
 			nv := make([]byte, 0, len(v))
 			nv = append(append(append(append(nv, v[:start]...), cp.name...), '='), rest...)
 			nv = append(nv, v[end:]...)
-			s.edits.Replace(i, h.name, nv)
+			x.edits.Replace(i, name, nv)
 		default:
 			srvVal = value
 			if cp.mode == "insert" {
 				sv, dates, _ := bytes.Cut(value, []byte("|"))
 				srvVal = sv
 				last, first, _ := bytes.Cut(dates, []byte("|"))
-				s.ck.last, s.ck.first = b64tos30(last)<<2, b64tos30(first)<<2
-				if s.ck.last < 0 {
-					s.ck.last = 0
+				x.ck.last, x.ck.first = b64tos30(last)<<2, b64tos30(first)<<2
+				if x.ck.last < 0 {
+					x.ck.last = 0
 				}
-				if s.ck.first < 0 {
-					s.ck.first = 0
+				if x.ck.first < 0 {
+					x.ck.first = 0
 				}
 			}
 			if cp.mode == "insert" && cp.ind {
-				s.edits.Replace(i, h.name, cookieRemove(v, start, end))
+				x.edits.Replace(i, name, cookieRemove(v, start, end))
 			}
 		}
-		if cp.mode == "insert" && s.ck.expired(now) {
+		if cp.mode == "insert" && x.ck.expired(now) {
 			return nil
 		}
 		srv := cp.byValue[string(srvVal)]
 		if srv != nil && persistent(srv) {
-			s.ck.direct = true
+			x.ck.direct = true
 			return srv
 		}
 		return nil
@@ -180,11 +180,11 @@ var hdrSetCookie = []byte("Set-Cookie")
 // cookieResponseHeader handles one response header line for cookie
 // persistence: it writes the line (possibly rewritten) itself and returns
 // true, or returns false to let the caller write it as is.
-func (s *httpSession) cookieResponseHeader(w interface {
+func (x *Stream) cookieResponseHeader(w interface {
 	Write([]byte) (int, error)
 	WriteString(string) (int, error)
 }, name, value []byte) bool {
-	cp, srv := s.ck.cp, s.ck.served
+	cp, srv := x.ck.cp, x.ck.served
 	if cp == nil || srv == nil || !bytes.EqualFold(name, hdrSetCookie) {
 		return false
 	}
@@ -196,7 +196,7 @@ func (s *httpSession) cookieResponseHeader(w interface {
 	case "insert":
 		return true // removed: fulcrum sets its own
 	case "rewrite", "prefix":
-		if cp.ind && s.ck.direct {
+		if cp.ind && x.ck.direct {
 			return true
 		}
 		if srv.Conf.Cookie == "" {
@@ -225,17 +225,17 @@ func (s *httpSession) cookieResponseHeader(w interface {
 // cookieInsert writes the Set-Cookie line of insert mode when the client
 // did not come with a valid cookie for the server that answered, or the
 // cookie's dates need a refresh.
-func (s *httpSession) cookieInsert(w interface {
+func (x *Stream) cookieInsert(w interface {
 	Write([]byte) (int, error)
 	WriteString(string) (int, error)
 }) {
-	cp, srv := s.ck.cp, s.ck.served
+	cp, srv := x.ck.cp, x.ck.served
 	if cp == nil || srv == nil || cp.mode != "insert" || srv.Conf.Cookie == "" {
 		return
 	}
 	now := time.Now().Unix()
-	direct := s.ck.direct && s.ck.served.Conf.Cookie != "" && cp.byValue[srv.Conf.Cookie] == srv
-	refresh := (cp.maxIdle > 0 && s.ck.last < now) || (cp.maxLife > 0 && s.ck.first == 0)
+	direct := x.ck.direct && x.ck.served.Conf.Cookie != "" && cp.byValue[srv.Conf.Cookie] == srv
+	refresh := (cp.maxIdle > 0 && x.ck.last < now) || (cp.maxLife > 0 && x.ck.first == 0)
 	if direct && !refresh {
 		return
 	}
@@ -249,8 +249,8 @@ func (s *httpSession) cookieInsert(w interface {
 		w.Write(s30tob64((now+3)>>2, b[:]))
 		if cp.maxLife > 0 {
 			first := (now + 3) >> 2
-			if direct && s.ck.first > 0 {
-				first = s.ck.first >> 2
+			if direct && x.ck.first > 0 {
+				first = x.ck.first >> 2
 			}
 			w.WriteString("|")
 			w.Write(s30tob64(first, b[:]))

@@ -8,20 +8,21 @@ import (
 	"net"
 	"sync"
 	"time"
-	"unsafe"
 
-	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
-	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 	"github.com/fulcrum-proxy/fulcrum/proxy/queue"
+	"github.com/fulcrum-proxy/fulcrum/proxy/stream"
 )
 
 // The HTTP/1.1 engine. One goroutine serves one client connection: it reads
-// a request head, picks a server, forwards the head and streams the body to
-// a pooled or new server connection, streams the response back, and loops
-// for the next request while the client keeps the connection alive. There is
-// no hand-off to other goroutines on the request path; bodies are streamed
-// through 16 KiB buffers, large fixed-length ones spliced.
+// a request head, lets the core route it and assign a server, forwards the
+// head and streams the body to a pooled or new server connection, streams
+// the response back, and loops for the next request while the client keeps
+// the connection alive. There is no hand-off to other goroutines on the
+// request path; bodies are streamed through 16 KiB buffers, large
+// fixed-length ones spliced. Every decision about where the request goes,
+// and every counter and log line, is the core's (Stream); this file only
+// moves HTTP/1 messages.
 
 // spliceThreshold is the response body size above which the body is copied
 // socket to socket (splice on Linux) instead of through the buffers.
@@ -35,30 +36,11 @@ type httpSession struct {
 	bw    *bufio.Writer
 	req   head
 	resp  head
-	lbreq lb.Request
-	nreq  int       // requests seen on this connection
-	owned *upConn   // a server connection kept private to this session
-	xff   []byte    // the X-Forwarded-For line, built once
-	local bool      // the current request is answered by a local handler
-	reqIn int64     // the current request's bytes from the client (head, body)
-	t0    time.Time // the current request's first byte, for the log
-	tc    int64     // its connect time in ms, -1 until connected
-
-	// pin is the server persistence pinned the current request to (nil:
-	// none): it waits in that server's queue (Backend.take). tw is the
-	// request's queue time in ms for the log (Tw), 0 when it did not wait.
-	pin *Server
-	tw  int64
-
-	// Stick tables and cookie persistence of the current request
-	// (stick.go, cookie.go).
-	st tracker
-	ck cookieState
-
-	// The rules' view of the current request, and the header and path
-	// edits of its rules that writeRequestHead applies (rules.go).
-	areq  acl.Request
-	edits acl.Edits
+	view  stream.Request
+	nreq  int     // requests seen on this connection
+	owned *upConn // a server connection kept private to this session
+	xff   []byte  // the X-Forwarded-For line, built once
+	x     Stream  // the core's side of the current request
 }
 
 // sessionPool recycles httpSessions with their head buffers, so that a new
@@ -67,44 +49,40 @@ var sessionPool = sync.Pool{New: func() any { return new(httpSession) }}
 
 // recycle clears s and returns it to the pool; s must not be used after.
 func (s *httpSession) recycle() {
-	*s = httpSession{req: s.req.reset(), resp: s.resp.reset(), xff: s.xff[:0]}
+	*s = httpSession{req: s.req.reset(), resp: s.resp.reset(), xff: s.xff[:0],
+		x: Stream{edits: s.x.edits, ans: s.x.ans[:0]}}
 	sessionPool.Put(s)
 }
-
-// errNoServer is returned when the backend has no usable server.
-var errNoServer = errors.New("no server available")
 
 // serveHTTP serves cc until the client closes, a timeout fires, an error
 // forces a close, or the proxy stops.
 func (fe *Frontend) serveHTTP(cc *clientConn) {
 	s := sessionPool.Get().(*httpSession)
 	s.cc, s.br, s.bw = cc, netio.GetReader(cc.c), netio.GetWriter(cc.c)
-	s.lbreq = lb.Request{Src: cc.src}
 	s.req.maxHdr, s.resp.maxHdr = fe.p.Conf.Global.MaxHdr, fe.p.Conf.Global.MaxHdr
 	s.setFrontend(fe)
-	s.st.inherit(&cc.st) // entries tracked at the connection stage
+	s.x.trk.inherit(&cc.st) // entries tracked at the connection stage
 	defer func() {
 		if s.owned != nil {
 			s.owned.close()
 		}
 		netio.PutReader(s.br)
 		netio.PutWriter(s.bw)
-		s.st.end(-1, 0, 0) // a request that ended without its log line
+		s.x.trk.end(-1, 0, 0) // a request that ended without its log line
 		s.recycle()
 		cc.st.release() // the connection's tracked entries (tcp_request connection)
 	}()
 	for {
 		idleStart := time.Now()
-		cc.dl.ArmRead(cc.c, idleStart, fe.timeoutHTTPRequest)
+		cc.dl.ArmRead(cc.c, idleStart, s.fe.timeoutHTTPRequest)
 		if _, err := s.br.Peek(1); err != nil {
 			// Nothing received: a keep-alive connection going idle or away is
 			// closed silently; a first request that never comes gets 408, as
-			// HAProxy without http-ignore-probes.
+			// HAProxy without http-ignore-probes (counted as a request and a
+			// request error).
 			if s.nreq == 0 && netio.IsTimeout(err) {
-				// Counted as a request and a request error, as HAProxy.
-				s.fe.Counters.request(time.Now())
-				s.fe.Counters.Ereq.Add(1)
-				s.fail(408, "cR", idleStart, -1, nil, nil)
+				s.x.Begin(idleStart, time.Time{})
+				s.fail(stream.IdleTimeout)
 			}
 			return
 		}
@@ -139,7 +117,7 @@ func (s *httpSession) setFrontend(fe *Frontend) {
 		s.owned = nil
 	}
 	s.fe = fe
-	s.st.p = fe.p
+	s.x.bind(fe, s.cc)
 	s.xff = s.xff[:0]
 	if fe.forwardFor {
 		s.xff = append(s.xff, "X-Forwarded-For: "...)
@@ -148,253 +126,238 @@ func (s *httpSession) setFrontend(fe *Frontend) {
 	}
 }
 
-// stoppingForGood reports whether the session's proxy is stopping and the
+// stoppingForGood reports whether cc's proxy is stopping and the
 // connection cannot move to a successor (handoff.go): its response must
 // then say Connection: close.
-func (s *httpSession) stoppingForGood() bool {
-	return s.fe.p.stopping.Load() && !s.fe.canHandOff(s.cc)
+func (fe *Frontend) stoppingForGood(cc *clientConn) bool {
+	return fe.p.stopping.Load() && !fe.canHandOff(cc)
 }
 
 // handle serves one request whose first byte has arrived. It returns true
 // when the client connection may carry another request.
 func (s *httpSession) handle(idleStart time.Time) bool {
-	fe := s.fe
+	x := &s.x
 	t0 := time.Now()
-	s.cc.dl.ArmRead(s.cc.c, t0, fe.timeoutHTTPRequest)
+	s.cc.dl.ArmRead(s.cc.c, t0, s.fe.timeoutHTTPRequest)
 	s.nreq++
-	s.local = false
-	s.reqIn = 0 // the head once read; forward adds the body
-	s.t0, s.tc = t0, -1
-	fe.Counters.request(t0)
+	x.Begin(idleStart, t0)
 	if err := s.req.readHead(s.br, false); err != nil {
 		switch {
 		case netio.IsTimeout(err):
-			fe.Counters.Ereq.Add(1) // as HAProxy counts a 408
-			s.fail(408, "cR", idleStart, -1, nil, nil)
+			return s.fail(stream.RequestTimeout)
 		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || netio.IsConnReset(err):
-			fe.Counters.Ereq.Add(1)
-			s.logShort(idleStart, "CR", -1)
-		default:
-			fe.Counters.Ereq.Add(1)
-			s.st.request() // a bad request counts, as in HAProxy
-			s.fail(400, "PR", idleStart, -1, nil, nil)
-		}
-		return false
-	}
-	s.st.request() // on the entries tracked at the connection stage
-	fe.Counters.Bin.Add(int64(len(s.req.buf)))
-	s.reqIn = int64(len(s.req.buf))
-	if err := s.req.parse(false); err != nil {
-		fe.Counters.Ereq.Add(1)
-		s.fail(400, "PR", idleStart, -1, nil, nil)
-		return false
-	}
-	tHead := time.Now()
-	if done, keep := s.frontendRules(idleStart, t0); done {
-		return keep
-	}
-	if h := s.localHandler(); h != nil {
-		return s.serveLocal(h, idleStart, t0)
-	}
-	be := s.selectBackend()
-	if be == nil {
-		s.fail(503, "SC", idleStart, tHead.Sub(t0).Milliseconds(), nil, nil)
-		return false
-	}
-	if done, keep := s.backendRules(be, idleStart, t0); done {
-		return keep
-	}
-	s.fillView()
-	s.pin = s.persist(be)
-	return s.forward(be, idleStart, t0, tHead)
-}
-
-// fillView points the balancing view at the current request head. The
-// strings alias s.req.buf and are valid only until the next request is read:
-// algorithms must not keep them past Pick.
-func (s *httpSession) fillView() {
-	uri := s.req.line[1]
-	path, query := uri, []byte(nil)
-	if i := bytes.IndexByte(uri, '?'); i >= 0 {
-		path, query = uri[:i], uri[i+1:]
-	}
-	s.lbreq.Method = bstr(s.req.line[0])
-	s.lbreq.Path = bstr(path)
-	s.lbreq.Query = bstr(query)
-	s.lbreq.Host = bstr(s.req.host)
-	s.lbreq.Headers = &s.req
-}
-
-// bstr views b as a string without copying; see fillView.
-func bstr(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
-}
-
-// forward sends the parsed request to a server of be and relays the
-// response. It returns true when the client connection stays usable.
-func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool {
-	fe := s.fe
-	tq := tHead.Sub(t0).Milliseconds()
-	be.Counters.sessionStart(tHead)
-	be.Counters.request(tHead)
-	defer be.Counters.sessionEnd()
-
-	srv, uc, reused, tc, err := s.connect(be, nil, tHead)
-	s.tc = tc
-	if err != nil {
-		switch {
-		case errors.Is(err, errQueueAbort): // no reply: nobody listens
-			s.logLine(idleStart, t0, be, srv, -1, 0, tq, -1, -1, "CQ")
-		case errors.Is(err, errQueueTimeout):
-			s.fail(503, "sQ", idleStart, tq, be, srv)
-		case errors.Is(err, errQueueFull):
-			s.fail(503, "SQ", idleStart, tq, be, srv)
-		default:
-			if srv != nil {
-				be.unassign(srv)
-			}
-			s.fail(503, "SC", idleStart, tq, be, srv)
-		}
-		return false
-	}
-	defer func() { be.unassign(srv) }() // srv may move with a redispatch
-	// The stream's server side, for shutdown sessions (sessions.go).
-	s.cc.stream.set(be, srv, uc.c)
-	defer s.cc.stream.clear()
-	srv.Counters.request(tHead)
-	srv.Counters.queued(s.tw)
-	be.Counters.queued(s.tw)
-	srv.Counters.Ctime.Add(tc)
-	be.Counters.Ctime.Add(tc)
-
-	hasBody := s.req.chunked || s.req.contentLength > 0
-	// Answer "Expect: 100-continue" ourselves so the client sends the body
-	// we are about to stream (the Expect header is not forwarded).
-	if s.req.expect100 && hasBody && !s.req.http10 {
-		s.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
-		if err := s.flushClient(); err != nil {
-			uc.close()
-			s.logLine(idleStart, t0, be, srv, 0, 0, tq, tc, -1, "CR")
+			x.End(stream.ClientGoneHead)
 			return false
 		}
+		x.BadHead()
+		return s.fail(stream.BadRequest)
 	}
+	x.HeadRead(len(s.req.buf))
+	if err := s.req.parse(false); err != nil {
+		return s.fail(stream.BadRequest)
+	}
+	r := &s.req
+	s.view = stream.Request{Method: r.line[0], URI: r.line[1], Version: r.line[2], Host: r.host,
+		Headers: r, HasBody: r.chunked || r.contentLength > 0, ConnClose: r.connClose}
+	rt := x.Route(&s.view, time.Now())
+	switch rt.Kind {
+	case RouteAnswer:
+		return s.answer(rt)
+	case RouteLocal:
+		return s.serveLocal(rt.Handler)
+	case RouteNoServer:
+		return s.fail(stream.NoServer)
+	}
+	return s.forward()
+}
 
-	var tSent time.Time
+// answer sends the response of a rule (deny, return, redirect) and ends
+// the request. It returns true when the connection stays usable.
+func (s *httpSession) answer(rt Route) bool {
+	s.x.Replied(rt.Status, int64(len(rt.Answer)))
+	s.bw.Write(rt.Answer)
+	err := s.flushClient()
+	o := stream.Answered
+	if rt.Deny {
+		o = stream.Denied
+	}
+	s.x.End(o)
+	return err == nil && rt.Keep
+}
+
+// fail ends the request with o, answering HAProxy's error page for o's
+// status when it has one; the connection then closes (it returns false).
+func (s *httpSession) fail(o stream.Outcome) bool {
+	if code := o.Row().Status; code != 0 {
+		resp := errorResponses[code]
+		s.x.Replied(code, int64(len(resp)))
+		s.bw.Write(resp)
+		s.flushClient()
+	}
+	s.x.End(o)
+	return false
+}
+
+// forward sends the routed request to a server and relays the response,
+// in the phases of the request path: assign (pick or queue), connect
+// (reuse or dial), send, receive, relay. It returns true when the client
+// connection stays usable.
+func (s *httpSession) forward() bool {
+	x := &s.x
+	defer x.Release()
+	if o := s.assign(); o != stream.Served {
+		return s.fail(o)
+	}
+	uc, reused, o := s.connect()
+	if o != stream.Served {
+		return s.fail(o)
+	}
+	defer x.Unbind()
+	if o := s.expectContinue(); o != stream.Served {
+		uc.close()
+		return s.fail(o)
+	}
+	uc, o = s.exchange(uc, reused)
+	if o != stream.Served {
+		if uc != nil {
+			uc.close()
+		}
+		return s.fail(o)
+	}
+	return s.relay(uc)
+}
+
+// assign has the core pick a server, or queue the request. While it waits,
+// a request without a body watches its client with a read (waitQueue);
+// the dispatcher wakes that read when it hands the request a slot. Other
+// requests watch for the client closing without reading (PeerCloseWait):
+// their bytes are the body.
+func (s *httpSession) assign() stream.Outcome {
+	var wake queue.Waker
+	wait := queue.WaitFunc(s.waitQueue)
+	if s.watchable() {
+		wake = s.cc.c
+	} else {
+		wake, wait = netio.PeerCloseWait(s.cc.c)
+	}
+	o := s.x.Take(wake, wait)
+	if wake != nil {
+		// The read deadline may have been moved by waitQueue or the
+		// dispatcher: put back the one the request had.
+		s.cc.c.SetReadDeadline(s.cc.dl.Read())
+	}
+	return o
+}
+
+// connect returns a connection to the assigned server: an idle one when
+// http_reuse allows (reused), else a new one from the core's dial (with
+// its retries and redispatch).
+func (s *httpSession) connect() (uc *upConn, reused bool, o stream.Outcome) {
+	x := &s.x
+	if uc = s.reuse(x.be, x.Server()); uc != nil {
+		x.Connected(uc.c, true)
+		return uc, true, stream.Served
+	}
+	c, o := x.Connect()
+	if o != stream.Served {
+		return nil, false, o
+	}
+	uc = newUpConn(c, x.Server())
+	x.Connected(c, false)
+	return uc, false, stream.Served
+}
+
+// expectContinue answers "Expect: 100-continue" itself, so that the
+// client sends the body about to be streamed (the Expect field is not
+// forwarded).
+func (s *httpSession) expectContinue() stream.Outcome {
+	if s.req.expect100 && s.view.HasBody && !s.req.http10 {
+		s.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+		if err := s.flushClient(); err != nil {
+			return stream.ClientGoneExpect
+		}
+	}
+	return stream.Served
+}
+
+// exchange sends the request to uc and reads the server's response head.
+// A pooled connection that the server had closed while idle fails on the
+// write or before the first response byte: the request is then retried
+// once on a fresh connection when it had no body to replay, as HAProxy
+// does. It returns the connection the response is read from (nil when it
+// was closed) and stream.Served, or the outcome to end with.
+func (s *httpSession) exchange(uc *upConn, reused bool) (*upConn, stream.Outcome) {
+	x := &s.x
+	hasBody := s.view.HasBody
 	for attempt := 0; ; attempt++ {
 		bodyBytes, ferr := s.sendRequest(uc, hasBody)
+		var err error
 		if ferr == nil {
-			// bin counts the client's request bytes (head as received, body).
-			in := int64(len(s.req.buf)) + bodyBytes
-			s.reqIn = in
-			srv.Counters.Bin.Add(in)
-			be.Counters.Bin.Add(in)
-			fe.Counters.Bin.Add(bodyBytes)
-			tSent = time.Now()
+			x.Sent(bodyBytes)
 			err = s.readResponseHead(uc)
 		}
 		if ferr != nil && errors.Is(ferr, errClientSide) {
 			uc.close() // the server never gets a complete request
-			if errors.Is(ferr, errBadChunk) {
-				// A broken chunked body: 400, as HAProxy (PH: the
-				// server had not answered).
-				fe.Counters.Ereq.Add(1)
-				s.fail(400, "PH", idleStart, tq, be, srv)
-				return false
+			switch {
+			case errors.Is(ferr, errBadChunk):
+				return nil, stream.BadRequestBody // 400 PH, as HAProxy
+			case netio.IsTimeout(ferr):
+				return nil, stream.ClientTimeoutUpload // timeout_client: the body stopped coming
 			}
-			fe.Counters.CliAbrt.Add(1)
-			be.Counters.CliAbrt.Add(1)
-			srv.Counters.CliAbrt.Add(1)
-			flags := "CD"
-			if netio.IsTimeout(ferr) {
-				flags = "cD" // timeout_client: the body stopped coming
-			}
-			s.logLine(idleStart, t0, be, srv, -1, 0, tq, tc, -1, flags)
-			return false
+			return nil, stream.ClientAbortUpload
 		}
-		// A pooled connection that the server had closed while idle fails
-		// on the write or before the first response byte: the request is
-		// retried once on a fresh connection when it had no body to replay,
-		// as HAProxy does.
 		stale := ferr != nil || (err != nil && !netio.IsTimeout(err) && len(s.resp.buf) == 0)
 		if stale && reused && !hasBody && attempt == 0 {
 			uc.close()
-			var c net.Conn
-			if srv, c, tc, err = connectServer(be, srv, &s.lbreq); err != nil { // econ counted
-				s.fail(503, "SC", idleStart, tq, be, srv)
-				return false
+			c, o := x.Connect() // econ counted
+			if o != stream.Served {
+				return nil, o
 			}
-			uc = newUpConn(c, srv)
-			s.cc.stream.set(be, srv, uc.c)
+			uc = newUpConn(c, x.Server())
+			x.Rebind(c)
 			reused = false
 			continue
 		}
-		if ferr != nil && hasBody {
+		switch {
+		case ferr != nil && hasBody:
 			// The server went away while the body was being sent: as
 			// HAProxy's forwarding phase, srv_abrt and 502 (SD).
-			uc.close()
-			fe.Counters.SrvAbrt.Add(1)
-			be.Counters.SrvAbrt.Add(1)
-			srv.Counters.SrvAbrt.Add(1)
-			s.fail(502, "SD", idleStart, tq, be, srv)
-			return false
-		}
-		if ferr != nil {
-			uc.close()
-			srv.Counters.Econ.Add(1)
-			be.Counters.Econ.Add(1)
-			s.fail(503, "SC", idleStart, tq, be, srv)
-			return false
-		}
-		break
-	}
-	if err != nil {
-		uc.close()
-		srv.Counters.Eresp.Add(1)
-		be.Counters.Eresp.Add(1)
-		switch {
+			return uc, stream.ServerGoneUpload
+		case ferr != nil:
+			return uc, stream.SendFailed
+		case err == nil:
+			return uc, stream.Served
 		case netio.IsTimeout(err):
-			srv.observeResponse(504)
-			s.fail(504, "sH", idleStart, tq, be, srv)
+			return uc, stream.ServerTimeoutHead
 		case errors.Is(err, errBadHead) || errors.Is(err, errHeadTooLarge) || errors.Is(err, errSmuggling) || errors.Is(err, errTooManyHdrs):
-			srv.observeResponse(502)
-			s.fail(502, "PH", idleStart, tq, be, srv)
-		default:
-			srv.observeResponse(502)
-			s.fail(502, "SH", idleStart, tq, be, srv)
+			return uc, stream.BadResponse
 		}
-		return false
+		return uc, stream.ServerGoneHead
 	}
-	tResp := time.Now()
-	tr := tResp.Sub(tSent).Milliseconds()
-	srv.Counters.Rtime.Add(tr)
-	be.Counters.Rtime.Add(tr)
-	// The server answered: store it for persistence now, before the client
-	// has the response and can send its next request.
-	s.stickStore(srv)
+}
 
+// relay sends the response whose head was read from uc to the client: its
+// head, then its body, framed as the client's connection needs. uc goes
+// back to its pool when it stands exactly at the end of the response.
+// It returns true when the client connection stays usable.
+func (s *httpSession) relay(uc *upConn) bool {
+	x := &s.x
+	x.ResponseHead()
 	status := s.resp.status
 	if status == 101 && !s.req.connUpgrade {
 		// A switch nobody asked for would turn the connection into a
 		// blind tunnel (issue 16, point 3): an invalid response.
 		uc.close()
-		srv.Counters.Eresp.Add(1)
-		be.Counters.Eresp.Add(1)
-		srv.observeResponse(502)
-		s.fail(502, "PH", idleStart, tq, be, srv)
-		return false
+		return s.fail(stream.BadResponse)
 	}
-	srv.observeResponse(status)
+	x.Respond(status)
 	isHead := string(s.req.line[0]) == "HEAD"
 	noBody := isHead || status == 204 || status == 304 || status == 101
 	untilClose := !noBody && !s.resp.chunked && s.resp.contentLength < 0
 	upgrade := status == 101
-	closeAfter := s.req.connClose || untilClose || s.stoppingForGood()
+	closeAfter := s.req.connClose || untilClose || s.fe.stoppingForGood(s.cc)
 	upReusable := !s.resp.connClose && !untilClose && !upgrade
 
-	s.ck.served = srv
 	headBytes := s.writeResponseHead(closeAfter, upgrade)
 	var bodyBytes int64
 	var berr error
@@ -408,7 +371,7 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 		bodyBytes, berr = s.copyUntilClose(uc)
 	}
 	if berr == nil && !upgrade {
-		s.cc.stream.clear() // uc is no longer this stream's once pooled
+		x.Unbind() // uc is no longer this stream's once pooled
 		// The response has been read whole: the server connection is free
 		// for the next request before the last bytes reach the client, if
 		// it stands exactly at the end of the response. Bytes buffered
@@ -417,7 +380,7 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 		// (issue 16, point 3).
 		if upReusable && uc.br.Buffered() == 0 {
 			uc.uses++
-			s.release(be, uc)
+			s.release(x.be, uc)
 		} else {
 			uc.close()
 		}
@@ -429,20 +392,9 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 		// HAProxy. Past that point the exchange is aborted below (SD).
 		uc.close()
 		s.bw.Reset(s.cc.c)
-		srv.Counters.Eresp.Add(1)
-		be.Counters.Eresp.Add(1)
-		s.fail(502, "PH", idleStart, tq, be, srv)
-		return false
+		return s.fail(stream.BadResponseBody)
 	}
-	// Counted before the last flush, so that a client that has its
-	// response also sees it in the counters.
-	out := headBytes + bodyBytes
-	fe.Counters.Bout.Add(out)
-	be.Counters.Bout.Add(out)
-	srv.Counters.Bout.Add(out)
-	fe.Counters.response(status)
-	be.Counters.response(status)
-	srv.Counters.response(status)
+	x.Relayed(status, headBytes+bodyBytes)
 	if berr == nil {
 		berr = s.flushClient()
 	}
@@ -450,84 +402,24 @@ func (s *httpSession) forward(be *Backend, idleStart, t0, tHead time.Time) bool 
 		if uc != nil {
 			uc.close()
 		}
-		flags := "SD"
+		o := stream.ServerAbortData // closed, reset or broke its framing
 		switch {
 		case errors.Is(berr, errClientSide) && netio.IsTimeout(berr):
-			flags = "cD"
+			o = stream.ClientTimeoutData
 		case errors.Is(berr, errClientSide):
-			flags = "CD"
-			fe.Counters.CliAbrt.Add(1)
-			be.Counters.CliAbrt.Add(1)
-			srv.Counters.CliAbrt.Add(1)
+			o = stream.ClientAbortData
 		case netio.IsTimeout(berr):
-			flags = "sD"
-			srv.Counters.SrvAbrt.Add(1)
-			be.Counters.SrvAbrt.Add(1)
-		default:
-			// The server closed or reset mid-body, or broke its chunked
-			// framing: HAProxy 2.6 counts both a response error and an
-			// abort (a timeout, only the abort).
-			srv.Counters.SrvAbrt.Add(1)
-			be.Counters.SrvAbrt.Add(1)
-			srv.Counters.Eresp.Add(1)
-			be.Counters.Eresp.Add(1)
+			o = stream.ServerTimeoutData
 		}
-		s.logLine(idleStart, t0, be, srv, status, out, tq, tc, tr, flags)
+		x.End(o)
 		return false
 	}
-	ta := time.Since(t0).Milliseconds()
-	srv.Counters.Ttime.Add(ta)
-	be.Counters.Ttime.Add(ta)
-
+	x.End(stream.Served)
 	if upgrade {
-		s.logLine(idleStart, t0, be, srv, status, out, tq, tc, tr, flagsNormal)
 		s.tunnel(uc)
 		return false
 	}
-	s.logLine(idleStart, t0, be, srv, status, out, tq, tc, tr, flagsNormal)
 	return !closeAfter
-}
-
-// connect assigns a server of be (avoiding avoid; s.pin when persistence
-// pinned the request), waiting in a queue while every slot is taken, and
-// returns a connection to it: a reusable one when http_reuse allows, else
-// a new one, with up to `retries` connect retries on the same server.
-// reused says whether the connection had served a request before. srv is
-// set even on error when a server was assigned: the caller then unassigns
-// it, except after a queue error (errQueueTimeout, errQueueAbort,
-// errQueueFull), where srv, if set, only names the pinned server.
-func (s *httpSession) connect(be *Backend, avoid *Server, now time.Time) (srv *Server, uc *upConn, reused bool, tc int64, err error) {
-	// While it waits, a request without a body watches its client with a
-	// read (waitQueue); the dispatcher wakes that read when it hands the
-	// request a slot. Other requests watch for the client closing without
-	// reading (peerCloseWait): their bytes are the body.
-	var wake queue.Waker
-	wait := queue.WaitFunc(s.waitQueue)
-	if s.watchable() {
-		wake = s.cc.c
-	} else {
-		// A body (or pipelined bytes) must stay unread: watch for the
-		// client closing only.
-		wake, wait = netio.PeerCloseWait(s.cc.c)
-	}
-	srv, tw, err := be.take(&s.lbreq, s.pin, avoid, now, wake, wait)
-	if wake != nil && tw >= 0 {
-		// The read deadline may have been moved by waitQueue or the
-		// dispatcher: put back the one the request had.
-		s.cc.c.SetReadDeadline(s.cc.dl.Read())
-	}
-	s.tw = max(tw, 0).Milliseconds()
-	if err != nil {
-		return srv, nil, false, -1, err
-	}
-	if uc = s.reuse(be, srv); uc != nil {
-		return srv, uc, true, 0, nil
-	}
-	srv, c, tc, err := connectServer(be, srv, &s.lbreq)
-	if err != nil {
-		return srv, nil, false, tc, err
-	}
-	return srv, newUpConn(c, srv), false, tc, nil
 }
 
 // watchable reports whether the client connection may be watched with a
@@ -538,15 +430,15 @@ func (s *httpSession) watchable() bool {
 	return s.br.Buffered() == 0 && !s.req.chunked && s.req.contentLength <= 0
 }
 
-// waitQueue is the HTTP engine's queue.WaitFunc. It watches the client while the
-// request waits, in this goroutine and without a timer: it arms the read
-// deadline at the queue deadline and blocks in a one-byte Peek. The read
-// ends when the client closes or resets (queue.WaitGone, the CQ case), when the
-// deadline passes (queue.WaitTimeout), or when the dispatcher hands the request
-// a slot and moves the deadline to the past (p.Wake). A client that sends
-// bytes instead (a pipelined request) can no longer be watched this way:
-// the wait goes on on the channel only. Preconditions: watchable, and p
-// was queued with Wake = the client connection.
+// waitQueue is the HTTP engine's queue.WaitFunc. It watches the client
+// while the request waits, in this goroutine and without a timer: it arms
+// the read deadline at the queue deadline and blocks in a one-byte Peek.
+// The read ends when the client closes or resets (WaitGone, the CQ case),
+// when the deadline passes (WaitTimeout), or when the dispatcher hands the
+// request a slot and moves the deadline to the past (p.Wake). A client
+// that sends bytes instead (a pipelined request) can no longer be watched
+// this way: the wait goes on on the channel only. Preconditions:
+// watchable, and p was queued with Wake = the client connection.
 func (s *httpSession) waitQueue(p *queue.Pending, deadline time.Time) queue.WaitEnd {
 	if p.Wake == nil {
 		return queue.ChanWait(p, deadline)
@@ -570,46 +462,6 @@ func (s *httpSession) waitQueue(p *queue.Pending, deadline time.Time) queue.Wait
 		case !deadline.IsZero() && !time.Now().Before(deadline):
 			return queue.WaitTimeout
 		}
-	}
-}
-
-// connectServer connects to srv with the backend's timeout_connect,
-// retrying a failed connect up to `retries` times (each counted in wretr).
-// With `redispatch`, the last retry goes to another server chosen by the
-// algorithm, as HAProxy's option redispatch: the session moves there
-// (unassigned from srv, assigned to the new one, counted in wredis) and that
-// server is returned. On final failure econ is counted on the last server
-// tried, which is returned with the error. Every attempt is reported to the
-// server's traffic observer (passive health checks). The connect time of
-// the successful attempt is returned in ms.
-func connectServer(be *Backend, srv *Server, view *lb.Request) (*Server, net.Conn, int64, error) {
-	d := net.Dialer{Timeout: be.Conf.TimeoutConnect}
-	retries := be.Conf.Retries
-	for attempt := 0; ; attempt++ {
-		start := time.Now()
-		c, err := d.Dial("tcp", srv.Addr())
-		srv.observeConnect(err == nil)
-		if err == nil { // Go sets TCP_NODELAY on TCP connections by default
-			return srv, c, time.Since(start).Milliseconds(), nil
-		}
-		if attempt >= retries {
-			srv.Counters.Econ.Add(1)
-			be.Counters.Econ.Add(1)
-			return srv, nil, -1, err
-		}
-		if attempt == retries-1 && be.Conf.Redispatch {
-			if other := be.assign(view, srv, start); other != nil {
-				be.unassign(srv)
-				if other != srv {
-					other.Counters.Wredis.Add(1)
-					be.Counters.Wredis.Add(1)
-					srv = other
-					continue
-				}
-			}
-		}
-		srv.Counters.Wretr.Add(1)
-		be.Counters.Wretr.Add(1)
 	}
 }
 
@@ -670,7 +522,6 @@ func (e clientErr) Error() string   { return "client: " + e.err.Error() }
 func (e clientErr) Unwrap() []error { return []error{errClientSide, e.err} }
 func (e clientErr) Timeout() bool   { return netio.IsTimeout(e.err) }
 func wrapClient(err error) error    { return clientErr{err} }
-func isClientErr(err error) bool    { return errors.Is(err, errClientSide) }
 func (s *httpSession) flushClient() error {
 	if s.bw.Buffered() == 0 {
 		return nil
@@ -746,7 +597,7 @@ func (s *httpSession) writeRequestHead(w *bufio.Writer) int64 {
 	n := w.Buffered()
 	w.Write(r.line[0])
 	w.WriteByte(' ')
-	w.Write(s.requestURI())
+	w.Write(s.x.URI())
 	// The version is kept as the client sent it, as HAProxy does: an
 	// HTTP/1.0 request may lack Host, which HTTP/1.1 requires.
 	w.WriteByte(' ')
@@ -754,7 +605,7 @@ func (s *httpSession) writeRequestHead(w *bufio.Writer) int64 {
 	w.WriteString("\r\n")
 	for i := range r.headers {
 		h := &r.headers[i]
-		if s.edits.Hidden(i) || h.isHopByHop(r.connUpgrade) || (r.expect100 && bytes.EqualFold(h.name, hdrExpect)) {
+		if s.x.edits.Hidden(i) || h.isHopByHop(r.connUpgrade) || (r.expect100 && bytes.EqualFold(h.name, hdrExpect)) {
 			continue
 		}
 		w.Write(h.name)
@@ -762,8 +613,8 @@ func (s *httpSession) writeRequestHead(w *bufio.Writer) int64 {
 		w.Write(h.value)
 		w.WriteString("\r\n")
 	}
-	for i := range s.edits.NumAdded() { // add-header and set-header lines
-		if name, value, ok := s.edits.AddedAt(i); ok {
+	for i := range s.x.edits.NumAdded() { // add-header and set-header lines
+		if name, value, ok := s.x.edits.AddedAt(i); ok {
 			w.Write(name)
 			w.WriteString(": ")
 			w.Write(value)
@@ -819,7 +670,7 @@ func (s *httpSession) writeResponseHead(closeAfter, upgrade bool) int64 {
 	w.WriteString("\r\n")
 	for i := range r.headers {
 		h := &r.headers[i]
-		if h.isHopByHop(upgrade) || s.cookieResponseHeader(w, h.name, h.value) {
+		if h.isHopByHop(upgrade) || s.x.FilterResponseField(w, h.name, h.value) {
 			continue
 		}
 		w.Write(h.name)
@@ -835,7 +686,7 @@ func (s *httpSession) writeResponseHead(closeAfter, upgrade bool) int64 {
 	case s.req.http10:
 		w.WriteString("connection: keep-alive\r\n")
 	}
-	s.cookieInsert(w)
+	s.x.AppendResponseFields(w)
 	w.WriteString("\r\n")
 	return int64(w.Buffered() - n)
 }
@@ -901,63 +752,4 @@ func (s *httpSession) tunnel(uc *upConn) {
 		s.cc.c.Write(p)
 	}
 	netio.Relay(s.cc.c, uc.c, s.fe.timeoutClient, uc.srv.Backend.Conf.TimeoutServer)
-}
-
-// fail sends HAProxy's error page for code, closes the exchange and logs it.
-func (s *httpSession) fail(code int, flags string, idleStart time.Time, tq int64, be *Backend, srv *Server) {
-	resp := errorResponses[code]
-	n := int64(len(resp))
-	s.fe.Counters.Bout.Add(n)
-	s.fe.Counters.response(code)
-	if be != nil {
-		be.Counters.response(code)
-		be.Counters.Bout.Add(n)
-	}
-	// Not on the server: it sent no status (HAProxy counts a server's
-	// hrsp_* only for the responses it relays).
-	s.bw.Write(resp)
-	s.flushClient()
-	// Ta runs from the request's first byte; Tc is known once a server
-	// connection was made (a 502 or 504 after connecting), else -1.
-	s.logLine(idleStart, s.t0, be, srv, code, n, tq, s.tc, -1, flags)
-}
-
-// logShort logs a request that never completed its head.
-func (s *httpSession) logShort(idleStart time.Time, flags string, tq int64) {
-	s.logLine(idleStart, time.Time{}, nil, nil, -1, 0, tq, -1, -1, flags)
-}
-
-// logLine writes the access-log line of the current request.
-func (s *httpSession) logLine(idleStart, t0 time.Time, be *Backend, srv *Server, status int, bytesOut, tq, tc, tr int64, flags string) {
-	tw := s.tw
-	s.tw = 0
-	s.stickEnd(srv, status, bytesOut, tr)
-	l := s.fe.p.log
-	if l.Info() == nil {
-		return
-	}
-	now := time.Now()
-	e := logEntry{
-		client: s.cc.src, frontend: s.fe.Name, backend: "<NOSRV>", server: "<NOSRV>",
-		status: status, bytes: bytesOut, tq: tq, tw: -1, tc: tc, tr: tr,
-		ta: msBetween(t0, now), tt: msBetween(idleStart, now), flags: flags,
-	}
-	if be != nil {
-		e.backend = be.Name
-		e.tw = tw
-	} else if s.local {
-		// Answered by the frontend itself (stats page): HAProxy logs the
-		// frontend as backend and <STATS> as server.
-		e.backend, e.server = s.fe.Name, "<STATS>"
-	}
-	if srv != nil {
-		e.server = srv.Name
-	}
-	switch {
-	case (status == 400 || status == 408) && be == nil && srv == nil:
-		e.request = "<BADREQ>" // as HAProxy logs a request it could not parse
-	case len(s.req.line[0]) > 0:
-		e.request = string(s.req.line[0]) + " " + string(s.req.line[1]) + " " + string(s.req.line[2])
-	}
-	e.emit(&l)
 }

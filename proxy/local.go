@@ -6,8 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
-	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/stream"
 )
 
 // Local handlers: requests that a frontend answers itself (the stats page,
@@ -29,29 +29,13 @@ func (fe *Frontend) SetLocalHandler(uriPrefix string, h http.Handler) {
 	fe.local = append(fe.local, localRoute{prefix: uriPrefix, h: h})
 }
 
-// localHandler returns the handler for the current request, or nil.
-func (s *httpSession) localHandler() http.Handler {
-	if len(s.fe.local) == 0 {
-		return nil
-	}
-	uri := bstr(s.req.line[1])
-	for _, r := range s.fe.local {
-		if strings.HasPrefix(uri, r.prefix) {
-			return r.h
-		}
-	}
-	return nil
-}
-
 // serveLocal answers the current request with h. It returns true when the
 // client connection stays usable.
-func (s *httpSession) serveLocal(h http.Handler, idleStart, t0 time.Time) bool {
-	fe := s.fe
-	s.local = true
+func (s *httpSession) serveLocal(h http.Handler) bool {
 	// A chunked body is read by net/http itself, which may buffer past its
 	// end: the connection is then closed after the response.
 	var body io.Reader = s.br
-	closeAfter := s.req.connClose || s.req.chunked || s.stoppingForGood()
+	closeAfter := s.req.connClose || s.req.chunked || s.fe.stoppingForGood(s.cc)
 	if !s.req.chunked {
 		n := s.req.contentLength
 		if n < 0 {
@@ -61,9 +45,7 @@ func (s *httpSession) serveLocal(h http.Handler, idleStart, t0 time.Time) bool {
 	}
 	r, err := http.ReadRequest(bufio.NewReader(io.MultiReader(bytes.NewReader(s.req.buf), body)))
 	if err != nil {
-		fe.Counters.Ereq.Add(1)
-		s.fail(400, "PR", idleStart, -1, nil, nil)
-		return false
+		return s.fail(stream.BadRequest)
 	}
 	r.RemoteAddr = s.cc.src.String()
 	w := &localResponse{header: http.Header{}}
@@ -93,15 +75,9 @@ func (s *httpSession) serveLocal(h http.Handler, idleStart, t0 time.Time) bool {
 	if r.Method != http.MethodHead {
 		s.bw.Write(w.body.Bytes())
 	}
-	n := int64(s.bw.Buffered() - out)
-	fe.Counters.Bout.Add(n)
-	fe.Counters.response(w.status)
+	s.x.Replied(w.status, int64(s.bw.Buffered()-out))
 	err = s.flushClient()
-	flags := flagsNormal
-	if err != nil {
-		flags = "CD"
-	}
-	s.logLine(idleStart, t0, nil, nil, w.status, n, time.Since(t0).Milliseconds(), -1, -1, flags)
+	s.x.LocalDone(err)
 	return err == nil && !closeAfter
 }
 

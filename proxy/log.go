@@ -7,13 +7,6 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Termination state flags, the two letters of HAProxy's log format
-// (section 8.5 of its configuration manual): the first says who ended the
-// session and why, the second in which phase.
-const (
-	flagsNormal = "--"
-)
-
 // logEntry is one access-log line. Times are in milliseconds, -1 when the
 // phase was not reached, as HAProxy's Tq/Tw/Tc/Tr/Ta/Tt.
 type logEntry struct {

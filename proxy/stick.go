@@ -14,7 +14,7 @@ package proxy
 // pins the request to a server when one is found that persistence may use
 // (up or DRAIN, not DOWN or MAINT, as HAProxy); the queue (Backend.take) then
 // serves it on that server; at the end of the request (stickEnd, from
-// logLine) the stores are written with the server that served it, and the
+// Stream.End) the stores are written with the server that served it, and the
 // tracked entries get their bytes and errors and are released.
 
 import (
@@ -457,19 +457,19 @@ func (tr *tracker) storeServer(srv *Server) {
 
 // persist decides the server the current request is pinned to (nil:
 // none, the algorithm picks): the cookie first, then the stick rules.
-func (s *httpSession) persist(be *Backend) *Server {
-	bs := s.fe.p.tables.sticks[be]
-	s.st.stores = s.st.stores[:0]
-	s.ck = cookieState{}
+func (x *Stream) persist(be *Backend) *Server {
+	bs := x.fe.p.tables.sticks[be]
+	x.trk.stores = x.trk.stores[:0]
+	x.ck = cookieState{}
 	if bs == nil {
 		return nil
 	}
 	var pin *Server
 	if bs.cookie != nil {
-		pin = s.cookieRequest(bs.cookie, be)
+		pin = x.cookieRequest(bs.cookie, be)
 	}
 	if len(bs.rules) > 0 {
-		pin = s.st.stickPersist(bs, be, &s.areq, pin)
+		pin = x.trk.stickPersist(bs, be, &x.areq, pin)
 	}
 	return pin
 }
@@ -477,23 +477,23 @@ func (s *httpSession) persist(be *Backend) *Server {
 // stickEnd ends the request for the stick tables: the store rules get the
 // server that answered (tr >= 0: a response came from it), and the
 // tracked entries are released.
-func (s *httpSession) stickEnd(srv *Server, status int, bytesOut, tr int64) {
+func (x *Stream) stickEnd(srv *Server, status int, bytesOut, tr int64) {
 	if srv != nil && tr >= 0 {
-		s.stickStore(srv)
+		x.stickStore(srv)
 	}
-	s.st.stores = s.st.stores[:0]
-	if s.st.sc[0].e != nil || s.st.sc[1].e != nil || s.st.sc[2].e != nil {
-		s.st.end(status, s.reqIn, bytesOut)
+	x.trk.stores = x.trk.stores[:0]
+	if x.trk.sc[0].e != nil || x.trk.sc[1].e != nil || x.trk.sc[2].e != nil {
+		x.trk.end(status, x.bytesIn, bytesOut)
 	}
 }
 
 // stickStore runs the pending store rules with srv, the server that
 // answered, once per request (forward calls it as soon as the response
 // head has arrived).
-func (s *httpSession) stickStore(srv *Server) {
-	if len(s.st.stores) > 0 {
-		s.st.storeServer(srv)
-		s.st.stores = s.st.stores[:0]
+func (x *Stream) stickStore(srv *Server) {
+	if len(x.trk.stores) > 0 {
+		x.trk.storeServer(srv)
+		x.trk.stores = x.trk.stores[:0]
 	}
 }
 

@@ -1,101 +1,61 @@
 package proxy
 
 import (
-	"errors"
-	"net"
 	"time"
 
-	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
+	"github.com/fulcrum-proxy/fulcrum/proxy/stream"
 )
 
 // TCP mode: a client connection relayed to one server connection.
 
 // serveTCP serves one client connection in tcp mode: pick a server, connect
-// with retries, relay both ways, log.
+// with retries, relay both ways, log. The core's Stream accounts for it as
+// for an HTTP request.
 func (fe *Frontend) serveTCP(cc *clientConn) {
 	defer cc.st.release() // the connection's tracked entries (tcp_request connection)
-	start := cc.accepted
+	var x Stream
+	x.bind(fe, cc)
+	x.beginTCP(cc.accepted)
 	be := fe.backend
-	e := logEntry{client: cc.src, frontend: fe.Name, backend: "<NOSRV>", server: "<NOSRV>",
-		tw: -1, tc: -1, tcp: true}
-	defer func() {
-		e.tt = time.Since(start).Milliseconds()
-		l := fe.p.log
-		e.emit(&l)
-	}()
 	if be == nil {
-		e.flags = "SC"
+		x.End(stream.NoServer)
 		return
 	}
-	e.backend = be.Name
-	e.tw = 0
-	now := time.Now()
-	be.Counters.sessionStart(now)
-	defer be.Counters.sessionEnd()
-	view := lb.Request{Src: cc.src}
+	x.be, x.tw = be, 0
 	// A queued TCP client is watched without consuming its bytes (see
-	// peerCloseWait): one that goes away leaves the queue at once (CQ).
+	// netio.PeerCloseWait): one that goes away leaves the queue at once (CQ).
 	pin, st := fe.p.tcpPersist(be, cc)
+	x.pin = pin
 	wake, wait := netio.PeerCloseWait(cc.c)
-	srv, tw, err := be.take(&view, pin, nil, now, wake, wait)
-	e.tw = max(tw, 0).Milliseconds()
-	if err != nil {
-		e.flags = "SC"
-		switch {
-		case errors.Is(err, errQueueTimeout):
-			e.flags = "sQ"
-		case errors.Is(err, errQueueAbort):
-			e.flags = "CQ"
-		}
+	x.tHead = time.Now()
+	defer x.Release()
+	if o := x.Take(wake, wait); o != stream.Served {
+		x.End(o)
 		return
 	}
-	cc.c.SetReadDeadline(time.Time{})   // the relay arms its own
-	defer func() { be.unassign(srv) }() // srv may move with a redispatch
-	var sc net.Conn
-	var tc int64
-	srv, sc, tc, err = connectServer(be, srv, &view)
-	e.server = srv.Name
-	e.tc = tc
-	if err != nil {
-		e.flags = "SC"
+	cc.c.SetReadDeadline(time.Time{}) // the relay arms its own
+	sc, o := x.Connect()
+	if o != stream.Served {
+		x.End(o)
 		return
 	}
 	defer sc.Close()
 	if st != nil {
-		st.storeServer(srv) // stick on / store-request, once connected
+		st.storeServer(x.srv) // stick on / store-request, once connected
 	}
-	cc.stream.set(be, srv, sc) // for shutdown sessions (sessions.go)
-	defer cc.stream.clear()
-	srv.Counters.Ctime.Add(tc)
-	be.Counters.Ctime.Add(tc)
-	srv.Counters.queued(e.tw)
-	be.Counters.queued(e.tw)
+	x.Connected(sc, false)
+	defer x.Unbind()
 	in, out := netio.Relay(cc.c, sc, fe.timeoutClient, be.Conf.TimeoutServer)
-	for _, c := range []*Counters{&fe.Counters, &be.Counters, &srv.Counters} {
-		c.Bin.Add(in.N)
-		c.Bout.Add(out.N)
-	}
-	e.bytes = out.N
+	x.relayedTCP(in.N, out.N)
 	cc.st.end(-1, in.N, out.N) // bytes on the entries tracked at connection (released on return)
-	tt := time.Since(start).Milliseconds()
-	srv.Counters.Ttime.Add(tt)
-	be.Counters.Ttime.Add(tt)
-	e.flags = tcpFlags(in, out)
-	if e.flags[0] == 'C' || e.flags[0] == 'c' {
-		srv.Counters.CliAbrt.Add(1)
-		be.Counters.CliAbrt.Add(1)
-	} else if e.flags[0] == 'S' || e.flags[0] == 's' {
-		srv.Counters.SrvAbrt.Add(1)
-		be.Counters.SrvAbrt.Add(1)
-	}
+	x.End(tcpOutcome(in, out))
 }
 
-// tcpFlags derives HAProxy's termination state of a finished TCP session
-// from how its two directions ended (in: client to server; out: server to
-// client): who ended it (C client, S server; lower case for a timeout) in
-// the data phase (D).
-func tcpFlags(in, out netio.CopyEnd) string {
+// tcpOutcome derives how a finished TCP session ended from how its two
+// directions ended (in: client to server; out: server to client): who
+// ended it (client, server; or their timeout) in the data phase.
+func tcpOutcome(in, out netio.CopyEnd) stream.Outcome {
 	clientErr := in.SrcErr
 	if clientErr == nil {
 		clientErr = out.DstErr
@@ -106,14 +66,14 @@ func tcpFlags(in, out netio.CopyEnd) string {
 	}
 	switch {
 	case clientErr == nil && serverErr == nil:
-		return flagsNormal
+		return stream.TCPDone
 	case in.SrcErr != nil && netio.IsTimeout(in.SrcErr):
-		return "cD"
+		return stream.TCPClientTimeout
 	case out.SrcErr != nil && netio.IsTimeout(out.SrcErr):
-		return "sD"
+		return stream.TCPServerTimeout
 	case clientErr != nil:
-		return "CD"
+		return stream.TCPClientAbort
 	default:
-		return "SD"
+		return stream.TCPServerAbort
 	}
 }

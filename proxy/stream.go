@@ -1,0 +1,538 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
+	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
+	"github.com/fulcrum-proxy/fulcrum/proxy/queue"
+	"github.com/fulcrum-proxy/fulcrum/proxy/stream"
+)
+
+// Stream is one request (or one TCP session) as the core sees it: the
+// phases an engine drives in order, and the one place where the
+// frontend's, backend's and server's counters move, the access-log line is
+// written and the stick tables hear of the request's end (issue 17, point
+// 1). An engine keeps one Stream per client connection and reuses it for
+// each request (Begin resets it); every method is called from that
+// connection's goroutine.
+//
+// The phases of a request, each a method:
+//
+//	Begin        first byte: req_tot on the frontend
+//	HeadRead     head read whole: its bytes, the tracked entries' request
+//	Route        frontend rules, local handlers, use_backend, backend
+//	             rules, persistence (cookie, stick)
+//	Take         pick a server, or wait in a queue for one
+//	Connect      dial it (retries, redispatch), or Connected for a reused
+//	             connection
+//	Sent         the request went out
+//	ResponseHead the server's head arrived (Rtime, stick store)
+//	Relayed      the response went out (bytes and status counters)
+//	End          how it ended: the outcome's row moves the error counters,
+//	             then the log line
+//	Release      the server slot and the backend session are given back
+//
+// A request that ends early skips to End (and Release).
+type Stream struct {
+	fe  *Frontend
+	cc  *clientConn
+	be  *Backend // the backend that routed the request, nil before Route
+	srv *Server  // the server assigned (or, after a queue error, pinned)
+
+	tcp       bool // a TCP session, not an HTTP request
+	inBackend bool // a backend session was started (Take): Release ends it
+	assigned  bool // a server slot was taken: Release gives it back
+	local     bool // answered by a local handler (stats page)
+
+	idleStart time.Time // when the connection became idle before it (Tt)
+	t0        time.Time // the request's first byte (Ta)
+	tHead     time.Time // its head was parsed (Tq)
+	tSent     time.Time // it went out to the server (Tr)
+	tq, tw    int64     // ms; -1 when the phase was not reached
+	tc, tr    int64
+	status    int   // the status sent to the client, -1 none
+	bytesIn   int64 // request bytes from the client (head, body)
+	bytesOut  int64 // bytes sent to the client
+	req       stream.Request
+
+	lbreq lb.Request  // the balancing view
+	areq  acl.Request // the rules' view
+	edits acl.Edits   // the rules' header and path edits
+	trk   tracker     // the request's tracked entries (stick.go)
+	ck    cookieState // cookie persistence (cookie.go)
+	pin   *Server     // the server persistence pinned the request to
+	ans   []byte      // scratch for a rule's answer (redirect)
+}
+
+// errNoServer is returned when the backend has no usable server.
+var errNoServer = errors.New("no server available")
+
+// newStream binds x to client connection cc of fe, at the start of a
+// connection (and again when a reload moves it to another frontend).
+func (x *Stream) bind(fe *Frontend, cc *clientConn) {
+	x.fe, x.cc = fe, cc
+	x.trk.p = fe.p
+	x.lbreq = lb.Request{Src: cc.src}
+	x.areq = localAddr(cc.c)
+}
+
+// Begin starts a request whose first byte arrived at t0 (zero: none did,
+// the connection timed out waiting for it) on a connection idle since
+// idleStart: it counts the request on the frontend (req_tot, req_rate).
+func (x *Stream) Begin(idleStart, t0 time.Time) {
+	x.be, x.srv, x.pin = nil, nil, nil
+	x.inBackend, x.assigned, x.local, x.tcp = false, false, false, false
+	x.idleStart, x.t0, x.tHead, x.tSent = idleStart, t0, time.Time{}, time.Time{}
+	x.tq, x.tw, x.tc, x.tr = -1, 0, -1, -1
+	x.status, x.bytesIn, x.bytesOut = -1, 0, 0
+	x.req = stream.Request{}
+	now := t0
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if x.fe.Conf.Mode == conf.ModeHTTP {
+		x.fe.Counters.request(now)
+	}
+}
+
+// beginTCP starts a TCP session accepted at start.
+func (x *Stream) beginTCP(start time.Time) {
+	x.Begin(start, start)
+	x.tcp = true
+}
+
+// relayedTCP counts a finished TCP session's bytes: in from the client,
+// out to it.
+func (x *Stream) relayedTCP(in, out int64) {
+	x.bytesIn, x.bytesOut = in, out
+	for _, c := range [...]*Counters{&x.fe.Counters, &x.be.Counters, &x.srv.Counters} {
+		c.Bin.Add(in)
+		c.Bout.Add(out)
+	}
+}
+
+// HeadRead records a request head of n bytes read whole, before it is
+// parsed: its bytes, and the request on the entries tracked since the
+// connection started (a bad request counts there too, as in HAProxy).
+func (x *Stream) HeadRead(n int) {
+	x.trk.request()
+	x.fe.Counters.Bin.Add(int64(n))
+	x.bytesIn = int64(n)
+}
+
+// BadHead records a request head that could not be read: it still counts
+// as a request on the tracked entries.
+func (x *Stream) BadHead() { x.trk.request() }
+
+// RouteKind is what Route decided.
+type RouteKind uint8
+
+// The routes.
+const (
+	RouteBackend  RouteKind = iota // forward to a server of the backend (Take)
+	RouteAnswer                    // a rule answered: send Answer, then End
+	RouteLocal                     // serve with Handler, then LocalDone
+	RouteNoServer                  // no backend: End(stream.NoServer)
+)
+
+// Route is Route's decision.
+type Route struct {
+	Kind RouteKind
+	// RouteAnswer: the response bytes of the rule (HTTP/1, valid until
+	// the next request), its status, whether the rule is a deny (End
+	// with stream.Denied, else stream.Answered), and whether the
+	// connection may stay open after it.
+	Answer []byte
+	Status int
+	Deny   bool
+	Keep   bool
+	// RouteLocal: the handler.
+	Handler http.Handler
+}
+
+// Route decides where the request r, whose head was parsed at tHead, goes:
+// the frontend's http_request rules, then the frontend's own handlers
+// (stats page), then use_backend / default_backend, then the backend's
+// http_request rules, then persistence. r must stay valid until End.
+func (x *Stream) Route(r *stream.Request, tHead time.Time) Route {
+	x.req = *r
+	x.tHead = tHead
+	x.tq = tHead.Sub(x.t0).Milliseconds()
+	x.fillRuleView()
+	fe := x.fe
+	if rule := fe.Conf.Rules.EvalHTTP(&x.areq); rule != nil {
+		return x.answer(rule, nil)
+	}
+	if h := fe.localHandler(r.URI); h != nil {
+		x.local = true
+		return Route{Kind: RouteLocal, Handler: h}
+	}
+	be := fe.backend
+	if i := fe.Conf.Rules.SelectBackend(&x.areq); i >= 0 {
+		be = fe.useBackend[i]
+	}
+	if be == nil {
+		return Route{Kind: RouteNoServer}
+	}
+	if be.Conf != nil {
+		if rule := be.Conf.Rules.EvalHTTP(&x.areq); rule != nil {
+			return x.answer(rule, be)
+		}
+	}
+	x.be = be
+	x.fillView()
+	x.pin = x.persist(be)
+	return Route{Kind: RouteBackend}
+}
+
+// fillRuleView points the rules' view at the request and resets the
+// edits. The slices alias the engine's buffers.
+func (x *Stream) fillRuleView() {
+	r := &x.areq
+	r.Src = x.cc.src
+	r.HTTP = true
+	r.Method = x.req.Method
+	r.URI = x.req.URI
+	r.Version = x.req.Version
+	if len(r.Version) > 5 {
+		r.Version = r.Version[5:] // "HTTP/1.1" -> "1.1"
+	}
+	r.Headers = x.req.Headers
+	r.Tracker = &x.trk
+	x.edits.Reset(x.req.Headers.NumHeaders())
+	r.Edits = &x.edits
+}
+
+// fillView points the balancing view at the request. The strings alias
+// the engine's buffers and are valid only until the request ends:
+// algorithms must not keep them past Pick.
+func (x *Stream) fillView() {
+	uri := x.req.URI
+	path, query := uri, []byte(nil)
+	if i := bytes.IndexByte(uri, '?'); i >= 0 {
+		path, query = uri[:i], uri[i+1:]
+	}
+	x.lbreq.Method = bstr(x.req.Method)
+	x.lbreq.Path = bstr(path)
+	x.lbreq.Query = bstr(query)
+	x.lbreq.Host = bstr(x.req.Host)
+	x.lbreq.Headers = x.req.Headers
+}
+
+// bstr views b as a string without copying; see fillView.
+func bstr(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// answer is the route of a deny, return or redirect rule of the frontend
+// (be nil) or of be. The connection stays open, as HAProxy 2.6 keeps it,
+// unless the client asked to close, the request has a body (it is not
+// read), the page closes (400, 408) or the proxy is stopping.
+func (x *Stream) answer(rule *acl.Rule, be *Backend) Route {
+	x.be = be
+	rt := Route{Kind: RouteAnswer, Status: rule.Status}
+	switch rule.Action {
+	case acl.ActDeny:
+		rt.Answer = denyResponses[rule.Status]
+		rt.Deny = true
+	case acl.ActReturn:
+		rt.Answer = rule.Response
+	case acl.ActRedirect:
+		x.ans = rule.AppendRedirect(x.ans[:0], &x.areq)
+		rt.Answer = x.ans
+	}
+	closes := rt.Deny && (rule.Status == 400 || rule.Status == 408)
+	rt.Keep = !closes && !x.req.HasBody && !x.req.ConnClose && !x.fe.stoppingForGood(x.cc)
+	return rt
+}
+
+// Edits returns the header and path edits of the request's rules, which
+// the engine applies to what it forwards.
+func (x *Stream) Edits() *acl.Edits { return &x.edits }
+
+// URI returns the target to send to the server: the request's, or the
+// one a set-path rule made.
+func (x *Stream) URI() []byte {
+	if x.edits.URIChanged() {
+		return x.areq.URI
+	}
+	return x.req.URI
+}
+
+// Take assigns a server to the request routed to a backend: the one
+// persistence pinned it to, or the algorithm's pick, waiting in a queue
+// while every slot is taken. wake and wait are how the engine watches its
+// client while the request waits (queue.WaitFunc). It returns
+// stream.Served when a server is assigned, else the outcome to End with.
+func (x *Stream) Take(wake queue.Waker, wait queue.WaitFunc) stream.Outcome {
+	be, now := x.be, x.tHead
+	be.Counters.sessionStart(now)
+	if !x.tcp {
+		be.Counters.request(now)
+	}
+	x.inBackend = true
+	srv, tw, err := be.take(&x.lbreq, x.pin, nil, now, wake, wait)
+	x.tw = max(tw, 0).Milliseconds()
+	x.srv = srv // after a queue error: the pinned server, for the log
+	switch {
+	case err == nil:
+		x.assigned = true
+		return stream.Served
+	case errors.Is(err, errQueueAbort):
+		return stream.QueueAbort
+	case errors.Is(err, errQueueTimeout):
+		return stream.QueueTimeout
+	case errors.Is(err, errQueueFull):
+		return stream.QueueFull
+	}
+	return stream.NoServer
+}
+
+// Server returns the server assigned to the request, nil before Take.
+func (x *Stream) Server() *Server { return x.srv }
+
+// Connect dials the assigned server with the backend's retries and
+// redispatch (which may move the request to another server: Server
+// changes), and records the connect time. On failure it returns
+// stream.ConnectFailed (econ is counted).
+func (x *Stream) Connect() (net.Conn, stream.Outcome) {
+	srv, c, tc, err := connectServer(x.be, x.srv, &x.lbreq)
+	x.srv = srv
+	if err != nil {
+		return nil, stream.ConnectFailed
+	}
+	x.tc = tc
+	return c, stream.Served
+}
+
+// Connected records that the request has server connection up (new from
+// Connect, or reused: tc 0) and binds it for `show sess` and `shutdown
+// session`: the server's request, the queue and connect times.
+func (x *Stream) Connected(up net.Conn, reused bool) {
+	if reused {
+		x.tc = 0
+	}
+	be, srv := x.be, x.srv
+	x.cc.stream.set(be, srv, up)
+	if !x.tcp {
+		srv.Counters.request(x.tHead)
+	}
+	srv.Counters.queued(x.tw)
+	be.Counters.queued(x.tw)
+	srv.Counters.Ctime.Add(x.tc)
+	be.Counters.Ctime.Add(x.tc)
+}
+
+// Rebind binds a replacement server connection (a retry after a stale
+// pooled one failed): Connect first, then Rebind.
+func (x *Stream) Rebind(up net.Conn) { x.cc.stream.set(x.be, x.srv, up) }
+
+// Unbind unbinds the server connection (it goes back to the pool, or is
+// closed).
+func (x *Stream) Unbind() { x.cc.stream.clear() }
+
+// Sent records that the request went out whole: its body's bytes (the
+// head's were counted by HeadRead) on the frontend, and the whole request
+// on the backend and the server.
+func (x *Stream) Sent(body int64) {
+	x.bytesIn += body
+	x.srv.Counters.Bin.Add(x.bytesIn)
+	x.be.Counters.Bin.Add(x.bytesIn)
+	x.fe.Counters.Bin.Add(body)
+	x.tSent = time.Now()
+}
+
+// ResponseHead records that the server's response head arrived: the
+// response time, and the request's stick store rules get the server now,
+// before the client has the response and can send its next request.
+func (x *Stream) ResponseHead() {
+	x.tr = time.Since(x.tSent).Milliseconds()
+	x.srv.Counters.Rtime.Add(x.tr)
+	x.be.Counters.Rtime.Add(x.tr)
+	x.stickStore(x.srv)
+}
+
+// Respond records the status of a valid response the engine is about to
+// relay (passive health checks see it), and lets cookie persistence write
+// its fields (FilterResponseField, AppendResponseFields).
+func (x *Stream) Respond(status int) {
+	x.srv.observeResponse(status)
+	x.ck.served = x.srv
+}
+
+// FieldWriter is where persistence writes response fields: the engine's
+// buffered writer.
+type FieldWriter interface {
+	Write([]byte) (int, error)
+	WriteString(string) (int, error)
+}
+
+// FilterResponseField lets cookie persistence handle one response field:
+// true when it wrote the field itself (rewritten) or dropped it.
+func (x *Stream) FilterResponseField(w FieldWriter, name, value []byte) bool {
+	return x.cookieResponseHeader(w, name, value)
+}
+
+// AppendResponseFields writes the fields persistence adds (Set-Cookie).
+func (x *Stream) AppendResponseFields(w FieldWriter) { x.cookieInsert(w) }
+
+// Relayed counts a response of n bytes with status sent to the client
+// from the server, before its last bytes are flushed (a client that has
+// its response sees it in the counters).
+func (x *Stream) Relayed(status int, n int64) {
+	x.status, x.bytesOut = status, n
+	for _, c := range [...]*Counters{&x.fe.Counters, &x.be.Counters, &x.srv.Counters} {
+		c.Bout.Add(n)
+		c.response(status)
+	}
+}
+
+// Replied counts a response of n bytes with status that the proxy made
+// (an error page, a rule's answer): on the frontend, and on the backend
+// once one routed the request; not on the server, which sent no status
+// (HAProxy counts a server's hrsp_* only for what it relays).
+func (x *Stream) Replied(status int, n int64) {
+	x.status, x.bytesOut = status, n
+	x.fe.Counters.Bout.Add(n)
+	x.fe.Counters.response(status)
+	if x.be != nil {
+		x.be.Counters.Bout.Add(n)
+		x.be.Counters.response(status)
+	}
+}
+
+// LocalDone ends a request a local handler answered (Replied counted
+// its response); err is the error sending it.
+func (x *Stream) LocalDone(err error) {
+	x.tq = time.Since(x.t0).Milliseconds()
+	o := stream.Local
+	if err != nil {
+		o = stream.LocalClientGone
+	}
+	x.End(o)
+}
+
+// End ends the request with outcome o: the outcome's error counters (on
+// the parts of the stream that exist), passive health checks, the total
+// time of a served request, the stick tables, and the access-log line.
+// The server slot stays taken until Release (a tunnel runs between).
+func (x *Stream) End(o stream.Outcome) {
+	row := o.Row()
+	fe, be, srv := x.fe, x.be, x.srv
+	c := row.Counts
+	add := func(bit stream.Counts, ctr *Counters, f func(*Counters)) {
+		if c&bit != 0 && ctr != nil {
+			f(ctr)
+		}
+	}
+	var bec, srvc *Counters
+	if be != nil {
+		bec = &be.Counters
+	}
+	if srv != nil {
+		srvc = &srv.Counters
+	}
+	add(stream.FeEreq, &fe.Counters, func(c *Counters) { c.Ereq.Add(1) })
+	add(stream.FeDreq, &fe.Counters, func(c *Counters) { c.Dreq.Add(1) })
+	add(stream.BeDreq, bec, func(c *Counters) { c.Dreq.Add(1) })
+	add(stream.FeCliAbrt, &fe.Counters, func(c *Counters) { c.CliAbrt.Add(1) })
+	add(stream.BeCliAbrt, bec, func(c *Counters) { c.CliAbrt.Add(1) })
+	add(stream.SrvCliAbrt, srvc, func(c *Counters) { c.CliAbrt.Add(1) })
+	add(stream.FeSrvAbrt, &fe.Counters, func(c *Counters) { c.SrvAbrt.Add(1) })
+	add(stream.BeSrvAbrt, bec, func(c *Counters) { c.SrvAbrt.Add(1) })
+	add(stream.SrvSrvAbrt, srvc, func(c *Counters) { c.SrvAbrt.Add(1) })
+	add(stream.BeEresp, bec, func(c *Counters) { c.Eresp.Add(1) })
+	add(stream.SrvEresp, srvc, func(c *Counters) { c.Eresp.Add(1) })
+	add(stream.BeEcon, bec, func(c *Counters) { c.Econ.Add(1) })
+	add(stream.SrvEcon, srvc, func(c *Counters) { c.Econ.Add(1) })
+	if row.Observe != 0 && srv != nil {
+		srv.observeResponse(row.Observe)
+	}
+	if row.Timed {
+		ta := time.Since(x.t0).Milliseconds()
+		srv.Counters.Ttime.Add(ta)
+		be.Counters.Ttime.Add(ta)
+	}
+	x.logLine(o)
+}
+
+// Release gives back what Take took: the server slot (handed to the next
+// request waiting for it) and the backend session. It may be called more
+// than once.
+func (x *Stream) Release() {
+	if x.assigned {
+		x.be.unassign(x.srv)
+		x.assigned = false
+	}
+	if x.inBackend {
+		x.be.Counters.sessionEnd()
+		x.inBackend = false
+	}
+}
+
+// logLine writes the access-log line of the request ended with o, after
+// the stick tables heard of its end.
+func (x *Stream) logLine(o stream.Outcome) {
+	row := o.Row()
+	be, srv := x.be, x.srv
+	tw := x.tw
+	x.tw = 0
+	x.stickEnd(srv, x.status, x.bytesOut, x.tr)
+	l := x.fe.p.log
+	if l.Info() == nil {
+		return
+	}
+	now := time.Now()
+	t0 := x.t0
+	if o == stream.ClientGoneHead {
+		t0 = time.Time{} // no request, no Ta (as HAProxy's CR lines)
+	}
+	e := logEntry{
+		client: x.cc.src, frontend: x.fe.Name, backend: "<NOSRV>", server: "<NOSRV>",
+		status: x.status, bytes: x.bytesOut, tq: x.tq, tw: -1, tc: x.tc, tr: x.tr,
+		ta: msBetween(t0, now), tt: msBetween(x.idleStart, now), flags: row.Flags, tcp: x.tcp,
+	}
+	if be != nil {
+		e.backend = be.Name
+		e.tw = tw
+	} else if x.local {
+		// Answered by the frontend itself (stats page): HAProxy logs the
+		// frontend as backend and <STATS> as server.
+		e.backend, e.server = x.fe.Name, "<STATS>"
+	}
+	if srv != nil {
+		e.server = srv.Name
+	}
+	switch {
+	case (x.status == 400 || x.status == 408) && be == nil && srv == nil:
+		e.request = "<BADREQ>" // as HAProxy logs a request it could not parse
+	case len(x.req.Method) > 0:
+		e.request = string(x.req.Method) + " " + string(x.req.URI) + " " + string(x.req.Version)
+	}
+	e.emit(&l)
+}
+
+// localHandler returns the frontend's handler for uri, or nil.
+func (fe *Frontend) localHandler(uri []byte) http.Handler {
+	if len(fe.local) == 0 {
+		return nil
+	}
+	u := bstr(uri)
+	for _, r := range fe.local {
+		if strings.HasPrefix(u, r.prefix) {
+			return r.h
+		}
+	}
+	return nil
+}
