@@ -15,7 +15,7 @@ func (b *Backend) SetAddr(s *Server, addr string) (old string) {
 	a := addr
 	old = *s.addr.Swap(&a)
 	if old != addr {
-		s.pool.closeAll()
+		s.up.Pool.CloseAll()
 	}
 	return old
 }
@@ -24,21 +24,12 @@ func (b *Backend) SetAddr(s *Server, addr string) (old string) {
 // safe ones (that have served more than one request, reusable by any
 // request under every http_reuse policy) and the others.
 func (s *Server) IdleConns() (safe, unsafe int) {
-	s.pool.mu.Lock()
-	defer s.pool.mu.Unlock()
-	for _, ic := range s.pool.idle {
-		if ic.uc.uses >= 2 {
-			safe++
-		} else {
-			unsafe++
-		}
-	}
-	return safe, unsafe
+	return s.up.Pool.Idle()
 }
 
 // PoolMax returns the most idle connections s's pool keeps (pool_max_conn),
 // -1 = no limit.
-func (s *Server) PoolMax() int { return s.pool.max }
+func (s *Server) PoolMax() int { return s.up.Pool.Max() }
 
 // MaxConn returns the frontend's current maxconn, 0 = unlimited.
 func (fe *Frontend) MaxConn() int { return int(fe.slots.max.Load()) }
@@ -71,4 +62,4 @@ func (p *Proxy) CurrConns() int {
 // CloseIdle closes s's idle pooled connections. The Runtime API calls it
 // when s enters maintenance: a server taken down for a deploy would leave
 // them dead in the pool.
-func (s *Server) CloseIdle() { s.pool.closeAll() }
+func (s *Server) CloseIdle() { s.up.Pool.CloseAll() }

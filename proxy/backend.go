@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
 	"github.com/fulcrum-proxy/fulcrum/proxy/queue"
 )
@@ -143,7 +144,8 @@ func newBackend(id int, bc *conf.Backend) (*Backend, error) {
 		s.lastChange.Store(now)
 		s.lb.Index = i
 		s.lb.Name = sc.Name
-		s.pool.max, s.pool.low, s.pool.purgeDelay = sc.PoolMaxConn, sc.PoolLowConn, sc.PoolPurgeDelay
+		s.up.Pool.Configure(sc.PoolMaxConn, sc.PoolLowConn, sc.PoolPurgeDelay)
+		s.up.Reuse, s.up.TimeoutServer = http1.ParseReuse(bc.HTTPReuse), bc.TimeoutServer
 		s.lb.MinConn.Store(int64(sc.MinConn))
 		s.lb.BackendLoad = &b.Counters.Scur
 		b.Servers = append(b.Servers, s)

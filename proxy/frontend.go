@@ -52,14 +52,15 @@ type Frontend struct {
 
 // clientConn is one accepted client connection.
 type clientConn struct {
-	c        net.Conn
-	src      netip.AddrPort
-	accepted time.Time
-	state    atomic.Int32    // connNew, connIdle, connActive or connClosed
-	dl       netio.Deadlines // owned by the connection's goroutine
-	stream   streamRef       // the current stream's server side (sessions.go)
-	bind     string          // the address of the listener that accepted it
-	st       tracker         // entries tracked by tcp_request connection rules (stick.go)
+	c         net.Conn
+	src       netip.AddrPort
+	accepted  time.Time
+	state     atomic.Int32    // connNew, connIdle, connActive or connClosed
+	dl        netio.Deadlines // owned by the connection's goroutine
+	stream    streamRef       // the current stream's server side (sessions.go)
+	bind      string          // the address of the listener that accepted it
+	st        tracker         // entries tracked by tcp_request connection rules (stick.go)
+	httpState                 // http mode (httpconn.go)
 
 	// owner is the frontend that accounts for the connection: the one
 	// that accepted it, or its successor after a reload (handoff.go).

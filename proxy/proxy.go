@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 )
 
 // Proxy is a running configuration: its frontends, backends and servers.
@@ -206,10 +207,10 @@ func (p *Proxy) serve(before func(net.Listener)) {
 
 // sweepPools checks the servers' idle connections every poolSweepEvery
 // until the proxy stops: closed or dirty ones are released, idle ones
-// purged (pool.go). It runs off the request path, one goroutine per proxy.
+// purged (http1.Pool). It runs off the request path, one goroutine per proxy.
 func (p *Proxy) sweepPools() {
 	defer p.wg.Done()
-	t := time.NewTicker(poolSweepEvery)
+	t := time.NewTicker(http1.SweepEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -218,7 +219,7 @@ func (p *Proxy) sweepPools() {
 		case now := <-t.C:
 			for _, b := range p.Backends {
 				for _, s := range b.Servers {
-					s.pool.sweep(now)
+					s.up.Pool.Sweep(now)
 				}
 			}
 		}
@@ -277,7 +278,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	}
 	for _, b := range p.Backends {
 		for _, s := range b.Servers {
-			s.pool.closeAll()
+			s.up.Pool.CloseAll()
 		}
 	}
 	return err

@@ -14,17 +14,6 @@ import (
 // backend, then the backend's http_request rules run. Header and path
 // edits are kept in the stream's acl.Edits and applied by the engine.
 
-// NumHeaders and HeaderAt make a head the acl.Headers of its request.
-func (h *head) NumHeaders() int { return len(h.headers) }
-
-// HeaderAt returns header line i of h.
-func (h *head) HeaderAt(i int) (name, value []byte) {
-	f := &h.headers[i]
-	return f.name, f.value
-}
-
-var _ acl.Headers = (*head)(nil)
-
 // ACL returns the pattern sets of the configuration's ACLs, numbered as
 // `show acl`, for the Runtime API; nil when the configuration was not
 // loaded by conf (tests).

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
 )
 
@@ -79,7 +80,9 @@ type Server struct {
 
 	Counters Counters
 
-	pool connPool
+	// up is the server as the HTTP/1 engine needs it: its idle
+	// connections and its backend's reuse policy and timeout.
+	up http1.Upstream
 
 	observer atomic.Pointer[TrafficObserver]
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
 )
 
@@ -242,7 +243,7 @@ address = "%s"
 	defer rc.Close()
 	rc.SetDeadline(time.Now().Add(5 * time.Second))
 	io.WriteString(rc, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-	want := denyResponses[429]
+	want := http1.DenyResponse(429)
 	got := make([]byte, len(want))
 	if _, err := io.ReadFull(rc, got); err != nil || string(got) != string(want) {
 		t.Fatalf("429 response %q (%v), want %q", got, err, want)

@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"net"
-	"net/http"
-	"strings"
 	"time"
 	"unsafe"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
 	"github.com/fulcrum-proxy/fulcrum/proxy/queue"
 	"github.com/fulcrum-proxy/fulcrum/proxy/stream"
@@ -132,37 +131,11 @@ func (x *Stream) HeadRead(n int) {
 // as a request on the tracked entries.
 func (x *Stream) BadHead() { x.trk.request() }
 
-// RouteKind is what Route decided.
-type RouteKind uint8
-
-// The routes.
-const (
-	RouteBackend  RouteKind = iota // forward to a server of the backend (Take)
-	RouteAnswer                    // a rule answered: send Answer, then End
-	RouteLocal                     // serve with Handler, then LocalDone
-	RouteNoServer                  // no backend: End(stream.NoServer)
-)
-
-// Route is Route's decision.
-type Route struct {
-	Kind RouteKind
-	// RouteAnswer: the response bytes of the rule (HTTP/1, valid until
-	// the next request), its status, whether the rule is a deny (End
-	// with stream.Denied, else stream.Answered), and whether the
-	// connection may stay open after it.
-	Answer []byte
-	Status int
-	Deny   bool
-	Keep   bool
-	// RouteLocal: the handler.
-	Handler http.Handler
-}
-
 // Route decides where the request r, whose head was parsed at tHead, goes:
 // the frontend's http_request rules, then the frontend's own handlers
 // (stats page), then use_backend / default_backend, then the backend's
 // http_request rules, then persistence. r must stay valid until End.
-func (x *Stream) Route(r *stream.Request, tHead time.Time) Route {
+func (x *Stream) Route(r *stream.Request, tHead time.Time) stream.Route {
 	x.req = *r
 	x.tHead = tHead
 	x.tq = tHead.Sub(x.t0).Milliseconds()
@@ -173,14 +146,14 @@ func (x *Stream) Route(r *stream.Request, tHead time.Time) Route {
 	}
 	if h := fe.localHandler(r.URI); h != nil {
 		x.local = true
-		return Route{Kind: RouteLocal, Handler: h}
+		return stream.Route{Kind: stream.RouteLocal, Handler: h}
 	}
 	be := fe.backend
 	if i := fe.Conf.Rules.SelectBackend(&x.areq); i >= 0 {
 		be = fe.useBackend[i]
 	}
 	if be == nil {
-		return Route{Kind: RouteNoServer}
+		return stream.Route{Kind: stream.RouteNoServer}
 	}
 	if be.Conf != nil {
 		if rule := be.Conf.Rules.EvalHTTP(&x.areq); rule != nil {
@@ -190,7 +163,7 @@ func (x *Stream) Route(r *stream.Request, tHead time.Time) Route {
 	x.be = be
 	x.fillView()
 	x.pin = x.persist(be)
-	return Route{Kind: RouteBackend}
+	return stream.Route{Kind: stream.RouteBackend}
 }
 
 // fillRuleView points the rules' view at the request and resets the
@@ -239,12 +212,12 @@ func bstr(b []byte) string {
 // (be nil) or of be. The connection stays open, as HAProxy 2.6 keeps it,
 // unless the client asked to close, the request has a body (it is not
 // read), the page closes (400, 408) or the proxy is stopping.
-func (x *Stream) answer(rule *acl.Rule, be *Backend) Route {
+func (x *Stream) answer(rule *acl.Rule, be *Backend) stream.Route {
 	x.be = be
-	rt := Route{Kind: RouteAnswer, Status: rule.Status}
+	rt := stream.Route{Kind: stream.RouteAnswer, Status: rule.Status}
 	switch rule.Action {
 	case acl.ActDeny:
-		rt.Answer = denyResponses[rule.Status]
+		rt.Answer = http1.DenyResponse(rule.Status)
 		rt.Deny = true
 	case acl.ActReturn:
 		rt.Answer = rule.Response
@@ -301,6 +274,9 @@ func (x *Stream) Take(wake queue.Waker, wait queue.WaitFunc) stream.Outcome {
 
 // Server returns the server assigned to the request, nil before Take.
 func (x *Stream) Server() *Server { return x.srv }
+
+// Upstream returns the assigned server as the HTTP/1 engine needs it.
+func (x *Stream) Upstream() *http1.Upstream { return &x.srv.up }
 
 // Connect dials the assigned server with the backend's retries and
 // redispatch (which may move the request to another server: Server
@@ -371,21 +347,14 @@ func (x *Stream) Respond(status int) {
 	x.ck.served = x.srv
 }
 
-// FieldWriter is where persistence writes response fields: the engine's
-// buffered writer.
-type FieldWriter interface {
-	Write([]byte) (int, error)
-	WriteString(string) (int, error)
-}
-
 // FilterResponseField lets cookie persistence handle one response field:
 // true when it wrote the field itself (rewritten) or dropped it.
-func (x *Stream) FilterResponseField(w FieldWriter, name, value []byte) bool {
+func (x *Stream) FilterResponseField(w stream.FieldWriter, name, value []byte) bool {
 	return x.cookieResponseHeader(w, name, value)
 }
 
 // AppendResponseFields writes the fields persistence adds (Set-Cookie).
-func (x *Stream) AppendResponseFields(w FieldWriter) { x.cookieInsert(w) }
+func (x *Stream) AppendResponseFields(w stream.FieldWriter) { x.cookieInsert(w) }
 
 // Relayed counts a response of n bytes with status sent to the client
 // from the server, before its last bytes are flushed (a client that has
@@ -521,18 +490,4 @@ func (x *Stream) logLine(o stream.Outcome) {
 		e.request = string(x.req.Method) + " " + string(x.req.URI) + " " + string(x.req.Version)
 	}
 	e.emit(&l)
-}
-
-// localHandler returns the frontend's handler for uri, or nil.
-func (fe *Frontend) localHandler(uri []byte) http.Handler {
-	if len(fe.local) == 0 {
-		return nil
-	}
-	u := bstr(uri)
-	for _, r := range fe.local {
-		if strings.HasPrefix(u, r.prefix) {
-			return r.h
-		}
-	}
-	return nil
 }

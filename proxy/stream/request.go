@@ -1,6 +1,10 @@
 package stream
 
-import "github.com/fulcrum-proxy/fulcrum/proxy/acl"
+import (
+	"net/http"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
+)
 
 // Request is a request head as an engine hands it to the core: what the
 // rules, the balancing algorithms, persistence and the log read. The byte
@@ -26,4 +30,36 @@ type Headers interface {
 	acl.Headers
 	// Header returns the value of the first field named name (any case).
 	Header(name string) (string, bool)
+}
+
+// RouteKind is what the core decided for a request (Route).
+type RouteKind uint8
+
+// The routes.
+const (
+	RouteBackend  RouteKind = iota // forward to a server of the backend (Take)
+	RouteAnswer                    // a rule answered: send Answer, then End
+	RouteLocal                     // serve with Handler, then LocalDone
+	RouteNoServer                  // no backend: End(NoServer)
+)
+
+// Route is the core's decision for a request.
+type Route struct {
+	Kind RouteKind
+	// RouteAnswer: the rule's response as HTTP/1 bytes (valid until the
+	// next request), its status, whether the rule denies (End with
+	// Denied, else Answered), and whether the connection may stay open.
+	Answer []byte
+	Status int
+	Deny   bool
+	Keep   bool
+	// RouteLocal: the frontend's own handler (stats page, /metrics).
+	Handler http.Handler
+}
+
+// FieldWriter is where the core writes header fields of its own into a
+// message the engine is writing (Set-Cookie of cookie persistence).
+type FieldWriter interface {
+	Write([]byte) (int, error)
+	WriteString(string) (int, error)
 }

@@ -1,4 +1,4 @@
-package proxy
+package http1
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
+	"github.com/fulcrum-proxy/fulcrum/proxy/stream"
 )
 
 // HTTP/1.1 message heads: reading, parsing and the hop-by-hop rules. A head
@@ -65,6 +66,19 @@ type head struct {
 	bucket []int32
 	chain  []int32
 }
+
+// Head is a request or response head, exported for tests and benchmarks
+// of the packages around the engine (a minimal client or server).
+type Head = head
+
+// Read reads a head from br (see readHead).
+func (h *head) Read(br *bufio.Reader, isResp bool) error { return h.readHead(br, isResp) }
+
+// Parse parses the head read (see parse).
+func (h *head) Parse(isResp bool) error { return h.parse(isResp) }
+
+// ContentLength returns the parsed Content-Length, -1 when absent.
+func (h *head) ContentLength() int64 { return h.contentLength }
 
 // reset returns an empty head that keeps h's buffers (capped, so that one
 // huge head does not stay pinned in a pooled session).
@@ -467,6 +481,7 @@ var (
 	hdrProxyConnection  = []byte("Proxy-Connection")
 	hdrUpgrade          = []byte("Upgrade")
 	hdrHost             = []byte("Host")
+	hdrCookie           = []byte("Cookie")
 	hdrExpect           = []byte("Expect")
 	hdrTE               = []byte("TE")
 	hdrTrailer          = []byte("Trailer")
@@ -790,3 +805,14 @@ func copyBuffered(dst *bufio.Writer, src *bufio.Reader, n int64, flush func() er
 	}
 	return done, nil
 }
+
+// NumHeaders and HeaderAt make a head the acl.Headers of its request.
+func (h *head) NumHeaders() int { return len(h.headers) }
+
+// HeaderAt returns header line i of h.
+func (h *head) HeaderAt(i int) (name, value []byte) {
+	f := &h.headers[i]
+	return f.name, f.value
+}
+
+var _ stream.Headers = (*head)(nil)

@@ -1,4 +1,4 @@
-package proxy
+package http1
 
 import "strconv"
 
@@ -36,6 +36,15 @@ var statusText = map[int]string{
 	407: "Unauthorized", 410: "Gone", 413: "Payload Too Large", 421: "Misdirected Request",
 	425: "Too Early", 429: "Too Many Requests", 501: "Not Implemented",
 }
+
+// ErrorPage returns the body of HAProxy's error page for code ("" for a
+// code it has none for).
+func ErrorPage(code int) string { return errorPages[code] }
+
+// DenyResponse returns the whole response of http_request deny with
+// deny_status code, byte for byte as HAProxy 2.6 sends it (nil for a code
+// it has none for).
+func DenyResponse(code int) []byte { return denyResponses[code] }
 
 // errorResponse returns the full HTTP/1.1 response HAProxy sends for code.
 func errorResponse(code int) []byte {

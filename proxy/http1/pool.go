@@ -1,4 +1,4 @@
-package proxy
+package http1
 
 import (
 	"bufio"
@@ -19,18 +19,18 @@ import (
 // boundary: nothing more was buffered from the server when it was put back
 // (httpSession.finish). Bytes that arrive later, or a close, make it
 // unusable: the check on every take (upConn.idleOK) discards it, and the
-// proxy's sweeper (Proxy.sweepPools) finds it within poolSweepEvery and
+// proxy's sweeper (Pool.Sweep, which the core calls) finds it within SweepEvery and
 // closes it, so a server's close does not leave descriptors in CLOSE_WAIT.
 // Idle connections are purged over time as HAProxy's pool-purge-delay
 // does, and bounded per server by pool_max_conn.
 
-// poolSweepEvery is how often idle pooled connections are checked for a
-// close or stray bytes from their server.
-const poolSweepEvery = 250 * time.Millisecond
+// SweepEvery is how often idle pooled connections are checked for a close
+// or stray bytes from their server (Pool.Sweep).
+const SweepEvery = 250 * time.Millisecond
 
-// connPool holds a server's idle connections, oldest first. Lock: its own
+// Pool holds a server's idle connections, oldest first. Lock: its own
 // mutex, held only to push, pop or scan; no system call is made under it.
-type connPool struct {
+type Pool struct {
 	mu   sync.Mutex
 	idle []idleConn
 
@@ -54,7 +54,7 @@ type idleConn struct {
 // or returns nil. With provenOnly it returns only a connection that has
 // already served more than one request (http-reuse aggressive for first
 // requests). Connections found closed or with stray bytes are closed.
-func (p *connPool) get(provenOnly bool) *upConn {
+func (p *Pool) get(provenOnly bool) *upConn {
 	for {
 		p.mu.Lock()
 		var uc *upConn
@@ -76,7 +76,7 @@ func (p *connPool) get(provenOnly bool) *upConn {
 
 // put keeps uc as idle, or closes it when the pool is full. Callers use
 // upConn.release, which picks the pool of uc's own server.
-func (p *connPool) put(uc *upConn, now time.Time) {
+func (p *Pool) put(uc *upConn, now time.Time) {
 	p.mu.Lock()
 	if p.max < 0 || len(p.idle) < p.max {
 		p.idle = append(p.idle, idleConn{uc, now})
@@ -87,8 +87,37 @@ func (p *connPool) put(uc *upConn, now time.Time) {
 	uc.close()
 }
 
-// closeAll closes every idle connection (at stop, at an address change).
-func (p *connPool) closeAll() {
+// Configure sets pool_max_conn (-1: no limit), pool_low_conn and
+// pool_purge_delay (0: never purged), before the pool is used.
+func (p *Pool) Configure(max, low int, purgeDelay time.Duration) {
+	p.max, p.low, p.purgeDelay = max, low, purgeDelay
+}
+
+// Max returns pool_max_conn, -1 = no limit.
+func (p *Pool) Max() int { return p.max }
+
+// PurgeDelay returns pool_purge_delay.
+func (p *Pool) PurgeDelay() time.Duration { return p.purgeDelay }
+
+// Idle returns how many idle connections the pool holds: safe ones (that
+// have served more than one request, reusable by any request under every
+// http_reuse policy) and the others.
+func (p *Pool) Idle() (safe, unsafe int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, ic := range p.idle {
+		if ic.uc.uses >= 2 {
+			safe++
+		} else {
+			unsafe++
+		}
+	}
+	return safe, unsafe
+}
+
+// CloseAll closes every idle connection (at stop, at an address change,
+// when the server enters maintenance).
+func (p *Pool) CloseAll() {
 	p.mu.Lock()
 	idle := p.idle
 	p.idle = nil
@@ -98,17 +127,17 @@ func (p *connPool) closeAll() {
 	}
 }
 
-// len returns the number of idle connections.
-func (p *connPool) len() int {
+// Len returns the number of idle connections.
+func (p *Pool) Len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.idle)
 }
 
-// sweep closes the idle connections whose server closed them or sent
+// Sweep closes the idle connections whose server closed them or sent
 // bytes nobody asked for, and purges idle ones as pool_purge_delay says.
-// Called by the proxy's sweeper every poolSweepEvery.
-func (p *connPool) sweep(now time.Time) {
+// The core calls it every SweepEvery for every server.
+func (p *Pool) Sweep(now time.Time) {
 	p.mu.Lock()
 	if len(p.idle) == 0 {
 		p.lastPurge = now
@@ -133,7 +162,7 @@ func (p *connPool) sweep(now time.Time) {
 }
 
 // remove closes uc if it is still pooled.
-func (p *connPool) remove(uc *upConn) {
+func (p *Pool) remove(uc *upConn) {
 	p.mu.Lock()
 	found := false
 	for i, ic := range p.idle {
@@ -153,7 +182,7 @@ func (p *connPool) remove(uc *upConn) {
 // connections above low that have been idle since the previous purge,
 // oldest first: a burst's connections go away over a few delays, and a
 // steady load keeps what it uses.
-func (p *connPool) purge(now time.Time) {
+func (p *Pool) purge(now time.Time) {
 	if p.purgeDelay <= 0 {
 		return
 	}
@@ -197,14 +226,14 @@ type upConn struct {
 	raw  syscall.RawConn // c's descriptor, for idleOK; nil if c has none
 	br   *bufio.Reader
 	bw   *bufio.Writer
-	srv  *Server
-	uses int // requests served, for http-reuse aggressive
+	up   *Upstream // the server it was made to
+	uses int       // requests served, for http-reuse aggressive
 	dl   netio.Deadlines
 }
 
-// newUpConn wraps a new connection to srv.
-func newUpConn(c net.Conn, srv *Server) *upConn {
-	uc := &upConn{c: c, br: netio.GetReader(c), bw: netio.GetWriter(c), srv: srv}
+// newUpConn wraps a new connection to up.
+func newUpConn(c net.Conn, up *Upstream) *upConn {
+	uc := &upConn{c: c, br: netio.GetReader(c), bw: netio.GetWriter(c), up: up}
 	if sc, ok := c.(syscall.Conn); ok {
 		uc.raw, _ = sc.SyscallConn()
 	}
@@ -218,7 +247,7 @@ func (uc *upConn) release(now time.Time) {
 		uc.close()
 		return
 	}
-	uc.srv.pool.put(uc, now)
+	uc.up.Pool.put(uc, now)
 }
 
 func (uc *upConn) close() {

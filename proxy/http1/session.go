@@ -1,4 +1,4 @@
-package proxy
+package http1
 
 import (
 	"bufio"
@@ -28,10 +28,12 @@ import (
 // socket to socket (splice on Linux) instead of through the buffers.
 const spliceThreshold = 256 << 10
 
-// httpSession is the state of one client connection in http mode.
-type httpSession struct {
-	fe    *Frontend
-	cc    *clientConn
+// session is the state of one client connection.
+type session struct {
+	cl    Client
+	c     net.Conn
+	dl    *netio.Deadlines
+	set   *Settings // the owning frontend's
 	br    *bufio.Reader
 	bw    *bufio.Writer
 	req   head
@@ -39,42 +41,39 @@ type httpSession struct {
 	view  stream.Request
 	nreq  int     // requests seen on this connection
 	owned *upConn // a server connection kept private to this session
-	xff   []byte  // the X-Forwarded-For line, built once
 	x     Stream  // the core's side of the current request
 }
 
-// sessionPool recycles httpSessions with their head buffers, so that a new
-// client connection does not grow them again.
-var sessionPool = sync.Pool{New: func() any { return new(httpSession) }}
+// sessionPool recycles sessions with their head buffers, so that a new
+// client connection does not grow them again (sync.Pool is the reason for
+// this package variable).
+var sessionPool = sync.Pool{New: func() any { return new(session) }}
 
 // recycle clears s and returns it to the pool; s must not be used after.
-func (s *httpSession) recycle() {
-	*s = httpSession{req: s.req.reset(), resp: s.resp.reset(), xff: s.xff[:0],
-		x: Stream{edits: s.x.edits, ans: s.x.ans[:0]}}
+func (s *session) recycle() {
+	*s = session{req: s.req.reset(), resp: s.resp.reset()}
 	sessionPool.Put(s)
 }
 
-// serveHTTP serves cc until the client closes, a timeout fires, an error
-// forces a close, or the proxy stops.
-func (fe *Frontend) serveHTTP(cc *clientConn) {
-	s := sessionPool.Get().(*httpSession)
-	s.cc, s.br, s.bw = cc, netio.GetReader(cc.c), netio.GetWriter(cc.c)
-	s.req.maxHdr, s.resp.maxHdr = fe.p.Conf.Global.MaxHdr, fe.p.Conf.Global.MaxHdr
-	s.setFrontend(fe)
-	s.x.trk.inherit(&cc.st) // entries tracked at the connection stage
+// Serve serves the client connection cl until the client closes, a
+// timeout fires, an error forces a close, or the proxy stops.
+func Serve(cl Client) {
+	s := sessionPool.Get().(*session)
+	s.cl, s.c, s.dl, s.x = cl, cl.Conn(), cl.Deadlines(), cl.Stream()
+	s.br, s.bw = netio.GetReader(s.c), netio.GetWriter(s.c)
+	s.settings()
 	defer func() {
 		if s.owned != nil {
 			s.owned.close()
 		}
 		netio.PutReader(s.br)
 		netio.PutWriter(s.bw)
-		s.x.trk.end(-1, 0, 0) // a request that ended without its log line
+		cl.Done()
 		s.recycle()
-		cc.st.release() // the connection's tracked entries (tcp_request connection)
 	}()
 	for {
 		idleStart := time.Now()
-		cc.dl.ArmRead(cc.c, idleStart, s.fe.timeoutHTTPRequest)
+		s.dl.ArmRead(s.c, idleStart, s.set.TimeoutHTTPRequest)
 		if _, err := s.br.Peek(1); err != nil {
 			// Nothing received: a keep-alive connection going idle or away is
 			// closed silently; a first request that never comes gets 408, as
@@ -86,59 +85,44 @@ func (fe *Frontend) serveHTTP(cc *clientConn) {
 			}
 			return
 		}
-		if !cc.setActive() {
+		ok, moved := cl.Active()
+		if !ok {
 			return
 		}
-		if o := cc.owner.Load(); o != s.fe {
-			s.setFrontend(o) // moved by a reload while idle (handoff.go)
+		if moved {
+			s.settings() // moved by a reload while idle
 		}
 		if !s.handle(idleStart) {
 			return
 		}
-		if !cc.setIdle() {
+		if ok, moved = cl.Idle(); !ok {
 			return
 		}
-		if s.fe.p.stopping.Load() {
-			// Replaced by a reload: move to the new proxy, or close.
-			if !s.fe.handOff(cc) {
-				return
-			}
-			s.setFrontend(cc.owner.Load())
+		if moved {
+			s.settings() // moved to the configuration a reload started
 		}
 	}
 }
 
-// setFrontend makes fe the session's frontend: at the start, and when the
-// connection moved to the proxy a reload started (handoff.go). A server
-// connection kept private belongs to the old proxy's server: it is closed.
-func (s *httpSession) setFrontend(fe *Frontend) {
-	if s.owned != nil && s.fe != nil && s.fe != fe {
+// settings reads the owning frontend's settings: at the start, and when
+// the connection moved to the configuration a reload started. A server
+// connection kept private belongs to the old configuration's server: it
+// is closed.
+func (s *session) settings() {
+	if s.owned != nil && s.set != nil {
 		s.owned.close()
 		s.owned = nil
 	}
-	s.fe = fe
-	s.x.bind(fe, s.cc)
-	s.xff = s.xff[:0]
-	if fe.forwardFor {
-		s.xff = append(s.xff, "X-Forwarded-For: "...)
-		s.xff = s.cc.src.Addr().Unmap().AppendTo(s.xff)
-		s.xff = append(s.xff, "\r\n"...)
-	}
-}
-
-// stoppingForGood reports whether cc's proxy is stopping and the
-// connection cannot move to a successor (handoff.go): its response must
-// then say Connection: close.
-func (fe *Frontend) stoppingForGood(cc *clientConn) bool {
-	return fe.p.stopping.Load() && !fe.canHandOff(cc)
+	s.set = s.cl.Settings()
+	s.req.maxHdr, s.resp.maxHdr = s.set.MaxHdr, s.set.MaxHdr
 }
 
 // handle serves one request whose first byte has arrived. It returns true
 // when the client connection may carry another request.
-func (s *httpSession) handle(idleStart time.Time) bool {
-	x := &s.x
+func (s *session) handle(idleStart time.Time) bool {
+	x := s.x
 	t0 := time.Now()
-	s.cc.dl.ArmRead(s.cc.c, t0, s.fe.timeoutHTTPRequest)
+	s.dl.ArmRead(s.c, t0, s.set.TimeoutHTTPRequest)
 	s.nreq++
 	x.Begin(idleStart, t0)
 	if err := s.req.readHead(s.br, false); err != nil {
@@ -161,11 +145,11 @@ func (s *httpSession) handle(idleStart time.Time) bool {
 		Headers: r, HasBody: r.chunked || r.contentLength > 0, ConnClose: r.connClose}
 	rt := x.Route(&s.view, time.Now())
 	switch rt.Kind {
-	case RouteAnswer:
+	case stream.RouteAnswer:
 		return s.answer(rt)
-	case RouteLocal:
+	case stream.RouteLocal:
 		return s.serveLocal(rt.Handler)
-	case RouteNoServer:
+	case stream.RouteNoServer:
 		return s.fail(stream.NoServer)
 	}
 	return s.forward()
@@ -173,7 +157,7 @@ func (s *httpSession) handle(idleStart time.Time) bool {
 
 // answer sends the response of a rule (deny, return, redirect) and ends
 // the request. It returns true when the connection stays usable.
-func (s *httpSession) answer(rt Route) bool {
+func (s *session) answer(rt stream.Route) bool {
 	s.x.Replied(rt.Status, int64(len(rt.Answer)))
 	s.bw.Write(rt.Answer)
 	err := s.flushClient()
@@ -187,7 +171,7 @@ func (s *httpSession) answer(rt Route) bool {
 
 // fail ends the request with o, answering HAProxy's error page for o's
 // status when it has one; the connection then closes (it returns false).
-func (s *httpSession) fail(o stream.Outcome) bool {
+func (s *session) fail(o stream.Outcome) bool {
 	if code := o.Row().Status; code != 0 {
 		resp := errorResponses[code]
 		s.x.Replied(code, int64(len(resp)))
@@ -202,8 +186,8 @@ func (s *httpSession) fail(o stream.Outcome) bool {
 // in the phases of the request path: assign (pick or queue), connect
 // (reuse or dial), send, receive, relay. It returns true when the client
 // connection stays usable.
-func (s *httpSession) forward() bool {
-	x := &s.x
+func (s *session) forward() bool {
+	x := s.x
 	defer x.Release()
 	if o := s.assign(); o != stream.Served {
 		return s.fail(o)
@@ -232,19 +216,19 @@ func (s *httpSession) forward() bool {
 // the dispatcher wakes that read when it hands the request a slot. Other
 // requests watch for the client closing without reading (PeerCloseWait):
 // their bytes are the body.
-func (s *httpSession) assign() stream.Outcome {
+func (s *session) assign() stream.Outcome {
 	var wake queue.Waker
 	wait := queue.WaitFunc(s.waitQueue)
 	if s.watchable() {
-		wake = s.cc.c
+		wake = s.c
 	} else {
-		wake, wait = netio.PeerCloseWait(s.cc.c)
+		wake, wait = netio.PeerCloseWait(s.c)
 	}
 	o := s.x.Take(wake, wait)
 	if wake != nil {
 		// The read deadline may have been moved by waitQueue or the
 		// dispatcher: put back the one the request had.
-		s.cc.c.SetReadDeadline(s.cc.dl.Read())
+		s.c.SetReadDeadline(s.dl.Read())
 	}
 	return o
 }
@@ -252,9 +236,10 @@ func (s *httpSession) assign() stream.Outcome {
 // connect returns a connection to the assigned server: an idle one when
 // http_reuse allows (reused), else a new one from the core's dial (with
 // its retries and redispatch).
-func (s *httpSession) connect() (uc *upConn, reused bool, o stream.Outcome) {
-	x := &s.x
-	if uc = s.reuse(x.be, x.Server()); uc != nil {
+func (s *session) connect() (uc *upConn, reused bool, o stream.Outcome) {
+	x := s.x
+	up := x.Upstream()
+	if uc = s.reuse(up); uc != nil {
 		x.Connected(uc.c, true)
 		return uc, true, stream.Served
 	}
@@ -262,7 +247,7 @@ func (s *httpSession) connect() (uc *upConn, reused bool, o stream.Outcome) {
 	if o != stream.Served {
 		return nil, false, o
 	}
-	uc = newUpConn(c, x.Server())
+	uc = newUpConn(c, x.Upstream())
 	x.Connected(c, false)
 	return uc, false, stream.Served
 }
@@ -270,7 +255,7 @@ func (s *httpSession) connect() (uc *upConn, reused bool, o stream.Outcome) {
 // expectContinue answers "Expect: 100-continue" itself, so that the
 // client sends the body about to be streamed (the Expect field is not
 // forwarded).
-func (s *httpSession) expectContinue() stream.Outcome {
+func (s *session) expectContinue() stream.Outcome {
 	if s.req.expect100 && s.view.HasBody && !s.req.http10 {
 		s.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
 		if err := s.flushClient(); err != nil {
@@ -286,8 +271,8 @@ func (s *httpSession) expectContinue() stream.Outcome {
 // once on a fresh connection when it had no body to replay, as HAProxy
 // does. It returns the connection the response is read from (nil when it
 // was closed) and stream.Served, or the outcome to end with.
-func (s *httpSession) exchange(uc *upConn, reused bool) (*upConn, stream.Outcome) {
-	x := &s.x
+func (s *session) exchange(uc *upConn, reused bool) (*upConn, stream.Outcome) {
+	x := s.x
 	hasBody := s.view.HasBody
 	for attempt := 0; ; attempt++ {
 		bodyBytes, ferr := s.sendRequest(uc, hasBody)
@@ -313,7 +298,7 @@ func (s *httpSession) exchange(uc *upConn, reused bool) (*upConn, stream.Outcome
 			if o != stream.Served {
 				return nil, o
 			}
-			uc = newUpConn(c, x.Server())
+			uc = newUpConn(c, x.Upstream())
 			x.Rebind(c)
 			reused = false
 			continue
@@ -340,8 +325,8 @@ func (s *httpSession) exchange(uc *upConn, reused bool) (*upConn, stream.Outcome
 // head, then its body, framed as the client's connection needs. uc goes
 // back to its pool when it stands exactly at the end of the response.
 // It returns true when the client connection stays usable.
-func (s *httpSession) relay(uc *upConn) bool {
-	x := &s.x
+func (s *session) relay(uc *upConn) bool {
+	x := s.x
 	x.ResponseHead()
 	status := s.resp.status
 	if status == 101 && !s.req.connUpgrade {
@@ -355,7 +340,7 @@ func (s *httpSession) relay(uc *upConn) bool {
 	noBody := isHead || status == 204 || status == 304 || status == 101
 	untilClose := !noBody && !s.resp.chunked && s.resp.contentLength < 0
 	upgrade := status == 101
-	closeAfter := s.req.connClose || untilClose || s.fe.stoppingForGood(s.cc)
+	closeAfter := s.req.connClose || untilClose || s.cl.StoppingForGood()
 	upReusable := !s.resp.connClose && !untilClose && !upgrade
 
 	headBytes := s.writeResponseHead(closeAfter, upgrade)
@@ -380,7 +365,7 @@ func (s *httpSession) relay(uc *upConn) bool {
 		// (issue 16, point 3).
 		if upReusable && uc.br.Buffered() == 0 {
 			uc.uses++
-			s.release(x.be, uc)
+			s.release(uc)
 		} else {
 			uc.close()
 		}
@@ -391,7 +376,7 @@ func (s *httpSession) relay(uc *upConn) bool {
 		// response left: the client gets a 502 instead of it (PH), as
 		// HAProxy. Past that point the exchange is aborted below (SD).
 		uc.close()
-		s.bw.Reset(s.cc.c)
+		s.bw.Reset(s.c)
 		return s.fail(stream.BadResponseBody)
 	}
 	x.Relayed(status, headBytes+bodyBytes)
@@ -426,7 +411,7 @@ func (s *httpSession) relay(uc *upConn) bool {
 // read while the request waits in a queue: nothing is buffered from it and
 // the request has no body, so any byte read is the next request or the
 // close.
-func (s *httpSession) watchable() bool {
+func (s *session) watchable() bool {
 	return s.br.Buffered() == 0 && !s.req.chunked && s.req.contentLength <= 0
 }
 
@@ -439,11 +424,11 @@ func (s *httpSession) watchable() bool {
 // that sends bytes instead (a pipelined request) can no longer be watched
 // this way: the wait goes on on the channel only. Preconditions:
 // watchable, and p was queued with Wake = the client connection.
-func (s *httpSession) waitQueue(p *queue.Pending, deadline time.Time) queue.WaitEnd {
+func (s *session) waitQueue(p *queue.Pending, deadline time.Time) queue.WaitEnd {
 	if p.Wake == nil {
 		return queue.ChanWait(p, deadline)
 	}
-	c := s.cc.c
+	c := s.c
 	for {
 		c.SetReadDeadline(deadline)
 		// A dispatcher that served p before the line above moved the
@@ -480,33 +465,33 @@ func (s *httpSession) waitQueue(p *queue.Pending, deadline time.Time) queue.Wait
 // when the request goes to another server (issue 16, point 4: it used to
 // be put into the other server's pool, so a later request for that
 // server's backend reached this one).
-func (s *httpSession) reuse(be *Backend, srv *Server) *upConn {
+func (s *session) reuse(up *Upstream) *upConn {
 	if uc := s.owned; uc != nil {
 		s.owned = nil
-		if uc.srv == srv && uc.idleOK() {
+		if uc.up == up && uc.idleOK() {
 			return uc
 		}
 		uc.close() // private to this session: never pooled
 	}
-	switch be.Conf.HTTPReuse {
-	case "never":
+	switch up.Reuse {
+	case ReuseNever:
 		return nil
-	case "safe":
+	case ReuseSafe:
 		if s.nreq <= 1 {
 			return nil
 		}
-		return srv.pool.get(false)
-	case "aggressive":
-		return srv.pool.get(s.nreq <= 1)
+		return up.Pool.get(false)
+	case ReuseAggressive:
+		return up.Pool.get(s.nreq <= 1)
 	default: // always
-		return srv.pool.get(false)
+		return up.Pool.get(false)
 	}
 }
 
 // release hands a finished server connection back: kept private to this
 // session under http_reuse never, else to its server's pool.
-func (s *httpSession) release(be *Backend, uc *upConn) {
-	if be.Conf.HTTPReuse == "never" {
+func (s *session) release(uc *upConn) {
+	if uc.up.Reuse == ReuseNever {
 		s.owned = uc
 		return
 	}
@@ -522,11 +507,11 @@ func (e clientErr) Error() string   { return "client: " + e.err.Error() }
 func (e clientErr) Unwrap() []error { return []error{errClientSide, e.err} }
 func (e clientErr) Timeout() bool   { return netio.IsTimeout(e.err) }
 func wrapClient(err error) error    { return clientErr{err} }
-func (s *httpSession) flushClient() error {
+func (s *session) flushClient() error {
 	if s.bw.Buffered() == 0 {
 		return nil
 	}
-	s.cc.dl.ArmWrite(s.cc.c, time.Now(), s.fe.timeoutClient)
+	s.dl.ArmWrite(s.c, time.Now(), s.set.TimeoutClient)
 	if err := s.bw.Flush(); err != nil {
 		return wrapClient(err)
 	}
@@ -536,17 +521,17 @@ func (s *httpSession) flushClient() error {
 // sendRequest writes the request head and streams its body to uc. It
 // returns the body bytes sent; errors reading from the client are wrapped
 // with errClientSide.
-func (s *httpSession) sendRequest(uc *upConn, hasBody bool) (int64, error) {
+func (s *session) sendRequest(uc *upConn, hasBody bool) (int64, error) {
 	w := uc.bw
 	now := time.Now()
 	uc.dl.ArmWrite(uc.c, now, s.backendTimeoutServer(uc))
 	s.writeRequestHead(w)
 	var n int64
 	if hasBody {
-		s.cc.dl.ArmRead(s.cc.c, now, s.fe.timeoutClient)
+		s.dl.ArmRead(s.c, now, s.set.TimeoutClient)
 		flush := func() error {
 			now := time.Now()
-			s.cc.dl.ArmRead(s.cc.c, now, s.fe.timeoutClient)
+			s.dl.ArmRead(s.c, now, s.set.TimeoutClient)
 			uc.dl.ArmWrite(uc.c, now, s.backendTimeoutServer(uc))
 			return w.Flush()
 		}
@@ -584,16 +569,17 @@ func isReadSideErr(err error) bool {
 	return true
 }
 
-func (s *httpSession) backendTimeoutServer(uc *upConn) time.Duration {
-	return uc.srv.Backend.Conf.TimeoutServer
+func (s *session) backendTimeoutServer(uc *upConn) time.Duration {
+	return uc.up.TimeoutServer
 }
 
 // writeRequestHead writes the request line and headers for the server:
 // hop-by-hop fields removed, Expect answered locally, X-Forwarded-For
 // appended when forwardfor is on (HAProxy's `option forwardfor` adds its own
 // header line after the client's). It returns the bytes written.
-func (s *httpSession) writeRequestHead(w *bufio.Writer) int64 {
+func (s *session) writeRequestHead(w *bufio.Writer) int64 {
 	r := &s.req
+	edits := s.x.Edits()
 	n := w.Buffered()
 	w.Write(r.line[0])
 	w.WriteByte(' ')
@@ -605,7 +591,7 @@ func (s *httpSession) writeRequestHead(w *bufio.Writer) int64 {
 	w.WriteString("\r\n")
 	for i := range r.headers {
 		h := &r.headers[i]
-		if s.x.edits.Hidden(i) || h.isHopByHop(r.connUpgrade) || (r.expect100 && bytes.EqualFold(h.name, hdrExpect)) {
+		if edits.Hidden(i) || h.isHopByHop(r.connUpgrade) || (r.expect100 && bytes.EqualFold(h.name, hdrExpect)) {
 			continue
 		}
 		w.Write(h.name)
@@ -613,8 +599,8 @@ func (s *httpSession) writeRequestHead(w *bufio.Writer) int64 {
 		w.Write(h.value)
 		w.WriteString("\r\n")
 	}
-	for i := range s.x.edits.NumAdded() { // add-header and set-header lines
-		if name, value, ok := s.x.edits.AddedAt(i); ok {
+	for i := range edits.NumAdded() { // add-header and set-header lines
+		if name, value, ok := edits.AddedAt(i); ok {
 			w.Write(name)
 			w.WriteString(": ")
 			w.Write(value)
@@ -626,8 +612,8 @@ func (s *httpSession) writeRequestHead(w *bufio.Writer) int64 {
 	} else if r.http10 && !r.connClose {
 		w.WriteString("Connection: keep-alive\r\n")
 	}
-	if len(s.xff) > 0 {
-		w.Write(s.xff)
+	if len(s.set.XFF) > 0 {
+		w.Write(s.set.XFF)
 	}
 	w.WriteString("\r\n")
 	return int64(w.Buffered() - n)
@@ -635,7 +621,7 @@ func (s *httpSession) writeRequestHead(w *bufio.Writer) int64 {
 
 // readResponseHead reads the final response head from uc, relaying interim
 // 1xx responses (other than 101) to the client as they come.
-func (s *httpSession) readResponseHead(uc *upConn) error {
+func (s *session) readResponseHead(uc *upConn) error {
 	for {
 		uc.dl.ArmRead(uc.c, time.Now(), s.backendTimeoutServer(uc))
 		if err := s.resp.readHead(uc.br, true); err != nil {
@@ -659,7 +645,7 @@ func (s *httpSession) readResponseHead(uc *upConn) error {
 
 // writeResponseHead writes the status line and headers for the client and
 // returns the bytes written.
-func (s *httpSession) writeResponseHead(closeAfter, upgrade bool) int64 {
+func (s *session) writeResponseHead(closeAfter, upgrade bool) int64 {
 	r := &s.resp
 	w := s.bw
 	n := w.Buffered()
@@ -694,7 +680,7 @@ func (s *httpSession) writeResponseHead(closeAfter, upgrade bool) int64 {
 // streamFlush returns the flush function used while relaying a response
 // body: it pushes what the client buffer holds and re-arms both inactivity
 // timeouts.
-func (s *httpSession) streamFlush(uc *upConn) func() error {
+func (s *session) streamFlush(uc *upConn) func() error {
 	return func() error {
 		uc.dl.ArmRead(uc.c, time.Now(), s.backendTimeoutServer(uc))
 		return s.flushClient()
@@ -703,7 +689,7 @@ func (s *httpSession) streamFlush(uc *upConn) func() error {
 
 // copyBody relays a fixed-length response body of n bytes. Large bodies go
 // socket to socket once the buffers are drained, so Linux splices them.
-func (s *httpSession) copyBody(uc *upConn, n int64) (int64, error) {
+func (s *session) copyBody(uc *upConn, n int64) (int64, error) {
 	if n < spliceThreshold {
 		return copyBuffered(s.bw, uc.br, n, s.streamFlush(uc))
 	}
@@ -719,7 +705,7 @@ func (s *httpSession) copyBody(uc *upConn, n int64) (int64, error) {
 	if err := s.flushClient(); err != nil {
 		return done, err
 	}
-	e := netio.Pipe(s.cc.c, uc.c, n-done, s.fe.timeoutClient, uc.srv.Backend.Conf.TimeoutServer, true)
+	e := netio.Pipe(s.c, uc.c, n-done, s.set.TimeoutClient, uc.up.TimeoutServer, true)
 	switch {
 	case e.DstErr != nil:
 		return done + e.N, wrapClient(e.DstErr)
@@ -730,7 +716,7 @@ func (s *httpSession) copyBody(uc *upConn, n int64) (int64, error) {
 }
 
 // copyUntilClose relays a body delimited by the server closing.
-func (s *httpSession) copyUntilClose(uc *upConn) (int64, error) {
+func (s *session) copyUntilClose(uc *upConn) (int64, error) {
 	n, err := copyBuffered(s.bw, uc.br, 1<<62, s.streamFlush(uc))
 	if err == io.ErrUnexpectedEOF || err == io.EOF {
 		return n, nil
@@ -740,7 +726,7 @@ func (s *httpSession) copyUntilClose(uc *upConn) (int64, error) {
 
 // tunnel relays bytes both ways after a 101 Switching Protocols (WebSocket
 // and other upgrades) until both sides have closed.
-func (s *httpSession) tunnel(uc *upConn) {
+func (s *session) tunnel(uc *upConn) {
 	defer uc.close()
 	// Bytes the client sent after its request head belong to the tunnel.
 	if n := s.br.Buffered(); n > 0 {
@@ -749,7 +735,7 @@ func (s *httpSession) tunnel(uc *upConn) {
 	}
 	if n := uc.br.Buffered(); n > 0 {
 		p, _ := uc.br.Peek(n)
-		s.cc.c.Write(p)
+		s.c.Write(p)
 	}
-	netio.Relay(s.cc.c, uc.c, s.fe.timeoutClient, uc.srv.Backend.Conf.TimeoutServer)
+	netio.Relay(s.c, uc.c, s.set.TimeoutClient, uc.up.TimeoutServer)
 }

@@ -1,0 +1,55 @@
+package http1
+
+import (
+	"bufio"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
+)
+
+const benchRequest = "GET /index.html?x=1 HTTP/1.1\r\nHost: www.example.com\r\nUser-Agent: wrk\r\n" +
+	"Accept: */*\r\nAccept-Encoding: gzip\r\nCookie: SRV=s1; session=abc\r\n\r\n"
+
+func BenchmarkParseRequestHead(b *testing.B) {
+	r := strings.NewReader(benchRequest)
+	br := bufio.NewReader(r)
+	var h head
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchRequest)))
+	for i := 0; i < b.N; i++ {
+		r.Reset(benchRequest)
+		br.Reset(r)
+		if err := h.readHead(br, false); err != nil {
+			b.Fatal(err)
+		}
+		if err := h.parse(false); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCopyChunked relays a 1 MiB chunked body in 16 KiB chunks,
+// parsed strictly and written anew (issue 16, point 2).
+func BenchmarkCopyChunked(b *testing.B) {
+	var sb strings.Builder
+	chunk := strings.Repeat("x", 16<<10)
+	for range 64 {
+		sb.WriteString("4000\r\n" + chunk + "\r\n")
+	}
+	sb.WriteString("0\r\n\r\n")
+	body := sb.String()
+	r := strings.NewReader(body)
+	br := bufio.NewReaderSize(r, netio.BufSize)
+	bw := bufio.NewWriterSize(io.Discard, netio.BufSize)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset(body)
+		br.Reset(r)
+		if _, err := copyChunked(bw, br, bw.Flush, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,233 @@
+package http1
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
+)
+
+// Issue 16's unit cases of the engine: the linear hop-by-hop
+// classification, the strict chunked codec and the pool (the end-to-end
+// cases are in proxy/boundary_test.go).
+
+// The fields Connection lists are classified in one linear pass: every
+// listed field, whatever its case or position, and none of the others.
+func TestListedFieldsMarked(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("GET / HTTP/1.1\r\nHost: x\r\n")
+	for i := range 90 {
+		fmt.Fprintf(&b, "X-H%d: v\r\n", i)
+	}
+	b.WriteString("Connection: x-h7, X-H80, content-length, host, cookie, keep-alive\r\nConnection: x-h3\r\nCookie: a=b\r\n\r\n")
+	var h head
+	if err := h.readHead(bufio.NewReader(strings.NewReader(b.String())), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.parse(false); err != nil {
+		t.Fatal(err)
+	}
+	var dropped []string
+	for i := range h.headers {
+		if h.headers[i].isHopByHop(false) {
+			dropped = append(dropped, string(h.headers[i].name))
+		}
+	}
+	if got, want := strings.Join(dropped, ","), "X-H3,X-H7,X-H80,Connection,Connection"; got != want {
+		t.Errorf("dropped %s, want %s", got, want)
+	}
+}
+
+// BenchmarkParseManyListed is the quadratic case of issue 16: a head
+// near the size limit with many fields and a Connection field listing
+// many names. It is linear now (about as fast per byte as a plain head).
+func BenchmarkParseManyListed(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("GET / HTTP/1.1\r\nHost: x\r\nConnection: ")
+	for i := range 4000 {
+		fmt.Fprintf(&sb, "x%d,", i)
+	}
+	sb.WriteString("x\r\n")
+	for i := range 99 {
+		fmt.Fprintf(&sb, "X%d: %s\r\n", i, strings.Repeat("v", 300))
+	}
+	sb.WriteString("\r\n")
+	raw := sb.String()
+	r := strings.NewReader(raw)
+	br := bufio.NewReaderSize(r, 64<<10)
+	h := head{maxHdr: 200}
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset(raw)
+		br.Reset(r)
+		if err := h.readHead(br, false); err != nil {
+			b.Fatal(err)
+		}
+		if err := h.parse(false); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// Point 2: chunked bodies are parsed strictly and written anew.
+func TestCopyChunkedStrict(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, out string // out "" = errBadChunk
+	}{
+		{"plain", "5\r\nhello\r\n0\r\n\r\n", "5\r\nhello\r\n0\r\n\r\n"},
+		{"upper hex and zeros", "000A\r\n0123456789\r\n00\r\n\r\n", "a\r\n0123456789\r\n0\r\n\r\n"},
+		{"extension dropped", "5;name=\"v;x\"\r\nhello\r\n0;last\r\n\r\n", "5\r\nhello\r\n0\r\n\r\n"},
+		{"spaces before extension", "5 \t;x\r\nhello\r\n0\r\n\r\n", "5\r\nhello\r\n0\r\n\r\n"},
+		{"trailers", "5\r\nhello\r\n0\r\nX-Sum: 1\r\nX-B:2\r\n\r\n", "5\r\nhello\r\n0\r\nX-Sum: 1\r\nX-B:2\r\n\r\n"},
+		{"LF after data (the issue's)", "1\r\nA\n105\r\n", ""},
+		{"no CRLF after data", "5\r\nhelloXX0\r\n\r\n", ""},
+		{"plus sign", "+5\r\nhello\r\n0\r\n\r\n", ""},
+		{"leading space", " 5\r\nhello\r\n0\r\n\r\n", ""},
+		{"bare CR in size", "5\r\r\nhello\r\n0\r\n\r\n", ""},
+		{"bare LF size line", "5\nhello\r\n0\r\n\r\n", ""},
+		{"0x prefix", "0x5\r\nhello\r\n0\r\n\r\n", ""},
+		{"empty size", "\r\nhello\r\n0\r\n\r\n", ""},
+		{"14 digits", "00000000000005\r\nhello\r\n0\r\n\r\n", ""},
+		{"overflow", "fffffffffffffffff\r\n", ""},
+		{"control in extension", "5;a\x01b\r\nhello\r\n0\r\n\r\n", ""},
+		{"bad trailer (the fuzzer's)", "0\r\n\r\r\n\r\n", ""},
+		{"folded trailer", "0\r\nX-A: 1\r\n b\r\n\r\n", ""},
+		{"trailer without colon", "0\r\nGET / HTTP/1.1\r\n\r\n", ""},
+		{"trailer with NUL", "0\r\nX-A: \x00\r\n\r\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			w := bufio.NewWriter(&out)
+			n, err := copyChunked(w, bufio.NewReader(strings.NewReader(tc.in)), nil, 0)
+			w.Flush()
+			if tc.out == "" {
+				if err != errBadChunk {
+					t.Fatalf("got %q, %v; want errBadChunk", out.String(), err)
+				}
+				if strings.Contains(out.String(), "105") || strings.Contains(out.String(), "\r\r") {
+					t.Errorf("broken framing written: %q", out.String())
+				}
+				return
+			}
+			if err != nil || out.String() != tc.out || n != int64(len(tc.out)) {
+				t.Errorf("got %q (%d), %v; want %q", out.String(), n, err, tc.out)
+			}
+		})
+	}
+}
+
+// The check made on every take from the pool, without the sweeper: a
+// connection with stray bytes or a close is not handed out.
+func TestPoolTakeChecksTheSocket(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		peer  func(c net.Conn)
+		wantS bool
+	}{
+		{"idle", func(net.Conn) {}, true},
+		{"stray byte", func(c net.Conn) { c.Write([]byte("x")) }, false},
+		{"closed", func(c net.Conn) { c.Close() }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			c, err := net.Dial("tcp", l.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			peer, err := l.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer peer.Close()
+			up := &Upstream{}
+			up.Pool.Configure(-1, 0, 0)
+			uc := newUpConn(c, up)
+			uc.release(time.Now())
+			tc.peer(peer)
+			if !tc.wantS {
+				// The byte or FIN is on its way on loopback: wait until
+				// the socket shows it.
+				waitFor(t, 2*time.Second, "the peer's bytes", func() bool { return !socketIdle(uc.raw) })
+			}
+			got := up.Pool.get(false)
+			if (got != nil) != tc.wantS {
+				t.Fatalf("get returned %v, want a connection: %v", got, tc.wantS)
+			}
+			if got != nil {
+				got.close()
+			}
+		})
+	}
+}
+
+// Point 5: pool_max_conn bounds the idle connections of a server, and
+// a purge closes half of those unused since the previous one, keeping
+// pool_low_conn.
+func TestPoolMaxAndPurge(t *testing.T) {
+	mk := func() *upConn {
+		c1, c2 := net.Pipe()
+		t.Cleanup(func() { c2.Close() })
+		return &upConn{c: c1, br: netio.GetReader(c1), bw: netio.GetWriter(c1)}
+	}
+	p := &Pool{max: 3, low: 1, purgeDelay: 5 * time.Second}
+	t0 := time.Unix(1000, 0)
+	for range 5 {
+		p.put(mk(), t0)
+	}
+	if p.Len() != 3 {
+		t.Fatalf("idle %d after 5 puts, want pool_max_conn 3", p.Len())
+	}
+	p.purge(t0) // the first purge only starts the clock
+	p.purge(t0.Add(4 * time.Second))
+	if p.Len() != 3 {
+		t.Fatalf("idle %d before the delay, want 3", p.Len())
+	}
+	// One connection used (taken and put back) since: it stays.
+	p.put(p.getNoCheck(), t0.Add(6*time.Second))
+	p.purge(t0.Add(7 * time.Second)) // 2 stale, above low: close 1
+	if p.Len() != 2 {
+		t.Fatalf("idle %d after the first purge, want 2", p.Len())
+	}
+	p.purge(t0.Add(13 * time.Second)) // 2 stale, 1 above low: close 1
+	p.purge(t0.Add(19 * time.Second)) // 1 left = low: keep it
+	if p.Len() != 1 {
+		t.Fatalf("idle %d after three purges, want pool_low_conn 1", p.Len())
+	}
+	none := &Pool{max: 0}
+	none.put(mk(), t0)
+	if none.Len() != 0 {
+		t.Errorf("pool_max_conn 0 kept a connection")
+	}
+	p.CloseAll()
+}
+
+// getNoCheck pops the newest idle connection without the socket check
+// (net.Pipe has no descriptor to peek at).
+func (p *Pool) getNoCheck() *upConn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ic := p.idle[len(p.idle)-1]
+	p.idle = p.idle[:len(p.idle)-1]
+	return ic.uc
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

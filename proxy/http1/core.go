@@ -1,0 +1,125 @@
+package http1
+
+import (
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
+	"github.com/fulcrum-proxy/fulcrum/proxy/queue"
+	"github.com/fulcrum-proxy/fulcrum/proxy/stream"
+)
+
+// Client is the core's side of one client connection in http mode, as the
+// engine sees it. Its methods are called from the connection's goroutine.
+type Client interface {
+	// Conn is the client connection; Deadlines its armed deadlines.
+	Conn() net.Conn
+	Deadlines() *netio.Deadlines
+	// Src is the client's address.
+	Src() netip.AddrPort
+	// Settings are those of the frontend that owns the connection now. A
+	// reload may move the connection to another frontend: Active and Idle
+	// say when, and the settings then change.
+	Settings() *Settings
+	// Active marks the connection busy with a request whose first byte
+	// arrived; ok is false when the proxy stopped it. moved says the
+	// connection now belongs to another frontend (a reload, while idle).
+	Active() (ok, moved bool)
+	// Idle marks the connection waiting for its next request after one
+	// that left it usable; ok is false when it must close (the proxy is
+	// stopping and it cannot move to a new configuration).
+	Idle() (ok, moved bool)
+	// StoppingForGood reports whether the connection cannot outlive the
+	// proxy's stop: the response must then say Connection: close.
+	StoppingForGood() bool
+	// Stream is the core's side of the connection's current request: one
+	// object, reset by Begin for each request.
+	Stream() Stream
+	// Done is called once, when the connection closes.
+	Done()
+}
+
+// Settings are the frontend settings the engine reads per request.
+type Settings struct {
+	TimeoutClient      time.Duration // inactivity, both ways
+	TimeoutHTTPRequest time.Duration // to receive a request head; keep-alive idle
+	// XFF is the X-Forwarded-For line to append to forwarded requests
+	// (with its CRLF), empty when forwardfor is off.
+	XFF []byte
+	// MaxHdr is tune_http_maxhdr (0: HAProxy's default, 101).
+	MaxHdr int
+}
+
+// Stream is the core's side of one request: its phases, in the order the
+// engine calls them (see proxy.Stream for what each does). A request that
+// ends early goes straight to End; Release is always called last.
+type Stream interface {
+	Begin(idleStart, t0 time.Time)
+	HeadRead(n int)
+	BadHead()
+	Route(r *stream.Request, tHead time.Time) stream.Route
+	Take(wake queue.Waker, wait queue.WaitFunc) stream.Outcome
+	// Upstream is the assigned server as the engine needs it (after Take
+	// and Connect, which may change it).
+	Upstream() *Upstream
+	Connect() (net.Conn, stream.Outcome)
+	Connected(up net.Conn, reused bool)
+	Rebind(up net.Conn)
+	Unbind()
+	// Edits and URI are what the rules changed in the request.
+	Edits() *acl.Edits
+	URI() []byte
+	Sent(body int64)
+	ResponseHead()
+	Respond(status int)
+	FilterResponseField(w stream.FieldWriter, name, value []byte) bool
+	AppendResponseFields(w stream.FieldWriter)
+	Relayed(status int, n int64)
+	Replied(status int, n int64)
+	LocalDone(err error)
+	End(o stream.Outcome)
+	Release()
+}
+
+// Upstream is a server as the engine needs it: its pool of idle
+// connections and its backend's settings. The core keeps one per server.
+type Upstream struct {
+	Pool          Pool
+	Reuse         Reuse         // the backend's http_reuse
+	TimeoutServer time.Duration // the backend's timeout_server
+}
+
+// Reuse is a backend's http_reuse policy: which requests may use an idle
+// server connection.
+type Reuse uint8
+
+// The policies, as HAProxy's http-reuse.
+const (
+	// ReuseSafe: pooled connections, but not for the first request of a
+	// client connection (the default).
+	ReuseSafe Reuse = iota
+	// ReuseNever: a server connection stays private to its client
+	// connection.
+	ReuseNever
+	// ReuseAggressive: as safe, and first requests may use connections
+	// that have already served more than one request.
+	ReuseAggressive
+	// ReuseAlways: any request reuses any idle connection.
+	ReuseAlways
+)
+
+// ParseReuse returns the policy named s ("never", "safe", "aggressive",
+// "always"); anything else is ReuseSafe (conf validates the name).
+func ParseReuse(s string) Reuse {
+	switch s {
+	case "never":
+		return ReuseNever
+	case "aggressive":
+		return ReuseAggressive
+	case "always":
+		return ReuseAlways
+	}
+	return ReuseSafe
+}

@@ -1,0 +1,121 @@
+package proxy
+
+import (
+	"net"
+	"net/netip"
+	"sync"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
+)
+
+// The core's side of a client connection in http mode: clientConn is the
+// http1.Client the HTTP/1 engine drives (its Stream is the core's side of
+// each request). The engine knows the frontend only through the settings
+// below; which frontend owns the connection (a reload may move it,
+// handoff.go) is the core's business.
+
+// httpState is what a client connection in http mode adds to clientConn.
+type httpState struct {
+	fe  *Frontend      // the frontend serving it now (its owner, once settled)
+	x   *Stream        // its current request
+	set http1.Settings // fe's settings, with this client's X-Forwarded-For
+}
+
+// streamPool recycles Streams with their buffers (sync.Pool is the reason
+// for this package variable).
+var streamPool = sync.Pool{New: func() any { return new(Stream) }}
+
+// serveHTTP serves cc, accepted by fe, with the HTTP/1 engine.
+func (fe *Frontend) serveHTTP(cc *clientConn) {
+	cc.x = streamPool.Get().(*Stream)
+	cc.setFrontend(fe)
+	cc.x.trk.inherit(&cc.st) // entries tracked at the connection stage
+	http1.Serve(cc)
+}
+
+// setFrontend makes fe the connection's frontend: at the start, and when
+// it moved to the configuration a reload started (handoff.go).
+func (cc *clientConn) setFrontend(fe *Frontend) {
+	cc.fe = fe
+	cc.x.bind(fe, cc)
+	cc.set = http1.Settings{
+		TimeoutClient:      fe.timeoutClient,
+		TimeoutHTTPRequest: fe.timeoutHTTPRequest,
+		MaxHdr:             fe.p.Conf.Global.MaxHdr,
+		XFF:                cc.set.XFF[:0],
+	}
+	if fe.forwardFor {
+		cc.set.XFF = append(cc.set.XFF, "X-Forwarded-For: "...)
+		cc.set.XFF = cc.src.Addr().Unmap().AppendTo(cc.set.XFF)
+		cc.set.XFF = append(cc.set.XFF, "\r\n"...)
+	}
+}
+
+// Conn implements http1.Client.
+func (cc *clientConn) Conn() net.Conn { return cc.c }
+
+// Deadlines implements http1.Client.
+func (cc *clientConn) Deadlines() *netio.Deadlines { return &cc.dl }
+
+// Src implements http1.Client.
+func (cc *clientConn) Src() netip.AddrPort { return cc.src }
+
+// Settings implements http1.Client.
+func (cc *clientConn) Settings() *http1.Settings { return &cc.set }
+
+// Stream implements http1.Client.
+func (cc *clientConn) Stream() http1.Stream { return cc.x }
+
+// Active implements http1.Client: the connection is busy, unless the stop
+// closed it; a reload may have moved it while it was idle.
+func (cc *clientConn) Active() (ok, moved bool) {
+	if !cc.setActive() {
+		return false, false
+	}
+	if o := cc.owner.Load(); o != cc.fe {
+		cc.setFrontend(o)
+		return true, true
+	}
+	return true, false
+}
+
+// Idle implements http1.Client: the connection waits for its next
+// request; on a proxy that a reload replaced it moves to the new one, or
+// closes.
+func (cc *clientConn) Idle() (ok, moved bool) {
+	if !cc.setIdle() {
+		return false, false
+	}
+	if !cc.fe.p.stopping.Load() {
+		return true, false
+	}
+	if !cc.fe.handOff(cc) {
+		return false, false
+	}
+	cc.setFrontend(cc.owner.Load())
+	return true, true
+}
+
+// StoppingForGood implements http1.Client.
+func (cc *clientConn) StoppingForGood() bool { return cc.fe.stoppingForGood(cc) }
+
+// stoppingForGood reports whether cc's proxy is stopping and the
+// connection cannot move to a successor (handoff.go): its response must
+// then say Connection: close.
+func (fe *Frontend) stoppingForGood(cc *clientConn) bool {
+	return fe.p.stopping.Load() && !fe.canHandOff(cc)
+}
+
+// Done implements http1.Client: a request that ended without its log line
+// releases its tracked entries, then the connection's own.
+func (cc *clientConn) Done() {
+	cc.x.trk.end(-1, 0, 0)
+	*cc.x = Stream{edits: cc.x.edits, ans: cc.x.ans[:0]}
+	streamPool.Put(cc.x)
+	cc.x = nil
+	cc.st.release() // the connection's tracked entries (tcp_request connection)
+}
+
+var _ http1.Client = (*clientConn)(nil)
+var _ http1.Stream = (*Stream)(nil)
