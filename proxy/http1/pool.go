@@ -228,6 +228,12 @@ type upConn struct {
 	bw   *bufio.Writer
 	up   *Upstream // the server it was made to
 	uses int       // requests served, for http-reuse aggressive
+
+	// peek is the RawConn.Read callback of idleOK, made once per
+	// connection so that the check allocates nothing; idle is its answer.
+	// Only the connection's holder (its taker) uses them.
+	peek func(fd uintptr) bool
+	idle bool
 	dl   netio.Deadlines
 }
 
@@ -236,6 +242,10 @@ func newUpConn(c net.Conn, up *Upstream) *upConn {
 	uc := &upConn{c: c, br: netio.GetReader(c), bw: netio.GetWriter(c), up: up}
 	if sc, ok := c.(syscall.Conn); ok {
 		uc.raw, _ = sc.SyscallConn()
+		uc.peek = func(fd uintptr) bool {
+			uc.idle = peekIdle(fd)
+			return true // never wait for readiness
+		}
 	}
 	return uc
 }
@@ -259,7 +269,8 @@ func (uc *upConn) close() {
 
 // idleOK reports whether an idle uc can carry a new request: nothing is
 // buffered from its server and its socket has nothing to read, not even a
-// close. It costs one non-blocking system call (pool_linux.go).
+// close. It costs one non-blocking system call (pool_unix.go) and no
+// allocation. Only uc's holder may call it.
 func (uc *upConn) idleOK() bool {
 	if uc.br.Buffered() > 0 {
 		return false
@@ -267,5 +278,6 @@ func (uc *upConn) idleOK() bool {
 	if uc.raw == nil {
 		return true
 	}
-	return socketIdle(uc.raw)
+	uc.idle = false
+	return uc.raw.Read(uc.peek) == nil && uc.idle
 }

@@ -39,9 +39,10 @@ type session struct {
 	req   head
 	resp  head
 	view  stream.Request
-	nreq  int     // requests seen on this connection
-	owned *upConn // a server connection kept private to this session
-	x     Stream  // the core's side of the current request
+	nreq  int            // requests seen on this connection
+	owned *upConn        // a server connection kept private to this session
+	x     Stream         // the core's side of the current request
+	wait  queue.WaitFunc // s.waitQueue, bound once per connection
 }
 
 // sessionPool recycles sessions with their head buffers, so that a new
@@ -61,6 +62,7 @@ func Serve(cl Client) {
 	s := sessionPool.Get().(*session)
 	s.cl, s.c, s.dl, s.x = cl, cl.Conn(), cl.Deadlines(), cl.Stream()
 	s.br, s.bw = netio.GetReader(s.c), netio.GetWriter(s.c)
+	s.wait = s.waitQueue
 	s.settings()
 	defer func() {
 		if s.owned != nil {
@@ -156,29 +158,31 @@ func (s *session) handle(idleStart time.Time) bool {
 }
 
 // answer sends the response of a rule (deny, return, redirect) and ends
-// the request. It returns true when the connection stays usable.
+// the request. It returns true when the connection stays usable. The
+// counters move before the response leaves (a client that has it sees
+// them).
 func (s *session) answer(rt stream.Route) bool {
 	s.x.Replied(rt.Status, int64(len(rt.Answer)))
 	s.bw.Write(rt.Answer)
-	err := s.flushClient()
 	o := stream.Answered
 	if rt.Deny {
 		o = stream.Denied
 	}
 	s.x.End(o)
-	return err == nil && rt.Keep
+	return s.flushClient() == nil && rt.Keep
 }
 
 // fail ends the request with o, answering HAProxy's error page for o's
 // status when it has one; the connection then closes (it returns false).
+// The counters move before the page leaves.
 func (s *session) fail(o stream.Outcome) bool {
 	if code := o.Row().Status; code != 0 {
 		resp := errorResponses[code]
 		s.x.Replied(code, int64(len(resp)))
 		s.bw.Write(resp)
-		s.flushClient()
 	}
 	s.x.End(o)
+	s.flushClient()
 	return false
 }
 
@@ -218,7 +222,7 @@ func (s *session) forward() bool {
 // their bytes are the body.
 func (s *session) assign() stream.Outcome {
 	var wake queue.Waker
-	wait := queue.WaitFunc(s.waitQueue)
+	wait := s.wait
 	if s.watchable() {
 		wake = s.c
 	} else {
