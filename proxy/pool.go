@@ -20,7 +20,10 @@ import (
 // proxy's sweeper (Proxy.sweepPools) finds it within poolSweepEvery and
 // closes it, so a server's close does not leave descriptors in CLOSE_WAIT.
 // Idle connections are purged over time as HAProxy's pool-purge-delay
-// does, and bounded per server by pool_max_conn.
+// does, and bounded per server by pool_max_conn. Each holds a descriptor
+// of the process's budget (fds.go): put takes it, or closes the connection
+// when none is spare, and every way out of the pool returns it (take,
+// sweep, purge, closeAll, closeOldest).
 
 // poolSweepEvery is how often idle pooled connections are checked for a
 // close or stray bytes from their server.
@@ -40,6 +43,8 @@ type connPool struct {
 	max, low   int
 	purgeDelay time.Duration
 	lastPurge  time.Time
+
+	fds *fdBudget // set by build; nil admits everything
 }
 
 // idleConn is one pooled connection and when it went idle.
@@ -65,6 +70,9 @@ func (p *connPool) get(provenOnly bool) *upConn {
 			break
 		}
 		p.mu.Unlock()
+		if uc != nil {
+			p.fds.leaveIdle()
+		}
 		if uc == nil || uc.idleOK() {
 			return uc
 		}
@@ -72,11 +80,12 @@ func (p *connPool) get(provenOnly bool) *upConn {
 	}
 }
 
-// put keeps uc as idle, or closes it when the pool is full. Callers use
+// put keeps uc as idle, or closes it when the pool is full or the process
+// has no descriptor to spare for an idle connection (fds.go). Callers use
 // upConn.release, which picks the pool of uc's own server.
 func (p *connPool) put(uc *upConn, now time.Time) {
 	p.mu.Lock()
-	if p.max < 0 || len(p.idle) < p.max {
+	if (p.max < 0 || len(p.idle) < p.max) && p.fds.admitIdle() {
 		p.idle = append(p.idle, idleConn{uc, now})
 		p.mu.Unlock()
 		return
@@ -92,8 +101,25 @@ func (p *connPool) closeAll() {
 	p.idle = nil
 	p.mu.Unlock()
 	for _, ic := range idle {
+		p.fds.leaveIdle()
 		ic.uc.close()
 	}
+}
+
+// closeOldest closes the longest idle connection, if any, and reports
+// whether there was one (the descriptor budget makes room, fds.go).
+func (p *connPool) closeOldest() bool {
+	p.mu.Lock()
+	if len(p.idle) == 0 {
+		p.mu.Unlock()
+		return false
+	}
+	uc := p.idle[0].uc
+	p.idle = append(p.idle[:0], p.idle[1:]...)
+	p.mu.Unlock()
+	p.fds.leaveIdle()
+	uc.close()
+	return true
 }
 
 // len returns the number of idle connections.
@@ -143,6 +169,7 @@ func (p *connPool) remove(uc *upConn) {
 	}
 	p.mu.Unlock()
 	if found {
+		p.fds.leaveIdle()
 		uc.close()
 	}
 }
@@ -185,6 +212,7 @@ func (p *connPool) purge(now time.Time) {
 	p.idle = append(p.idle[:0], p.idle[n:]...)
 	p.mu.Unlock()
 	for _, uc := range victims {
+		p.fds.leaveIdle()
 		uc.close()
 	}
 }

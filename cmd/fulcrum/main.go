@@ -162,6 +162,10 @@ type serveOptions struct {
 	// load, if non-nil, gives the configuration a reload switches to, in
 	// place of reading the file again (the demo's is built in).
 	load func() (*conf.Config, error)
+	// serversInProcess says the servers run in this process (the demo's
+	// upstreams): each proxied connection then costs a third descriptor,
+	// which sizing maxconn from the descriptor limit counts (limits.go).
+	serversInProcess bool
 }
 
 // serveWith is serve with its options. SIGHUP, the Runtime API's reload
@@ -182,13 +186,23 @@ func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serve
 			}()
 		}
 	}
+	// The descriptor limit, raised to the hard one, sizes maxconn when the
+	// file sets none and bounds the connections' descriptors (limits.go).
+	perConn := 2
+	if opts.serversInProcess {
+		perConn = 3
+	}
+	fds := startFDLimit(perConn)
+	budget := fds.size(cfg, log)
 	startedAt := time.Now()
 	p, err := proxy.New(cfg, log)
 	if err != nil {
 		return cli.Exit("fulcrum: "+err.Error(), 1)
 	}
+	p.LimitDescriptors(budget)
 	loadState(cfg, p, log) // state_file (statefile.go)
 	r := newReloader(cfg, p, logw, log)
+	r.fds = fds
 	if opts.load != nil {
 		r.load = opts.load
 	}

@@ -29,6 +29,7 @@ type reloader struct {
 	load func() (*conf.Config, error)
 	logw io.Writer // where each configuration's logger writes
 	log  zerolog.Logger
+	fds  fdLimit // sizes each configuration (limits.go)
 
 	cur atomic.Pointer[proxy.Proxy]
 	// swapMu is held while a reload copies the running state into the new
@@ -93,6 +94,7 @@ func (r *reloader) reload() error {
 	}
 	old := r.cur.Load()
 	log := newLogger(cfg.Global, r.logw)
+	budget := r.fds.size(cfg, log)
 	var p *proxy.Proxy
 	swap := func() {
 		r.swapMu.Lock()
@@ -113,6 +115,7 @@ func (r *reloader) reload() error {
 			r.stopChecks = startChecks(old, r.log)
 			return
 		}
+		p.LimitDescriptors(budget) // the process's bound, shared with old
 		r.cur.Store(p)
 		if r.api != nil {
 			r.api.SetProxy(p)
