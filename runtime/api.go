@@ -85,6 +85,8 @@ type API struct {
 	// budget paces commands so that the API yields to the data path
 	// (budget.go).
 	budget *budget
+	// pipelineGrace is the const of that name (session.go); tests change it.
+	pipelineGrace time.Duration
 
 	mu        sync.Mutex
 	listeners []*listener
@@ -114,7 +116,7 @@ func New(p *proxy.Proxy, log zerolog.Logger, opts Options) *API {
 	}
 	a := &API{log: log, opts: opts, table: commandTable, started: time.Now(),
 		sessions: map[*session]struct{}{}, done: make(chan struct{}),
-		budget: newBudget(cmdShare, cmdBurst)}
+		budget: newBudget(cmdShare, cmdBurst), pipelineGrace: pipelineGrace}
 	if opts.Reload != nil {
 		a.table = commandTable.with(reloadCommands)
 	}
