@@ -37,6 +37,14 @@ var statusText = map[int]string{
 	425: "Too Early", 429: "Too Many Requests", 501: "Not Implemented",
 }
 
+// ErrorPage returns HAProxy 2.6's built-in page for code (the body of its
+// error response, HTML), and false for a code it has none for. The stats
+// page answers its own refusals with them.
+func ErrorPage(code int) (string, bool) {
+	body, ok := errorPages[code]
+	return body, ok
+}
+
 // errorResponse returns the full HTTP/1.1 response HAProxy sends for code.
 func errorResponse(code int) []byte {
 	body := errorPages[code]
