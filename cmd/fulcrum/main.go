@@ -245,7 +245,7 @@ wait:
 	watching.Wait()
 	p = r.close()
 	cfg = r.cfg
-	log.Info().Stringer("signal", sigString{sig}).Dur("hard_stop_after", cfg.Global.HardStopAfter).Msg("stopping: no new connections, finishing in-flight work")
+	log.Info().Stringer("signal", sigString{sig}).Stringer("hard_stop_after", logDuration(cfg.Global.HardStopAfter)).Msg("stopping: no new connections, finishing in-flight work")
 	stopCtx := context.Background()
 	if d := cfg.Global.HardStopAfter; d > 0 {
 		var cancel context.CancelFunc
