@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -96,8 +97,8 @@ func TestShellInTmux(t *testing.T) {
 	waitPane("the line cancelled", func(p string) bool { return strings.Contains(p, "^C") })
 
 	tm("send-keys", "show stat", "Enter")
-	out := waitPane("the table", func(p string) bool { return strings.Contains(p, "BACKEND  SERVER") })
-	if !strings.Contains(out, "web      s1") || strings.Contains(out, "# pxname") {
+	out := waitPane("the table", func(p string) bool { return strings.Contains(p, "PROXY   SERVER") })
+	if !regexp.MustCompile(`(?m)^web +s1 `).MatchString(out) || strings.Contains(out, "# pxname") {
 		t.Errorf("show stat is not a table:\n%s", out)
 	}
 	tm("send-keys", "Up")
