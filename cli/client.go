@@ -79,6 +79,7 @@ type Session struct {
 	buf   []byte
 	level string        // "user" or "operator" once lowered; "" = the socket's
 	idle  time.Duration // the server's idle timeout, once set with `set timeout cli`
+	last  time.Time     // the end of the last exchange
 }
 
 // Dial opens a prompt-mode session on a.
@@ -227,8 +228,12 @@ func (s *Session) redial() error {
 
 var errClosed = errors.New("connection closed by the server")
 
+// IdleFor returns how long the session has said nothing.
+func (s *Session) IdleFor() time.Duration { return time.Since(s.last) }
+
 // exchange writes line and reads up to the next prompt.
 func (s *Session) exchange(line string) (string, error) {
+	defer func() { s.last = time.Now() }()
 	if s.Timeout > 0 {
 		s.conn.SetDeadline(time.Now().Add(s.Timeout))
 	}

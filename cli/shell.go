@@ -120,9 +120,11 @@ func Shell(c *Client, stdin io.ReadCloser, verbs []Verb) error {
 	}
 }
 
-// keepAlive pings c's session every Session.KeepAliveEvery while no
-// command runs (mu is held by the commands) and the server does not wait
-// for payload lines. It returns the func that stops it.
+// keepAlive pings c's session once it has been idle for
+// Session.KeepAliveEvery, while no command runs (mu is held by the
+// commands) and the server does not wait for payload lines. It looks at
+// most every 200ms, so that a shorter idle timeout set meanwhile (`set
+// timeout cli 1`) is kept too. It returns the func that stops it.
 func keepAlive(c *Client, mu *sync.Mutex) func() {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -133,7 +135,7 @@ func keepAlive(c *Client, mu *sync.Mutex) func() {
 			mu.Lock()
 			every := c.Sess.KeepAliveEvery()
 			mu.Unlock()
-			t := time.NewTimer(every)
+			t := time.NewTimer(min(every, 200*time.Millisecond))
 			select {
 			case <-done:
 				t.Stop()
@@ -141,7 +143,7 @@ func keepAlive(c *Client, mu *sync.Mutex) func() {
 			case <-t.C:
 			}
 			mu.Lock()
-			if !c.InPayload() {
+			if !c.InPayload() && c.Sess.IdleFor() >= every {
 				c.Sess.Ping()
 			}
 			mu.Unlock()

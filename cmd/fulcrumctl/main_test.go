@@ -40,6 +40,22 @@ func TestMain(m *testing.M) {
 type env struct {
 	sock string
 	url  string // the frontend
+	p    *proxy.Proxy
+	api  *runtime.API
+	opts runtime.Options
+}
+
+// restart closes the Runtime API and opens a new one on the same socket,
+// as a restarted proxy does: every session is cut.
+func (e *env) restart(t *testing.T) {
+	t.Helper()
+	e.api.Close()
+	e.api = runtime.New(e.p, zerolog.Nop(), e.opts)
+	api := e.api
+	t.Cleanup(func() { api.Close() })
+	if err := e.api.Listen(runtime.Socket{Path: e.sock, Level: runtime.LevelAdmin}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // upstream answers every request with its name, after hold is closed
@@ -65,7 +81,7 @@ func upstream(t *testing.T, name string, hold chan struct{}) string {
 // upstreams of this test) and an admin socket.
 func startProxy(t *testing.T, hold chan struct{}) *env {
 	t.Helper()
-	cfg := fmt.Sprintf(`
+	return startProxyConfig(t, fmt.Sprintf(`
 [defaults]
 mode = "http"
 timeout_connect = "2s"
@@ -88,7 +104,13 @@ address = %q
 [[backend.server]]
 name = "s2"
 address = %q
-`, upstream(t, "s1", hold), upstream(t, "s2", hold))
+`, upstream(t, "s1", hold), upstream(t, "s2", hold)), runtime.Options{})
+}
+
+// startProxyConfig runs a proxy on a configuration (its first frontend is
+// the one env.url names) with an admin socket served with opts.
+func startProxyConfig(t *testing.T, cfg string, opts runtime.Options) *env {
+	t.Helper()
 	c, err := conf.Parse("test.toml", []byte(cfg))
 	if err != nil {
 		t.Fatal(err)
@@ -110,13 +132,14 @@ address = %q
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	api := runtime.New(p, zerolog.Nop(), runtime.Options{Version: "0.0.0-test"})
+	opts.Version = "0.0.0-test"
+	api := runtime.New(p, zerolog.Nop(), opts)
 	t.Cleanup(func() { api.Close() })
 	sock := filepath.Join(dir, "admin.sock")
 	if err := api.Listen(runtime.Socket{Path: sock, Level: runtime.LevelAdmin}); err != nil {
 		t.Fatal(err)
 	}
-	return &env{sock: sock, url: "http://" + p.Frontends[0].Addrs()[0].String()}
+	return &env{sock: sock, url: "http://" + p.Frontends[0].Addrs()[0].String(), p: p, api: api, opts: opts}
 }
 
 // ctl runs fulcrumctl with args (after the program name) and stdin.
