@@ -48,7 +48,7 @@ stats,BACKEND,UP,
 0 (./blocked.acl) pattern loaded from file './blocked.acl' used by acl at file 'f.toml' line 9. curr_ver=0 next_ver=0 entry_cnt=2
 1 () acl 'path_beg' file 'f.toml' line 9. curr_ver=0 next_ver=0 entry_cnt=2
 `,
-		"show map":         "# id (file) description\n",
+		"show map":          "# id (file) description\n",
 		"set server web/s1": "usage: set server <backend>/<server> agent | health | state | weight\n",
 	}
 	path := filepath.Join(t.TempDir(), "api.sock")

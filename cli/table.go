@@ -333,7 +333,9 @@ func orDash(v string) string {
 var serversStateViews = []view{
 	col("BACKEND", "be_name", 0),
 	col("SERVER", "srv_name", 0),
-	{"STATE", func(t *Table, r []string) string { return cmpOr(opStates[t.Get(r, "srv_op_state")], t.Get(r, "srv_op_state")) }, 0},
+	{"STATE", func(t *Table, r []string) string {
+		return cmpOr(opStates[t.Get(r, "srv_op_state")], t.Get(r, "srv_op_state"))
+	}, 0},
 	{"ADMIN", func(t *Table, r []string) string { return adminState(t.Get(r, "srv_admin_state")) }, 0},
 	col("WEIGHT", "srv_uweight", 1),
 	{"ADDRESS", func(t *Table, r []string) string { return hostPort(t.Get(r, "srv_addr"), t.Get(r, "srv_port")) }, 1},
