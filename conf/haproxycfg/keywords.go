@@ -239,6 +239,7 @@ var globalRows = []keyword{
 	{name: "maxsslconn", kind: NotYet, why: whyTLS},
 	{name: "maxsslrate", kind: NotYet, why: whyTLS},
 	{name: "issuers-chain-path", kind: NotYet, why: whyTLS},
+	{name: "tune.http.maxhdr", conv: convGlobalInt("tune_http_maxhdr")},
 	{name: "tune.ssl.*", kind: NotYet, why: whyTLS},
 	{name: "tune.*", kind: Unsupported, why: "tuning settings"},
 	{name: "localpeer", kind: NotYet, why: whyPeers},

@@ -87,6 +87,18 @@ func setInt(key string) func(*optCtx, []string) error {
 	}
 }
 
+// setSigned is setInt for a value that may be -1 (no limit).
+func setSigned(key string) func(*optCtx, []string) error {
+	return func(o *optCtx, a []string) error {
+		n, err := strconv.Atoi(a[0])
+		if err != nil || n < -1 {
+			return fmt.Errorf("%q is not a number (-1 for no limit)", a[0])
+		}
+		o.t.set(key, n, o.x.ln.num)
+		return nil
+	}
+}
+
 func setTime(key string) func(*optCtx, []string) error {
 	return func(o *optCtx, a []string) error {
 		d, err := haproxyTime(a[0])
@@ -272,9 +284,9 @@ var serverOpts = map[string]option{
 	"socks4":               unsupp1,
 	"tfo":                  unsupp0,
 	"max-reuse":            unsupp1,
-	"pool-max-conn":        unsupp1,
-	"pool-low-conn":        unsupp1,
-	"pool-purge-delay":     unsupp1,
+	"pool-max-conn":        {args: 1, apply: setSigned("pool_max_conn")},
+	"pool-low-conn":        {args: 1, apply: setInt("pool_low_conn")},
+	"pool-purge-delay":     {args: 1, apply: setTime("pool_purge_delay")},
 	"source":               unsupp1,
 	"usesrc":               unsupp1,
 	"interface":            unsupp1,
