@@ -54,8 +54,11 @@ it works against fulcrum and against HAProxy. Commands are the server's own:
 Without a command and with a terminal on stdin, it opens an interactive shell
 on one persistent session ("prompt" mode): line editing, history in
 ~/.fulcrumctl_history ($FULCRUMCTL_HISTORY), Tab completion of command words
-and of backend/server/table names, Ctrl-C cancels the line, Ctrl-D quits. If
-the proxy restarts, the next command reconnects and says so.
+and of their arguments (servers, set server subcommands and values, tables
+and data.* filters, ACL and map ids), Ctrl-C cancels the line, Ctrl-D quits.
+The session stays open while idle; if the proxy restarts, the next command
+reconnects at the level the session was lowered to (user, operator) and says
+so. drain, ready and watch work inside the shell as on the command line.
 
 With a command (arguments, -c "cmd1; cmd2", or lines on stdin) it runs them in
 order and stops at the first error reply.
