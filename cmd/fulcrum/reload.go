@@ -89,7 +89,7 @@ func (r *reloader) reload() error {
 	t0 := time.Now()
 	cfg, err := r.load() // load.go: conf.Load and the daemon's own checks
 	if err != nil {
-		r.log.Error().Err(err).Str("file", r.path).Msg("reload refused: invalid configuration, the running one keeps serving")
+		logConfigErrors(r.log, r.path, err, "reload refused: invalid configuration, the running one keeps serving")
 		return err
 	}
 	old := r.cur.Load()
@@ -148,7 +148,7 @@ func (r *reloader) reload() error {
 			log.Warn().Msg("reload: hard_stop_after reached, the old configuration's remaining connections closed")
 		}
 	}()
-	log.Info().Str("file", r.path).Dur("took", time.Since(t0)).Msg("configuration reloaded")
+	log.Info().Str("file", r.path).Stringer("took", logDuration(time.Since(t0))).Msg("configuration reloaded")
 	return nil
 }
 
