@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -59,18 +61,25 @@ func Run(a Addr, line string, timeout time.Duration) (string, error) {
 // line, and its reply ends at the "\n> " prompt (or "+ " while a payload is
 // being typed). A Session redials once when the server has closed the
 // connection (idle timeout, restarted proxy) before the command was read;
-// OnReconnect is then told. Not safe for concurrent use.
+// the level the session was lowered to (`user`, `operator`) is restored
+// first, and OnReconnect is told the level the new connection has. Not
+// safe for concurrent use.
 type Session struct {
 	Addr    Addr
 	Timeout time.Duration // bound on one exchange, 0 = none
-	// OnReconnect, if set, is called after the session had to redial.
-	OnReconnect func()
+	// OnReconnect, if set, is called after the session had to redial, with
+	// the level of the new connection as `show cli level` reports it (""
+	// when the server cannot say).
+	OnReconnect func(level string)
 	// Init are commands sent after each dial, replies ignored (the shell
 	// raises its idle timeout with `set timeout cli`).
 	Init []string
 
-	conn net.Conn
-	buf  []byte
+	conn  net.Conn
+	buf   []byte
+	level string        // "user" or "operator" once lowered; "" = the socket's
+	idle  time.Duration // the server's idle timeout, once set with `set timeout cli`
+	last  time.Time     // the end of the last exchange
 }
 
 // Dial opens a prompt-mode session on a.
@@ -94,12 +103,67 @@ func (s *Session) dial() error {
 		s.conn = nil
 		return fmt.Errorf("%w %s: no prompt: %v", ErrUnreachable, s.Addr, err)
 	}
-	for _, cmd := range s.Init {
-		if _, err := s.exchange(cmd); err != nil {
+	init := s.Init
+	if s.level != "" {
+		init = append(slices.Clone(init), s.level)
+	}
+	for _, cmd := range init {
+		out, err := s.exchange(cmd)
+		if err != nil {
 			c.Close()
 			s.conn = nil
 			return fmt.Errorf("%w %s: %v", ErrUnreachable, s.Addr, err)
 		}
+		s.track(cmd, out)
+	}
+	return nil
+}
+
+// track remembers what a command that succeeded changed in the session:
+// the level it was lowered to, and its idle timeout.
+func (s *Session) track(cmd, reply string) {
+	if reply != "" {
+		return // an error reply: nothing changed
+	}
+	words := strings.Fields(cmd)
+	switch {
+	case len(words) == 1 && (words[0] == "user" || words[0] == "operator"):
+		if s.level != "user" { // a session never goes back up
+			s.level = words[0]
+		}
+	case len(words) == 4 && words[0] == "set" && words[1] == "timeout" && words[2] == "cli":
+		if n, err := strconv.Atoi(words[3]); err == nil && n > 0 {
+			s.idle = time.Duration(n) * time.Second
+		}
+	}
+}
+
+// Level returns the level the session was lowered to ("user",
+// "operator"), or "" when it has the socket's.
+func (s *Session) Level() string { return s.level }
+
+// KeepAliveEvery returns how often an idle session must say something so
+// that the server does not close it: a third of the idle timeout it set
+// (`set timeout cli`), else of HAProxy's default stats timeout, 10s.
+func (s *Session) KeepAliveEvery() time.Duration {
+	idle := s.idle
+	if idle <= 0 {
+		idle = 10 * time.Second
+	}
+	return max(idle/3, 100*time.Millisecond)
+}
+
+// Ping keeps an idle session open: it sends `show cli level`, which every
+// level may run and which changes nothing. It never redials: when the
+// connection is gone, the next command reconnects (and says so).
+func (s *Session) Ping() error {
+	if s.conn == nil {
+		return errClosed
+	}
+	if _, err := s.exchange("show cli level"); err != nil {
+		s.conn.Close()
+		s.conn = nil
+		return err
 	}
 	return nil
 }
@@ -121,11 +185,8 @@ func (s *Session) Close() error {
 // own newline), or "+ " when the server waits for the lines of a payload.
 func (s *Session) Exec(cmd string) (string, error) {
 	if s.conn == nil {
-		if err := s.dial(); err != nil {
+		if err := s.redial(); err != nil {
 			return "", err
-		}
-		if s.OnReconnect != nil {
-			s.OnReconnect()
 		}
 	}
 	out, err := s.exchange(cmd)
@@ -133,11 +194,8 @@ func (s *Session) Exec(cmd string) (string, error) {
 		// Closed before it read the line: nothing ran, so redial and resend.
 		s.conn.Close()
 		s.conn = nil
-		if err := s.dial(); err != nil {
+		if err := s.redial(); err != nil {
 			return "", err
-		}
-		if s.OnReconnect != nil {
-			s.OnReconnect()
 		}
 		out, err = s.exchange(cmd)
 	}
@@ -148,13 +206,34 @@ func (s *Session) Exec(cmd string) (string, error) {
 		}
 		return out, err
 	}
+	s.track(cmd, out)
 	return out, nil
+}
+
+// redial opens a new connection after the last one was lost, at the
+// level the session had, and tells OnReconnect the level it has now.
+func (s *Session) redial() error {
+	if err := s.dial(); err != nil {
+		return err
+	}
+	if s.OnReconnect != nil {
+		level := ""
+		if out, err := s.exchange("show cli level"); err == nil && !IsError(out) {
+			level = strings.TrimSpace(out)
+		}
+		s.OnReconnect(level)
+	}
+	return nil
 }
 
 var errClosed = errors.New("connection closed by the server")
 
+// IdleFor returns how long the session has said nothing.
+func (s *Session) IdleFor() time.Duration { return time.Since(s.last) }
+
 // exchange writes line and reads up to the next prompt.
 func (s *Session) exchange(line string) (string, error) {
+	defer func() { s.last = time.Now() }()
 	if s.Timeout > 0 {
 		s.conn.SetDeadline(time.Now().Add(s.Timeout))
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,11 +10,29 @@ import (
 
 // Exit codes of the deploy helpers (and of fulcrumctl as a whole).
 const (
-	ExitOK          = 0
-	ExitError       = 1 // an error reply or a bad argument
-	ExitUnreachable = 2 // the socket cannot be reached
+	ExitOK    = 0
+	ExitError = 1 // an error reply: the server refused a command
+	// ExitUsage: nothing was sent. A usage error (a missing argument, a
+	// bad flag value), a command that would take a backend's last servers
+	// out without --yes, or a socket that cannot be reached
+	// (ExitUnreachable).
+	ExitUsage       = 2
+	ExitUnreachable = 2
 	ExitTimeout     = 3 // drain --wait: sessions left at the deadline
 )
+
+// ParseWait reads a duration flag: a Go duration ("60s", "1m30s") or a
+// number of seconds ("5"). The error is one line, for a usage message.
+func ParseWait(s string) (time.Duration, error) {
+	if n, err := strconv.ParseFloat(s, 64); err == nil && n >= 0 && n < 1e9 {
+		return time.Duration(n * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%w: %q is not a duration (60s, 1m30s, or 60 for seconds)", ErrUsage, s)
+	}
+	return d, nil
+}
 
 // DrainOptions are the flags of `fulcrumctl drain`.
 type DrainOptions struct {
@@ -29,33 +48,31 @@ type DrainOptions struct {
 // state). An unknown backend in "B/*" is an error.
 func Expand(s *Session, args []string) ([]string, error) {
 	var out []string
-	var live *names
+	live := &names{s: s}
 	for _, a := range args {
 		b, srv, ok := strings.Cut(a, "/")
 		if !ok || b == "" || srv == "" {
-			return nil, fmt.Errorf("%q: expected BACKEND/SERVER or BACKEND/*", a)
+			return nil, fmt.Errorf("%w: %q: expected BACKEND/SERVER or BACKEND/*", ErrUsage, a)
 		}
 		if srv != "*" {
 			out = append(out, a)
 			continue
 		}
-		if live == nil {
-			live = fetchNames(s)
-		}
-		if len(live.servers[b]) == 0 {
+		if len(live.Servers(b)) == 0 {
 			return nil, fmt.Errorf("%s: No such backend (or it has no server).", a)
 		}
-		for _, name := range live.servers[b] {
+		for _, name := range live.Servers(b) {
 			out = append(out, b+"/"+name)
 		}
 	}
 	return out, nil
 }
 
-// setState sends `set server S state STATE` to each server.
+// setState sends `set server S state STATE` to each server (asked for as
+// a whole beforehand: each command is not asked about again).
 func setState(c *Client, servers []string, state string) int {
 	for _, s := range servers {
-		if err := c.Do("set server " + s + " state " + state); err != nil {
+		if err := c.run("set server "+s+" state "+state, c.Format); err != nil {
 			if err == ErrReply {
 				fmt.Fprintf(c.Err, "fulcrumctl: %s: could not set %s\n", s, state)
 				return ExitError
@@ -91,6 +108,16 @@ func Drain(c *Client, args []string, o DrainOptions) int {
 		fmt.Fprintln(c.Err, "fulcrumctl:", err)
 		return exitCode(err)
 	}
+	if !c.Yes {
+		what := "drain " + strings.Join(args, " ")
+		actions := []serverAction{{servers: servers, what: "drain"}}
+		if err := c.guard(actions, what); err != nil {
+			if !errors.Is(err, ErrRefused) {
+				fmt.Fprintln(c.Err, "fulcrumctl:", err)
+			}
+			return exitCode(err)
+		}
+	}
 	if code := setState(c, servers, "drain"); code != ExitOK {
 		return code
 	}
@@ -116,7 +143,9 @@ func Drain(c *Client, args []string, o DrainOptions) int {
 			}
 			break
 		}
-		remaining := time.Until(deadline).Round(time.Second)
+		// Issue 23: the deadline is the deadline, not its rounding (a wait
+		// of 10s gave up at 9.5s).
+		remaining := time.Until(deadline)
 		if remaining <= 0 && o.Timeout > 0 {
 			if o.TTY {
 				fmt.Fprint(c.Err, "\r\x1b[K")
@@ -126,7 +155,7 @@ func Drain(c *Client, args []string, o DrainOptions) int {
 		}
 		line := "draining: " + left
 		if o.Timeout > 0 {
-			line += fmt.Sprintf(" (%v left)", remaining)
+			line += fmt.Sprintf(" (%v left)", remaining.Round(time.Second))
 		}
 		switch {
 		case o.TTY:
@@ -197,6 +226,8 @@ func exitCode(err error) int {
 		return ExitOK
 	case isUnreachable(err):
 		return ExitUnreachable
+	case errors.Is(err, ErrUsage), errors.Is(err, ErrRefused):
+		return ExitUsage
 	}
 	return ExitError
 }

@@ -84,22 +84,25 @@ const (
 	FormatJSON               // machine-readable
 )
 
-// cutFlags removes the client-side options --raw and --json from the end
-// of a command, so that `show stat --json` works in the shell and in
-// one-shot mode alike. f is the format asked for on the command line;
-// an option on the command wins.
-func cutFlags(cmd string, f Format) (string, Format) {
+// cutFlags removes the client-side options --raw, --json and --yes from
+// the end of a command, so that `show stat --json` and `set server web/s1
+// state maint --yes` work in the shell and in one-shot mode alike. f is
+// the format asked for on the command line; an option on the command wins.
+func cutFlags(cmd string, f Format) (string, Format, bool) {
 	words := strings.Fields(cmd)
+	yes := false
 	for len(words) > 0 {
 		switch words[len(words)-1] {
 		case "--raw":
 			f = FormatRaw
 		case "--json":
 			f = FormatJSON
+		case "--yes", "-y":
+			yes = true
 		default:
-			return strings.Join(words, " "), f
+			return strings.Join(words, " "), f, yes
 		}
 		words = words[:len(words)-1]
 	}
-	return "", f
+	return "", f, yes
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/chzyer/readline"
 )
@@ -24,17 +26,34 @@ func HistoryFile() string {
 	return filepath.Join(home, ".fulcrumctl_history")
 }
 
+// ShellIdleTimeout is the idle timeout the shell asks of the server
+// (`set timeout cli`), in seconds; the shell says something every third of
+// it (Session.Ping) while the operator thinks, so that the session is not
+// closed under them.
+const ShellIdleTimeout = 60
+
 // Shell runs the interactive shell on c until Ctrl-D, `quit` or `exit`:
 // readline editing, history in HistoryFile, Tab completion (Completer),
-// Ctrl-C cancels the line being typed. When the connection is lost (the
-// proxy restarted) the next command reconnects and the shell says so; when
-// the socket cannot be reached it says so and keeps the prompt.
-func Shell(c *Client, stdin io.ReadCloser) error {
-	comp := &Completer{Sess: c.Sess}
-	c.Sess.OnReconnect = func() {
-		fmt.Fprintf(c.Err, "fulcrumctl: connection lost; reconnected to %s\n", c.Sess.Addr)
+// Ctrl-C cancels the line being typed. fulcrumctl's verbs (drain, ready,
+// watch...) run as on the command line. The session is kept open while
+// idle; when the connection is lost anyway (the proxy restarted) the next
+// command reconnects at the level the operator had chosen (`user`,
+// `operator`) and the shell says so; when the socket cannot be reached it
+// says so and keeps the prompt.
+func Shell(c *Client, stdin io.ReadCloser, verbs []Verb) error {
+	comp := &Completer{Sess: c.Sess, Verbs: verbs}
+	c.Sess.Init = append(c.Sess.Init, fmt.Sprintf("set timeout cli %d", ShellIdleTimeout))
+	c.Sess.OnReconnect = func(level string) {
+		msg := "fulcrumctl: connection lost; reconnected to " + string(c.Sess.Addr)
+		if level != "" {
+			msg += " at level " + level
+		}
+		fmt.Fprintln(c.Err, msg)
 		comp.usage = nil // under comp.mu: Exec runs with it held
 	}
+	comp.mu.Lock()
+	c.Sess.Exec(fmt.Sprintf("set timeout cli %d", ShellIdleTimeout)) // the session dialled before Init had it
+	comp.mu.Unlock()
 	prompt := filepath.Base(string(c.Sess.Addr)) + "> "
 	rl, err := readline.NewEx(&readline.Config{
 		Prompt:          prompt,
@@ -50,6 +69,16 @@ func Shell(c *Client, stdin io.ReadCloser) error {
 		return err
 	}
 	defer rl.Close()
+	c.Width = func() int { return rl.Config.FuncGetWidth() }
+	c.Confirm = func(question string) bool {
+		rl.SetPrompt(question)
+		defer rl.SetPrompt(prompt)
+		answer, err := rl.Readline()
+		a := strings.ToLower(strings.TrimSpace(answer))
+		return err == nil && (a == "y" || a == "yes")
+	}
+	stop := keepAlive(c, &comp.mu)
+	defer stop()
 	fmt.Fprintf(c.Out, "Connected to %s. Tab completes, Ctrl-C cancels the line, Ctrl-D quits.\n", c.Sess.Addr)
 	c.KeepGoing = true
 	for {
@@ -73,14 +102,87 @@ func Shell(c *Client, stdin io.ReadCloser) error {
 			case "quit", "exit":
 				return nil
 			}
+			if v, args := comp.verb(splitArgs(line)); v != nil {
+				comp.mu.Lock()
+				v.Run(args)
+				comp.mu.Unlock()
+				continue
+			}
 		}
 		comp.mu.Lock()
 		err = c.Do(line)
 		comp.mu.Unlock()
 		if errors.Is(err, ErrUnreachable) {
 			fmt.Fprintf(c.Err, "fulcrumctl: %v (retrying at the next command)\n", err)
-		} else if err != nil && !errors.Is(err, ErrReply) {
+		} else if err != nil && !errors.Is(err, ErrReply) && !errors.Is(err, ErrRefused) {
 			fmt.Fprintf(c.Err, "fulcrumctl: %v\n", err)
 		}
 	}
+}
+
+// keepAlive pings c's session once it has been idle for
+// Session.KeepAliveEvery, while no command runs (mu is held by the
+// commands) and the server does not wait for payload lines. It looks at
+// most every 200ms, so that a shorter idle timeout set meanwhile (`set
+// timeout cli 1`) is kept too. It returns the func that stops it.
+func keepAlive(c *Client, mu *sync.Mutex) func() {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			mu.Lock()
+			every := c.Sess.KeepAliveEvery()
+			mu.Unlock()
+			t := time.NewTimer(min(every, 200*time.Millisecond))
+			select {
+			case <-done:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			mu.Lock()
+			if !c.InPayload() && c.Sess.IdleFor() >= every {
+				c.Sess.Ping()
+			}
+			mu.Unlock()
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// splitArgs splits a verb's line into words as a shell would: quotes
+// group ('web/*', "a b") and are removed.
+func splitArgs(line string) []string {
+	var out []string
+	var w strings.Builder
+	in, quote := false, byte(0)
+	for i := 0; i < len(line); i++ {
+		ch := line[i]
+		switch {
+		case quote != 0 && ch == quote:
+			quote = 0
+		case quote != 0:
+			w.WriteByte(ch)
+		case ch == '\'' || ch == '"':
+			quote, in = ch, true
+		case ch == ' ' || ch == '\t':
+			if in {
+				out = append(out, w.String())
+				w.Reset()
+				in = false
+			}
+		default:
+			w.WriteByte(ch)
+			in = true
+		}
+	}
+	if in {
+		out = append(out, w.String())
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,49 +33,76 @@ func golden(t *testing.T, name, got string) {
 
 // TestRenderGolden renders the replies captured from HAProxy 2.6 (the
 // reference goldens; show-queue.in is fulcrum's layout) as tables without
-// colour, as JSON, and show stat cut to 80 columns as watch does.
+// colour, as JSON, and cut to 80 and 120 columns where the table is wide
+// (issue 23: show servers state and conn fit a terminal).
 func TestRenderGolden(t *testing.T) {
-	for _, tc := range []struct{ in, kind string }{
-		{"show-stat", "stat"},
-		{"show-servers-state", "servers-state"},
-		{"show-backend", "columns"},
-		{"show-table", "table-list"},
-		{"show-table-dump", "table-dump"},
-		{"show-queue", "columns"},
+	for _, tc := range []struct {
+		in, cmd, kind string
+		widths        []int
+	}{
+		{"show-stat", "show stat", "stat", []int{80}},
+		{"show-servers-state", "show servers state", "servers-state", []int{80, 120}},
+		{"show-servers-conn", "show servers conn", "servers-conn", []int{80, 120}},
+		{"show-backend", "show backend", "columns", nil},
+		{"show-table", "show table", "table-list", nil},
+		{"show-table-dump", "show table fe_web", "table-dump", nil},
+		{"show-table-empty", "show table www", "table-dump", nil},
+		{"show-table-user", "show table www", "table-dump", nil},
+		{"show-queue", "show queue", "columns", nil},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join("..", "testdata", "cli", tc.in+".in"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			tab, ok := ParseTable(string(b))
+			tab, ok := ParseReply(tc.cmd, string(b))
 			if !ok || tab.Kind != tc.kind {
-				t.Fatalf("ParseTable: ok %v kind %q, want %q", ok, tab.Kind, tc.kind)
+				t.Fatalf("ParseReply: ok %v kind %q, want %q", ok, tab.Kind, tc.kind)
 			}
 			out := tab.Render(false, 0)
 			if strings.Contains(out, "\x1b") {
 				t.Errorf("colour without asking")
 			}
 			golden(t, tc.in+".txt", out)
-			js := ToJSON(string(b))
+			js := ReplyJSON(tc.cmd, string(b))
 			var rows []map[string]string
 			if err := json.Unmarshal(js, &rows); err != nil || len(rows) != len(tab.Rows) {
 				t.Fatalf("JSON: %v, %d rows\n%s", err, len(rows), js)
 			}
 			golden(t, tc.in+".json", string(js))
-			if tc.in == "show-stat" {
-				narrow := tab.Render(false, 80)
+			for _, w := range tc.widths {
+				narrow := tab.Render(false, w)
 				for _, l := range strings.Split(narrow, "\n") {
-					if n := len([]rune(l)); n > 80 {
-						t.Errorf("line of %d columns at 80: %q", n, l)
+					if n := len([]rune(l)); n > w {
+						t.Errorf("line of %d columns at %d: %q", n, w, l)
 					}
 				}
-				golden(t, "show-stat-80.txt", narrow)
+				golden(t, fmt.Sprintf("%s-%d.txt", tc.in, w), narrow)
+			}
+			if tc.in == "show-stat" {
 				if c := tab.Render(true, 0); !strings.Contains(c, "\x1b[32mUP") || !strings.Contains(c, "\x1b[31mDOWN") {
 					t.Errorf("no colour with colour:\n%s", c)
 				}
 			}
 		})
+	}
+}
+
+// TestNamedStates: the numbers of show servers state read as HAProxy's
+// names.
+func TestNamedStates(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{opStates["2"], "RUNNING"}, {opStates["0"], "STOPPED"}, {opStates["3"], "STOPPING"},
+		{adminState("0"), "READY"}, {adminState("1"), "MAINT"}, {adminState("5"), "MAINT(config)"},
+		{adminState("8"), "DRAIN"}, {adminState("9"), "MAINT+DRAIN"}, {adminState("128"), "0x80"},
+		{checkStatus("15", "6"), "L7OK"}, {checkStatus("8", "6"), "L4CON"}, {checkStatus("1", "0"), "-"},
+		{limit("0", ""), "0/-"}, {limit("3", "50"), "3/50"},
+		{expiry("1799973"), "29m59s"}, {expiry("0"), "-"}, {millis("5000"), "5s"},
+		{dataTitle("http_req_rate(10000)"), "HTTP_REQ_RATE(10s)"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
 	}
 }
 
@@ -144,7 +172,7 @@ func TestSplitCommands(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("got %q", got)
 	}
-	if c, f := cutFlags("show stat --json", FormatAuto); c != "show stat" || f != FormatJSON {
+	if c, f, y := cutFlags("show stat --json --yes", FormatAuto); c != "show stat" || f != FormatJSON || !y {
 		t.Errorf("cutFlags: %q %v", c, f)
 	}
 }

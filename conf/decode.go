@@ -258,7 +258,7 @@ func (s scope) decodeTable(data any, rv reflect.Value) bool {
 	for _, k := range s.sortedKeys(m) {
 		index, ok := fields[k]
 		if !ok {
-			s.at(k).errorUnknown()
+			s.at(k).errorUnknown(fields)
 			continue
 		}
 		s.at(k).decode(m[k], rv.FieldByIndex(index))
@@ -266,15 +266,16 @@ func (s scope) decodeTable(data any, rv reflect.Value) bool {
 	return true
 }
 
-// errorUnknown reports the key at s as unknown: `unknown key "frontend.bindd"`.
-// The message gives the key's schema path, not its context, because the
-// schema path is what the operator looks up in the reference.
-func (s scope) errorUnknown() {
+// errorUnknown reports the key at s as unknown, naming the table it is in
+// and the nearest key of valid, the keys that table has:
+// `unknown key "maxconns" in frontend "www"; did you mean "maxconn"?`
+// (suggest.go).
+func (s scope) errorUnknown(valid map[string][]int) {
 	s.c.failed[s.p.key()] = true
 	s.c.errs = append(s.c.errs, Error{
 		File: s.c.file,
 		Line: s.line(),
-		Msg:  fmt.Sprintf("unknown key %q", s.p.schema()),
+		Msg:  s.c.unknownKeyMessage(s.p[:len(s.p)-1], s.p[len(s.p)-1], valid),
 	})
 }
 

@@ -10,7 +10,11 @@ import (
 type globalSection struct {
 	// MaxConn is the most client connections the process serves at once,
 	// over all frontends. Past it, new connections wait in the kernel's
-	// listen queue. 0 means no limit. Default 0.
+	// listen queue. 0 means what the file descriptor limit allows, as
+	// HAProxy's: `fulcrum run` raises the soft RLIMIT_NOFILE to the hard
+	// one and takes (limit - reserved) / 2, reserved counting listeners,
+	// checks and Runtime API sessions (show info reports Ulimit-n and
+	// Maxconn). Default 0.
 	MaxConn int `toml:"maxconn"`
 
 	// NbThread is how many threads run Go code at once (GOMAXPROCS), as

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
-	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 )
 
@@ -144,7 +143,7 @@ func TestFaultServerResetBeforeResponse(t *testing.T) {
 	p, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
 	rc := dialRaw(t, addr)
 	resp := rc.do(t, "GET /reset HTTP/1.1\r\nHost: x\r\n\r\n")
-	if body := bodyOf(resp); resp.StatusCode != 502 || body != http1.ErrorPage(502) || !resp.Close {
+	if body := bodyOf(resp); resp.StatusCode != 502 || body != errorPage(502) || !resp.Close {
 		t.Errorf("got %d %q close=%v, want HAProxy's 502 page with connection: close", resp.StatusCode, body, resp.Close)
 	}
 	expectClosed(t, rc)
@@ -224,7 +223,7 @@ func TestFaultServerNeverAnswers(t *testing.T) {
 	rc := dialRaw(t, addr)
 	start := time.Now()
 	resp := rc.do(t, "GET /hang HTTP/1.1\r\nHost: x\r\n\r\n")
-	if body := bodyOf(resp); resp.StatusCode != 504 || body != http1.ErrorPage(504) {
+	if body := bodyOf(resp); resp.StatusCode != 504 || body != errorPage(504) {
 		t.Errorf("got %d %q, want HAProxy's 504 page", resp.StatusCode, body)
 	}
 	if d := time.Since(start); d < 200*time.Millisecond {
@@ -288,7 +287,7 @@ func TestFaultSlowClient(t *testing.T) {
 		if d := time.Since(start); d < 200*time.Millisecond {
 			t.Errorf("408 after %v, before timeout_http_request (200ms)", d)
 		}
-		if b, _ := io.ReadAll(resp.Body); string(b) != http1.ErrorPage(408) || !resp.Close {
+		if b, _ := io.ReadAll(resp.Body); string(b) != errorPage(408) || !resp.Close {
 			t.Errorf("body %q close=%v, want HAProxy's 408 page with connection: close", b, resp.Close)
 		}
 		expectClosed(t, rc)
@@ -355,7 +354,7 @@ func TestFaultHugeHeader(t *testing.T) {
 			t.Fatalf("reading the reply: %v", err)
 		}
 		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 400 || string(b) != http1.ErrorPage(400) || !resp.Close {
+		if resp.StatusCode != 400 || string(b) != errorPage(400) || !resp.Close {
 			t.Errorf("got %d %q close=%v, want HAProxy's 400 page with connection: close", resp.StatusCode, b, resp.Close)
 		}
 		expectClosed(t, rc)
@@ -539,7 +538,7 @@ func TestFaultServerResetDuringUpload(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 502 || string(body) != http1.ErrorPage(502) || !resp.Close {
+	if resp.StatusCode != 502 || string(body) != errorPage(502) || !resp.Close {
 		t.Errorf("got %d %q close=%v, want HAProxy's 502 page with connection: close", resp.StatusCode, body, resp.Close)
 	}
 	<-sent

@@ -188,15 +188,24 @@ func isInherited(inherited map[string]net.Listener, l net.Listener) bool {
 const acceptWarnEvery = 10 * time.Second
 
 // acceptLoop accepts on a until it is closed or handed over. Before each
-// Accept it takes a frontend slot and a global slot, so that beyond maxconn
-// connections wait in the kernel's accept backlog and nothing is refused by
-// fulcrum (HAProxy's behaviour).
+// Accept it takes a frontend slot, a global slot and the connection's
+// descriptors (fds.go), so that beyond maxconn, or short of descriptors,
+// connections wait in the kernel's accept backlog and nothing is refused
+// by fulcrum (HAProxy's behaviour).
 func (fe *Frontend) acceptLoop(a *acceptor) {
 	defer fe.p.wg.Done()
 	defer close(a.done)
 	var backoff time.Duration
-	failures := 0 // accept failures in a row
+	// The log of accept failures: a warning when they start, then at most
+	// one every acceptWarnEvery, and "accepting again" at the first accept
+	// that succeeds after a warning. Failures that come back within
+	// acceptWarnEvery of the last warning are only counted, and reported
+	// by the next line: near the descriptor limit, accepts alternate
+	// between failing and succeeding, and ending the episode at each
+	// success logged a warning per failure (issue 16: 1,386 lines in 10 s).
+	failures := 0 // accept failures since the last "accepting again"
 	var lastWarn time.Time
+	warned := false // a warning was logged, "accepting again" was not
 	for {
 		if !fe.p.acquire(fe, a.ctx.Done()) {
 			return
@@ -209,13 +218,12 @@ func (fe *Frontend) acceptLoop(a *acceptor) {
 			}
 			// EMFILE, ENFILE and the like: back off as net/http's Server
 			// does (5ms doubling up to 1s) and try again, never spin or
-			// exit; the connection waits in the backlog. Logged when the
-			// failures start, then at most every acceptWarnEvery.
+			// exit; the connection waits in the backlog.
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 			failures++
-			if now := time.Now(); failures == 1 || now.Sub(lastWarn) >= acceptWarnEvery {
-				lastWarn = now
-				fe.p.log.Warn().Err(err).Str("frontend", fe.Name).Str("bind", a.l.Addr().String()).
+			if now := time.Now(); lastWarn.IsZero() || now.Sub(lastWarn) >= fe.p.acceptWarnEvery {
+				lastWarn, warned = now, true
+				fe.p.log.Warn().Err(err).Str("frontend", fe.Name).Str("bind", a.addr).
 					Int("failures", failures).Dur("retry_in", backoff).Msg("accept failed, backing off")
 			}
 			select {
@@ -225,10 +233,10 @@ func (fe *Frontend) acceptLoop(a *acceptor) {
 			}
 			continue
 		}
-		if failures > 0 {
-			fe.p.log.Info().Str("frontend", fe.Name).Str("bind", a.l.Addr().String()).
+		if warned {
+			fe.p.log.Info().Str("frontend", fe.Name).Str("bind", a.addr).
 				Int("failures", failures).Msg("accepting again")
-			failures = 0
+			failures, warned = 0, false
 		}
 		backoff = 0
 		cc := &clientConn{c: c, accepted: time.Now(), bind: a.addr}

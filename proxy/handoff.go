@@ -105,6 +105,7 @@ func (fe *Frontend) adopt(cc *clientConn) bool {
 	fe.p.wg.Add(1)
 	fe.slots.force()
 	fe.p.globalSlots.force()
+	fe.p.fds.adoptConn()
 	storeMax(&fe.Counters.Smax, fe.Counters.Scur.Add(1))
 	fe.conns[cc] = struct{}{}
 	cc.owner.Store(fe)

@@ -162,3 +162,9 @@ func bodyOf(resp *http.Response) string {
 func nopLogger() zerolog.Logger { return zerolog.Nop() }
 
 func contextBackground() context.Context { return context.Background() }
+
+// errorPage is the body of HAProxy's error page for code.
+func errorPage(code int) string {
+	body, _ := ErrorPage(code)
+	return body
+}

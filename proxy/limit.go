@@ -26,13 +26,17 @@ type limiter struct {
 }
 
 // tryAcquire takes a slot if one is free.
-func (l *limiter) tryAcquire() bool {
+func (l *limiter) tryAcquire() bool { return l.tryAcquireN(1) }
+
+// tryAcquireN takes n slots at once if n are free (the descriptor budget
+// counts a client connection as two, fds.go).
+func (l *limiter) tryAcquireN(n int64) bool {
 	for {
 		c := l.cur.Load()
-		if m := l.max.Load(); m > 0 && c >= m {
+		if m := l.max.Load(); m > 0 && c+n > m {
 			return false
 		}
-		if l.cur.CompareAndSwap(c, c+1) {
+		if l.cur.CompareAndSwap(c, c+n) {
 			return true
 		}
 	}
@@ -40,8 +44,15 @@ func (l *limiter) tryAcquire() bool {
 
 // acquire takes a slot, waiting while none is free. It returns false,
 // without a slot, when done is closed first.
-func (l *limiter) acquire(done <-chan struct{}) bool {
-	if l.tryAcquire() {
+func (l *limiter) acquire(done <-chan struct{}) bool { return l.acquireN(1, done, nil) }
+
+// acquireN takes n slots, waiting while fewer are free. Before each wait
+// it calls free, if non-nil, which may return slots held elsewhere (the
+// descriptor budget closes an idle pooled connection) and reports whether
+// it did: the attempt is then made again at once. It returns false,
+// without slots, when done is closed first.
+func (l *limiter) acquireN(n int64, done <-chan struct{}, free func() bool) bool {
+	if l.tryAcquireN(n) {
 		return true
 	}
 	l.waiters.Add(1)
@@ -53,8 +64,11 @@ func (l *limiter) acquire(done <-chan struct{}) bool {
 		}
 		wake := l.wake
 		l.mu.Unlock()
-		if l.tryAcquire() {
+		if l.tryAcquireN(n) {
 			return true
+		}
+		if free != nil && free() {
+			continue
 		}
 		select {
 		case <-wake:
@@ -67,11 +81,17 @@ func (l *limiter) acquire(done <-chan struct{}) bool {
 // force takes a slot even when none is free (cur may then exceed max, as
 // after a lowered limit): for a connection that was admitted already and
 // moves from the proxy a reload replaced (handoff.go).
-func (l *limiter) force() { l.cur.Add(1) }
+func (l *limiter) force() { l.forceN(1) }
+
+// forceN takes n slots even when they are not free (see force).
+func (l *limiter) forceN(n int64) { l.cur.Add(n) }
 
 // release returns a slot taken by tryAcquire or acquire.
-func (l *limiter) release() {
-	l.cur.Add(-1)
+func (l *limiter) release() { l.releaseN(1) }
+
+// releaseN returns n slots taken by tryAcquireN, acquireN or forceN.
+func (l *limiter) releaseN(n int64) {
+	l.cur.Add(-n)
 	if l.waiters.Load() > 0 {
 		l.broadcast()
 	}

@@ -3,6 +3,8 @@ package proxy
 import (
 	"net/http"
 	"strings"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 )
 
 // Local handlers: requests that a frontend answers itself (the stats page,
@@ -35,3 +37,8 @@ func (fe *Frontend) localHandler(uri []byte) http.Handler {
 	}
 	return nil
 }
+
+// ErrorPage returns HAProxy 2.6's built-in page for code (the body of its
+// error response, HTML), and false for a code it has none for. The stats
+// page answers its own refusals with them.
+func ErrorPage(code int) (string, bool) { return http1.ErrorPage(code) }

@@ -28,9 +28,14 @@ type Proxy struct {
 
 	tables      tables    // stick tables (stick.go)
 	globalSlots limiter   // global maxconn (set maxconn global changes it)
+	fds         *fdBudget // the process's descriptors, shared across reloads (fds.go)
 	work        chan work // accepted connections for idle worker goroutines
 	stopping    atomic.Bool
 	wg          sync.WaitGroup // accept loops and connections
+
+	// acceptWarnEvery spaces the accept failure warnings of a listener
+	// (frontend.go); tests shorten it.
+	acceptWarnEvery time.Duration
 
 	// carried are the counters inherited from the proxy this one replaced
 	// (reload.go); settled is closed once that proxy has drained and its
@@ -49,9 +54,13 @@ func New(cfg *conf.Config, log zerolog.Logger) (*Proxy, error) {
 // stick tables are kept when their definition stays (NewFrom, reload.go).
 func build(cfg *conf.Config, log zerolog.Logger, prev *Proxy) (*Proxy, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Proxy{Conf: cfg, log: log, ctx: ctx, cancel: cancel, work: make(chan work), settled: make(chan struct{})}
+	p := &Proxy{Conf: cfg, log: log, ctx: ctx, cancel: cancel, work: make(chan work), settled: make(chan struct{}),
+		acceptWarnEvery: acceptWarnEvery}
 	if prev == nil {
 		close(p.settled) // nothing to inherit
+		p.fds = newFDBudget()
+	} else {
+		p.fds = prev.fds
 	}
 	byName := map[string]*Backend{}
 	for i, bc := range cfg.Backends {
@@ -96,6 +105,12 @@ func build(cfg *conf.Config, log zerolog.Logger, prev *Proxy) (*Proxy, error) {
 		return nil, err
 	}
 	p.deriveFullConn()
+	for _, b := range p.Backends {
+		for _, s := range b.Servers {
+			s.up.Pool.SetBudget(p.fds)
+		}
+	}
+	p.fds.register(p)
 	return p, nil
 }
 
@@ -281,11 +296,13 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 			s.up.Pool.CloseAll()
 		}
 	}
+	p.fds.unregister(p)
 	return err
 }
 
-// acquire takes a frontend slot then a global slot, waiting while either
-// limit is reached. It returns false when done is closed first.
+// acquire takes a frontend slot, a global slot, then the connection's
+// descriptors (fds.go), waiting while any is short. It returns false, with
+// nothing taken, when done is closed first.
 // done is the accept loop's: it ends with the proxy or at a hand-over.
 func (p *Proxy) acquire(fe *Frontend, done <-chan struct{}) bool {
 	if !fe.slots.tryAcquire() {
@@ -298,11 +315,17 @@ func (p *Proxy) acquire(fe *Frontend, done <-chan struct{}) bool {
 		fe.slots.release()
 		return false
 	}
+	if !p.fds.acquireConn(done) {
+		p.globalSlots.release()
+		fe.slots.release()
+		return false
+	}
 	return true
 }
 
-// releaseSlots returns the slots taken by acquire.
+// releaseSlots returns the slots and descriptors taken by acquire.
 func (p *Proxy) releaseSlots(fe *Frontend) {
+	p.fds.releaseConn()
 	p.globalSlots.release()
 	fe.slots.release()
 }

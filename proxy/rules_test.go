@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
-	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 )
 
 // loadConfig parses a TOML config written in dir (so that -f paths are read
@@ -101,7 +100,7 @@ address = "%s"
 		}
 	}
 	resp, body := get(t, "http://"+addr+"/", "nowhere.example.com")
-	if resp.StatusCode != 503 || body != http1.ErrorPage(503) {
+	if resp.StatusCode != 503 || body != errorPage(503) {
 		t.Errorf("unrouted: got %d %q, want 503 and HAProxy's page", resp.StatusCode, body)
 	}
 	if got := p.Backend("api").Counters.ReqTot.Load(); got != 3 {
@@ -144,12 +143,12 @@ address = "%s"
 
 	rc := dialRaw(t, addr)
 	resp := rc.do(t, "GET /admin/x HTTP/1.1\r\nHost: h\r\n\r\n")
-	if resp.StatusCode != 403 || bodyOf(resp) != http1.ErrorPage(403) {
+	if resp.StatusCode != 403 || bodyOf(resp) != errorPage(403) {
 		t.Errorf("deny: got %d, want 403 with HAProxy's page", resp.StatusCode)
 	}
 	// The connection stays open after a deny, as HAProxy 2.6.
 	resp = rc.do(t, "GET /slow HTTP/1.1\r\nHost: h\r\n\r\n")
-	if resp.StatusCode != 429 || bodyOf(resp) != http1.ErrorPage(429) {
+	if resp.StatusCode != 429 || bodyOf(resp) != errorPage(429) {
 		t.Errorf("deny_status 429: got %d", resp.StatusCode)
 	}
 	if got := fe.Counters.Dreq.Load(); got != 2 {

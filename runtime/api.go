@@ -85,6 +85,8 @@ type API struct {
 	// budget paces commands so that the API yields to the data path
 	// (budget.go).
 	budget *budget
+	// pipelineGrace is the const of that name (session.go); tests change it.
+	pipelineGrace time.Duration
 
 	mu        sync.Mutex
 	listeners []*listener
@@ -114,7 +116,7 @@ func New(p *proxy.Proxy, log zerolog.Logger, opts Options) *API {
 	}
 	a := &API{log: log, opts: opts, table: commandTable, started: time.Now(),
 		sessions: map[*session]struct{}{}, done: make(chan struct{}),
-		budget: newBudget(cmdShare, cmdBurst)}
+		budget: newBudget(cmdShare, cmdBurst), pipelineGrace: pipelineGrace}
 	if opts.Reload != nil {
 		a.table = commandTable.with(reloadCommands)
 	}
@@ -231,12 +233,49 @@ func (a *API) Close() error {
 	return nil
 }
 
+// acceptWarnEvery spaces the warnings of a socket whose accepts keep
+// failing.
+const acceptWarnEvery = 10 * time.Second
+
+// acceptLog logs a socket's accept failures as the proxy's listeners log
+// theirs (issue 16: near the descriptor limit, accepts alternate between
+// failing and succeeding, and a warning per failure flooded the log): a
+// warning when they start, then at most one every acceptWarnEvery, and
+// "accepting again" at the first success after a warning. Failures in
+// between are counted and reported by the next line. Owned by the accept
+// loop.
+type acceptLog struct {
+	log      zerolog.Logger
+	socket   string
+	failures int // since the last "accepting again"
+	lastWarn time.Time
+	warned   bool // a warning was logged, "accepting again" was not
+}
+
+// failed records an accept failure at now.
+func (al *acceptLog) failed(now time.Time, err error) {
+	al.failures++
+	if al.lastWarn.IsZero() || now.Sub(al.lastWarn) >= acceptWarnEvery {
+		al.lastWarn, al.warned = now, true
+		al.log.Warn().Err(err).Str("socket", al.socket).Int("failures", al.failures).Msg("runtime API accept failed")
+	}
+}
+
+// accepted records a successful accept.
+func (al *acceptLog) accepted() {
+	if al.warned {
+		al.log.Info().Str("socket", al.socket).Int("failures", al.failures).Msg("runtime API accepting again")
+		al.failures, al.warned = 0, false
+	}
+}
+
 // accept serves l until it is closed, at most cap(l.slots) sessions at
 // once: past that it stops accepting until a session ends, and the clients
 // wait in the listen queue (see DefaultMaxConn).
 func (a *API) accept(l *listener) {
 	defer a.wg.Done()
 	var backoff time.Duration
+	al := acceptLog{log: a.log, socket: l.name}
 	for {
 		select {
 		case l.slots <- struct{}{}:
@@ -251,10 +290,15 @@ func (a *API) accept(l *listener) {
 			}
 			// EMFILE and the like: back off, never spin.
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			a.log.Warn().Err(err).Str("socket", l.name).Msg("runtime API accept failed")
-			time.Sleep(backoff)
+			al.failed(time.Now(), err)
+			select {
+			case <-time.After(backoff):
+			case <-a.done:
+				return
+			}
 			continue
 		}
+		al.accepted()
 		backoff = 0
 		s := &session{api: a, sock: l, conn: c, level: l.level, timeout: a.opts.Timeout, started: time.Now()}
 		a.mu.Lock()

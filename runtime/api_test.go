@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
 	"github.com/rs/zerolog"
 )
 
@@ -258,5 +260,39 @@ func TestSocketMaxConn(t *testing.T) {
 	third.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if b, err := io.ReadAll(third); err != nil || string(b) != "user\n\n" {
 		t.Errorf("the waiting client, once a slot is free: %q, %v", b, err)
+	}
+}
+
+// Issue 16: a socket whose accepts failed logged a warning at every
+// retry. Over 25 s of failures alternating with successes (as near the
+// descriptor limit), the log gets one warning per 10 s, each followed by
+// one "accepting again", and the lines count every failure but the last
+// interval's silent ones.
+func TestIssue16AcceptLogRateLimited(t *testing.T) {
+	var buf testutil.SyncBuffer
+	al := acceptLog{log: zerolog.New(&buf), socket: "unix@/x.sock"}
+	start := time.Unix(1_700_000_000, 0)
+	for i := range 2500 { // one failure and one success every 10 ms
+		al.failed(start.Add(time.Duration(i)*10*time.Millisecond), syscall.EMFILE)
+		al.accepted()
+	}
+	var warnings, agains []int
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m struct {
+			Message  string
+			Failures int
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		switch m.Message {
+		case "runtime API accept failed":
+			warnings = append(warnings, m.Failures)
+		case "runtime API accepting again":
+			agains = append(agains, m.Failures)
+		}
+	}
+	if fmt.Sprint(warnings) != "[1 1000 1000]" || fmt.Sprint(agains) != "[1 1000 1000]" {
+		t.Errorf("warnings %v, accepting again %v; want [1 1000 1000] each (at 0, 10 and 20 s)", warnings, agains)
 	}
 }

@@ -118,11 +118,28 @@ func TestProtocol(t *testing.T) {
 		{"a line of 16384 bytes runs", []exchange{
 			{strings.Repeat("x", maxLine-1) + "\n", commandTable.usage(LevelAdmin, []string{strings.Repeat("x", maxLine-1)}, false) + "\n", true},
 		}},
-		{"a longer line is refused and closes", []exchange{
+		{"a longer line is refused", []exchange{
 			{strings.Repeat("x", maxLine) + "\n", msgLineTooLong + "\n\n", true},
 		}},
-		{"a long line without LF is refused as soon as it passes the limit", []exchange{
-			{strings.Repeat("x", 3*maxLine), msgLineTooLong + "\n\n", true},
+		// Issue 16: the session goes on after a line too long (HAProxy
+		// 2.6 resets the connection without a word).
+		{"a long line without LF is refused as soon as it passes the limit, then the session goes on", []exchange{
+			{strings.Repeat("x", 3*maxLine), msgLineTooLong + "\n\n", false},
+			{strings.Repeat("x", maxLine) + "\nshow cli level\n", "admin\n\n", true},
+		}},
+		{"the lines around a line too long run, in order", []exchange{
+			{"show cli level\n" + strings.Repeat("x", 2*maxLine) + "\nget weight web/s2\n",
+				"admin\n\n" + msgLineTooLong + "\n\n50 (initial 50)\n\n", true},
+		}},
+		{"a line too long in interactive mode", []exchange{
+			{"prompt\n", "\n> ", false},
+			{strings.Repeat("x", maxLine+1) + "\n", msgLineTooLong + "\n\n> ", false},
+			{"show cli level\n", "admin\n\n> ", false},
+		}},
+		{"a payload line too long is refused and closes", []exchange{
+			{"prompt\n", "\n> ", false},
+			{"show cli level <<\n", "+ ", false},
+			{strings.Repeat("x", maxLine) + "\n", msgLineTooLong + "\n\n", true},
 		}},
 		{"binary garbage is refused and closes", []exchange{{"show info\x00\x01\x02\n", msgBinary + "\n\n", true}}},
 		{"binary garbage after a good line", []exchange{{"show cli level\n\xff\x00\n", "admin\n\n" + msgBinary + "\n\n", true}}},

@@ -16,13 +16,17 @@ import (
 // their commands and framing the replies (runtime-api.md 1.3 to 1.6).
 //
 //   - Non-interactive (the default): each command's reply is followed by a
-//     line feed, which makes the empty line that ends it. Once a line has
-//     run and no further complete line is waiting, the session closes;
-//     that close is what socat one-liners and the Prometheus exporter wait
-//     for.
+//     line feed, which makes the empty line that ends it. Lines run in
+//     order, however many arrive at once (issue 16: a pipeline of 600 `set
+//     weight` lines through socat ran the 191 that fitted in the first
+//     read buffer, then closed): once a line has run, the session goes on
+//     while input is waiting (more); when the client has shut its side
+//     (socat at the end of its input), or sent one line and nothing more
+//     (a monitoring tool waiting for the close), it closes. That close is
+//     what socat one-liners and the Prometheus exporter wait for.
 //   - Interactive (after `prompt`): each reply is followed by "\n> " and
 //     the session stays open. A second `prompt` leaves the mode: the rest
-//     of its line runs, then the session closes.
+//     of its line runs, then the session ends as a non-interactive one.
 //   - `quit` closes at once, without a byte.
 //   - A line ending in " <<" opens a payload: the following lines, up to an
 //     empty one, are given to its last command (Context.Payload). In
@@ -30,13 +34,26 @@ import (
 //   - A line is only run once its line feed arrives; a CR before the line
 //     feed is dropped. A session that completes no line within its idle
 //     timeout is closed silently.
-//   - A line longer than maxLine, or holding control bytes (binary
-//     garbage), gets an error reply and the session closes: HAProxy would
-//     wait on the first and misread the second.
+//   - A line longer than maxLine gets an error reply as soon as it passes
+//     the limit, the rest of it is dropped, and the session goes on with
+//     the next line (HAProxy 2.6 resets the connection without a word). A
+//     line holding control bytes (binary garbage: not a CLI client) gets an
+//     error reply and the session closes, as does a payload line too long.
 
 // maxLine bounds one line, line feed included: HAProxy's CLI buffer
 // (tune.bufsize, 16 KiB).
 const maxLine = 16 << 10
+
+// maxSkip bounds what is dropped of a line too long before its line feed:
+// past it, the client is flooding rather than typing, and the session
+// closes.
+const maxSkip = 1 << 20
+
+// pipelineGrace is how long a session that received several lines waits
+// for the next one when none is waiting and the client has not shut its
+// side: a pipeline's next lines may be a moment behind (socat forwards its
+// input as it reads it).
+const pipelineGrace = 100 * time.Millisecond
 
 // minWriteTimeout bounds how long a reply may wait on a client that does
 // not read, whatever the idle timeout (set timeout cli may make it 1 s).
@@ -48,7 +65,21 @@ const (
 	msgBinary      = "Binary data in command line."
 )
 
-var errLineTooLong = errors.New("line too long")
+// lineTooLongError is readLine's error for a line past maxLine bytes;
+// ended says whether its line feed was read too.
+type lineTooLongError struct{ ended bool }
+
+func (e *lineTooLongError) Error() string { return "line too long" }
+
+// inputState is what pendingInput tells of a client's input.
+type inputState int
+
+const (
+	inputUnknown inputState = iota // cannot tell
+	inputNone                      // nothing waiting
+	inputReady                     // bytes waiting
+	inputEOF                       // the client shut its side down
+)
 
 // session is one client connection.
 type session struct {
@@ -89,38 +120,100 @@ func (s *session) serve() {
 		s.bw = nil
 	}()
 	var buf []byte
+	lines := 0 // lines received, too long ones included
 	for {
 		s.conn.SetReadDeadline(time.Now().Add(s.timeout))
 		raw, err := readLine(br, buf[:0])
 		buf = raw
-		if errors.Is(err, errLineTooLong) {
-			s.fail(msgLineTooLong)
-			return
-		}
-		if err != nil {
+		var tooLong *lineTooLongError
+		switch {
+		case errors.As(err, &tooLong):
+			lines++
+			if !s.skipLine(br, tooLong.ended) {
+				return
+			}
+		case err != nil:
 			return // EOF, timeout, reset: nothing to say (bytes without LF never run)
-		}
-		line := trimEOL(raw)
-		if isBinary(line) {
-			s.fail(msgBinary)
-			return
-		}
-		text := string(line)
-		var payload string
-		if strings.HasSuffix(text, " <<") {
-			text = strings.TrimSuffix(text, " <<")
-			if payload, err = s.readPayload(br); err != nil {
+		default:
+			lines++
+			line := trimEOL(raw)
+			if isBinary(line) {
+				s.fail(msgBinary)
+				return
+			}
+			text := string(line)
+			var payload string
+			if strings.HasSuffix(text, " <<") {
+				text = strings.TrimSuffix(text, " <<")
+				if payload, err = s.readPayload(br); err != nil {
+					return
+				}
+			}
+			s.runLine(text, payload)
+			if err := s.flush(); err != nil || s.quit {
 				return
 			}
 		}
-		s.runLine(text, payload)
-		if err := s.flush(); err != nil || s.quit {
-			return
-		}
-		if !s.prompt && !hasLine(br) {
+		if !s.prompt && !s.more(br, lines) {
 			return
 		}
 	}
+}
+
+// more reports whether a non-interactive session has input to run after
+// the lines it ran: bytes already read (a whole line, or the start of one
+// whose end readLine then waits for), or bytes waiting in the kernel. With
+// nothing waiting, it ends the session when the client has shut its side,
+// or has sent a single line (a one-shot client waits for the close: it
+// must not wait longer); a client that sent several lines gets
+// pipelineGrace for its next one.
+func (s *session) more(br *bufio.Reader, lines int) bool {
+	if br.Buffered() > 0 {
+		return true
+	}
+	s.conn.SetReadDeadline(time.Now().Add(s.timeout))
+	switch pendingInput(s.conn) {
+	case inputReady:
+		return true
+	case inputEOF:
+		return false
+	}
+	if lines < 2 {
+		return false
+	}
+	s.conn.SetReadDeadline(time.Now().Add(min(s.api.pipelineGrace, s.timeout)))
+	_, err := br.Peek(1)
+	return err == nil
+}
+
+// skipLine answers a line too long to run, drops the rest of it up to its
+// line feed (ended: already read) and reports whether the session goes on:
+// false when the client leaves, its reply cannot be sent, or it sends more
+// than maxSkip bytes without a line feed.
+func (s *session) skipLine(br *bufio.Reader, ended bool) bool {
+	s.conn.SetWriteDeadline(time.Now().Add(max(s.timeout, minWriteTimeout)))
+	s.bw.WriteString(msgLineTooLong)
+	s.bw.WriteString("\n")
+	s.terminate()
+	if s.flush() != nil {
+		return false
+	}
+	for skipped := 0; !ended; {
+		if skipped > maxSkip {
+			s.drain()
+			return false
+		}
+		s.conn.SetReadDeadline(time.Now().Add(s.timeout))
+		frag, err := br.ReadSlice('\n')
+		skipped += len(frag)
+		switch {
+		case err == nil:
+			ended = true
+		case err != bufio.ErrBufferFull:
+			return false
+		}
+	}
+	return true
 }
 
 // readPayload reads payload lines up to an empty one, answering "+ " to
@@ -136,7 +229,8 @@ func (s *session) readPayload(br *bufio.Reader) (string, error) {
 		}
 		s.conn.SetReadDeadline(time.Now().Add(s.timeout))
 		raw, err := readLine(br, nil)
-		if errors.Is(err, errLineTooLong) {
+		var tooLong *lineTooLongError
+		if errors.As(err, &tooLong) {
 			s.fail(msgLineTooLong)
 			return "", err
 		}
@@ -169,11 +263,17 @@ func (s *session) runLine(line, payload string) {
 		if s.quit {
 			return
 		}
-		if s.prompt {
-			s.bw.WriteString("\n> ")
-		} else {
-			s.bw.WriteString("\n")
-		}
+		s.terminate()
+	}
+}
+
+// terminate ends a reply: the empty line, and the prompt in interactive
+// mode.
+func (s *session) terminate() {
+	if s.prompt {
+		s.bw.WriteString("\n> ")
+	} else {
+		s.bw.WriteString("\n")
 	}
 }
 
@@ -253,6 +353,13 @@ func (s *session) fail(msg string) {
 	if s.bw.Flush() != nil {
 		return
 	}
+	s.drain()
+}
+
+// drain half-closes the connection, then reads and drops what the client
+// still sends for a moment, so that the kernel does not answer it with a
+// reset that would destroy the reply in flight. The session then closes.
+func (s *session) drain() {
 	if cw, ok := s.conn.(interface{ CloseWrite() error }); ok {
 		cw.CloseWrite()
 		s.conn.SetReadDeadline(time.Now().Add(time.Second))
@@ -266,14 +373,14 @@ func (s *session) flush() error {
 	return s.bw.Flush()
 }
 
-// readLine reads one line, line feed included, into buf. It fails with
-// errLineTooLong past maxLine bytes, and with the read error (io.EOF at a
-// close) before a line feed: a partial line is never returned as a line.
+// readLine reads one line, line feed included, into buf. It fails with a
+// *lineTooLongError past maxLine bytes, and with the read error (io.EOF at
+// a close) before a line feed: a partial line is never returned as a line.
 func readLine(br *bufio.Reader, buf []byte) ([]byte, error) {
 	for {
 		frag, err := br.ReadSlice('\n')
 		if len(buf)+len(frag) > maxLine {
-			return nil, errLineTooLong
+			return nil, &lineTooLongError{ended: err == nil}
 		}
 		buf = append(buf, frag...)
 		if err == nil {
@@ -300,14 +407,4 @@ func isBinary(line []byte) bool {
 		}
 	}
 	return false
-}
-
-// hasLine reports whether a complete line is already buffered.
-func hasLine(br *bufio.Reader) bool {
-	n := br.Buffered()
-	if n == 0 {
-		return false
-	}
-	b, _ := br.Peek(n)
-	return bytes.IndexByte(b, '\n') >= 0
 }

@@ -20,6 +20,7 @@ type ProcessFacts struct {
 	Nbthread    int    // GOMAXPROCS
 	Node        string // host name
 	Tasks       int    // goroutines
+	UlimitN     int    // RLIMIT_NOFILE (soft, raised to the hard one at start); 0 = unknown
 }
 
 // Info is `show info`: the process facts and the totals over frontends, at
@@ -34,6 +35,7 @@ type Info struct {
 	Node        string
 	Started     time.Time
 	Uptime      time.Duration
+	UlimitN     int   // the process's file descriptor limit, 0 = unknown
 	MaxConn     int   // global maxconn, 0 = unlimited
 	CurrConns   int64 // client connections now, over all frontends
 	CumConns    int64 // client connections since start
@@ -49,7 +51,7 @@ type Info struct {
 func NewInfo(snap *proxy.Snapshot, p ProcessFacts) Info {
 	in := Info{
 		Name: "fulcrum", Version: p.Version, ReleaseDate: p.ReleaseDate, BuildInfo: p.BuildInfo,
-		Nbthread: p.Nbthread, Pid: p.Pid, Node: p.Node, Tasks: p.Tasks,
+		Nbthread: p.Nbthread, Pid: p.Pid, Node: p.Node, Tasks: p.Tasks, UlimitN: p.UlimitN,
 		Started: snap.Started, MaxConn: snap.MaxConn, Stopping: snap.Stopping,
 	}
 	if !snap.Started.IsZero() {
@@ -68,9 +70,9 @@ func NewInfo(snap *proxy.Snapshot, p ProcessFacts) Info {
 }
 
 // infoField is one line of `show info`, at HAProxy 2.6's position. Lines
-// for what fulcrum does not have (memory pools, file descriptor limits,
-// peers, idle time) are not printed; lines for features fulcrum lacks
-// (TLS, pipes, compression) print 0.
+// for what fulcrum does not have (memory pools, peers, idle time) are not
+// printed; lines for features fulcrum lacks (TLS, pipes, compression)
+// print 0.
 type infoField struct {
 	pos  int
 	name string
@@ -94,6 +96,11 @@ var infoFields = []infoField{
 	{7, "Uptime", "MDP", tStr, "", "How long ago this worker process was started (days+hours+minutes+seconds)", func(in *Info) value { return str(uptime(in.Uptime)) }},
 	{8, "Uptime_sec", "MDP", tU32, "uptime_seconds", "How long ago this worker process was started (seconds)", func(in *Info) value { return num(int64(in.Uptime / time.Second)) }},
 	{9, "Memmax_MB", "CLP", tU32, "", "Worker process's hard limit on memory usage in MB (-m on command line)", infoZero},
+	// Ulimit-n is the descriptor limit the process runs with; Maxsock, the
+	// sockets it may open, is the same bound in fulcrum (HAProxy sets its
+	// limit to Maxsock, so the two are equal there too).
+	{13, "Ulimit-n", "CLP", tU32, "max_fds", "Hard limit on the number of per-process file descriptors", func(in *Info) value { return num(int64(in.UlimitN)) }},
+	{14, "Maxsock", "CLP", tU32, "max_sockets", "Hard limit on the number of per-process sockets", func(in *Info) value { return num(int64(in.UlimitN)) }},
 	{15, "Maxconn", "CLP", tU32, "max_connections", "Hard limit on the number of per-process connections (configured or imposed by Ulimit-n)", func(in *Info) value { return num(int64(in.MaxConn)) }},
 	{16, "Hard_maxconn", "CLP", tU32, "hard_max_connections", "Hard limit on the number of per-process connections (imposed by Memmax_MB or Ulimit-n)", func(in *Info) value { return num(int64(in.MaxConn)) }},
 	{17, "CurrConns", "MGP", tU32, "current_connections", "Current number of connections on this worker process", func(in *Info) value { return num(in.CurrConns) }},

@@ -2,7 +2,6 @@ package stats
 
 import (
 	"bytes"
-	"crypto/subtle"
 	_ "embed"
 	"fmt"
 	"html/template"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy"
-	"golang.org/x/crypto/bcrypt"
 )
 
 // PageConfig configures the HTTP stats page ([frontend.stats]).
@@ -27,8 +25,12 @@ type PageConfig struct {
 	Refresh time.Duration
 	// Auth lists "user:password" pairs for HTTP basic authentication; the
 	// password may be a bcrypt hash ("$2a$...", "$2b$...", "$2y$..."). Empty
-	// means no authentication.
+	// means no authentication. See Auth (auth.go) for what bounds its cost.
 	Auth []string
+	// Authenticator, if non-nil, checks the authentication in place of one
+	// built from Auth: the page and /metrics of a frontend share one, and
+	// with it their cache of verified credentials and their limits.
+	Authenticator *Auth
 	// Admin reports whether a request may act on servers (HAProxy's
 	// `stats admin if COND`); nil = never.
 	Admin func(r *http.Request) bool
@@ -50,8 +52,8 @@ type page struct {
 	cfg      PageConfig
 	snapshot func() *proxy.Snapshot
 	core     *proxy.Proxy
-	users    map[string]string // user -> password or bcrypt hash
-	bufs     sync.Pool         // *bytes.Buffer
+	auth     *Auth     // nil = no authentication
+	bufs     sync.Pool // *bytes.Buffer
 }
 
 // NewPage returns the stats page of p: HTML, CSV, JSON and typed renderings
@@ -63,11 +65,9 @@ func NewPage(p *proxy.Proxy, cfg PageConfig) http.Handler {
 
 // newPage is NewPage with the snapshot source apart, for tests.
 func newPage(snapshot func() *proxy.Snapshot, core *proxy.Proxy, cfg PageConfig) *page {
-	pg := &page{cfg: cfg, snapshot: snapshot, core: core, users: map[string]string{}}
-	for _, a := range cfg.Auth {
-		if u, pw, ok := strings.Cut(a, ":"); ok {
-			pg.users[u] = pw
-		}
+	pg := &page{cfg: cfg, snapshot: snapshot, core: core, auth: cfg.Authenticator}
+	if pg.auth == nil {
+		pg.auth = NewAuth(cfg.Auth)
 	}
 	return pg
 }
@@ -85,28 +85,10 @@ func NewMetrics(p *proxy.Proxy, cfg PageConfig) http.Handler {
 	})
 }
 
-// authorized checks basic authentication; on failure it answers 401 and
-// returns false.
+// authorized checks basic authentication (Auth.Check); on failure it has
+// answered and returns false.
 func (pg *page) authorized(w http.ResponseWriter, r *http.Request) bool {
-	if len(pg.users) == 0 {
-		return true
-	}
-	if u, pw, ok := r.BasicAuth(); ok {
-		if want, ok := pg.users[u]; ok && passwordMatches(want, pw) {
-			return true
-		}
-	}
-	w.Header().Set("WWW-Authenticate", `Basic realm="fulcrum Statistics"`)
-	http.Error(w, "401 Unauthorized", http.StatusUnauthorized)
-	return false
-}
-
-// passwordMatches compares pw with a configured password or bcrypt hash.
-func passwordMatches(want, pw string) bool {
-	if strings.HasPrefix(want, "$2a$") || strings.HasPrefix(want, "$2b$") || strings.HasPrefix(want, "$2y$") {
-		return bcrypt.CompareHashAndPassword([]byte(want), []byte(pw)) == nil
-	}
-	return subtle.ConstantTimeCompare([]byte(want), []byte(pw)) == 1
+	return pg.auth.Check(w, r)
 }
 
 // pageOptions are the ";" options after the URI.

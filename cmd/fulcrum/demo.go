@@ -91,7 +91,7 @@ func runDemo(ctx context.Context, at demoAddrs, stdout, stderr io.Writer, starte
 	opts := serveOptions{load: func() (*conf.Config, error) {
 		b := bound.Load()
 		return build(b[0], b[1])
-	}}
+	}, serversInProcess: true}
 	opts.started = func(r *reloader) {
 		p := r.current()
 		addr := p.Frontends[0].Addrs()[0].String()

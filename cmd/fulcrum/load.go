@@ -1,22 +1,83 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/conf/haproxycfg"
 )
 
-// loadConfig loads and validates a configuration file for `run` and
-// `check`. Beyond conf's checks, a configuration without any frontend is
-// refused: it would start and listen on nothing, which HAProxy refuses too
-// ("no listener").
+// defaultConfig is the configuration `fulcrum run` and `fulcrum check`
+// read without -c, when it exists.
+const defaultConfig = "/etc/fulcrum/fulcrum.toml"
+
+// configPath returns the file to read: the one given with -c, else
+// fallback when it exists. It says so when there is none.
+func configPath(given, fallback string) (string, error) {
+	if given != "" {
+		return given, nil
+	}
+	if _, err := os.Stat(fallback); err == nil {
+		return fallback, nil
+	}
+	return "", fmt.Errorf("no configuration file: give one with -c FILE (without -c, %s is read when it exists)", fallback)
+}
+
+// loadConfig loads and validates a configuration file for `run`, `check`
+// and reloads. Beyond conf's checks, a configuration without any frontend
+// is refused: it would start and listen on nothing, which HAProxy refuses
+// too ("no listener").
+//
+// An HAProxy configuration (recognised by its content,
+// haproxycfg.IsHAProxy) is converted as `fulcrum import` does; each of its
+// lines that fulcrum would not run as HAProxy does (not supported, not
+// supported yet) is an error `FILE:LINE: keyword: why`, so that nothing
+// asked for is ignored.
 func loadConfig(path string) (*conf.Config, error) {
-	cfg, err := conf.Load(path)
+	cfg, _, err := loadConfigNotes(path)
+	return cfg, err
+}
+
+// loadConfigNotes is loadConfig, with the notes of an HAProxy
+// configuration's conversion (nil for a TOML file).
+func loadConfigNotes(path string) (*conf.Config, []haproxycfg.Note, error) {
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, nil, &conf.Errors{List: []conf.Error{{File: path, Msg: "cannot read: " + err.Error()}}}
+	}
+	var cfg *conf.Config
+	var notes []haproxycfg.Note
+	if haproxycfg.IsHAProxy(data) {
+		r, err := haproxycfg.Import(data, haproxycfg.Options{Name: filepath.Base(path), Dir: filepath.Dir(path)})
+		if err != nil {
+			return nil, nil, err
+		}
+		notes = r.Notes
+		if blocking := r.Blocking(); len(blocking) > 0 {
+			errs := &conf.Errors{}
+			for _, n := range blocking {
+				errs.List = append(errs.List, conf.Error{File: path, Line: n.Line, Msg: fmt.Sprintf("%s: %s: %s", n.Keyword, n.Kind, n.Why)})
+			}
+			return nil, notes, errs
+		}
+		// Relative files (acl -f) are relative to the HAProxy file.
+		cfg, err = conf.Parse(path, r.TOML)
+		if err != nil {
+			return nil, notes, err
+		}
+	} else if cfg, err = conf.Parse(path, data); err != nil {
+		return nil, nil, err
 	}
 	if len(cfg.Frontends) == 0 {
-		return nil, fmt.Errorf("%s: no [[frontend]]: nothing would listen", path)
+		return nil, notes, fmt.Errorf("%s: no [[frontend]]: nothing would listen", path)
 	}
-	return cfg, nil
+	return cfg, notes, nil
 }

@@ -1,7 +1,7 @@
 // Command fulcrum is the load balancer daemon: `fulcrum run -c FILE` serves
-// a configuration, `fulcrum check -c FILE` validates one, `fulcrum demo`
-// runs a self-contained demonstration and `fulcrum version` prints the
-// build.
+// a configuration, `fulcrum check -c FILE` validates one, `fulcrum import
+// haproxy.cfg` converts an HAProxy configuration, `fulcrum demo` runs a
+// self-contained demonstration and `fulcrum version` prints the build.
 package main
 
 import (
@@ -35,8 +35,14 @@ func main() {
 
 // run is main with its outputs injected, for tests. It returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	app := newApp(stdout, stderr)
-	if err := app.Run(args); err != nil {
+	return runWith(args, stdout, stderr, defaultConfig)
+}
+
+// runWith is run with the configuration read without -c (tests give
+// their own).
+func runWith(args []string, stdout, stderr io.Writer, fallback string) int {
+	app := newApp(stdout, stderr, fallback)
+	if err := app.Run(hoistImportFlags(args)); err != nil {
 		var ec cli.ExitCoder
 		if errors.As(err, &ec) {
 			if msg := err.Error(); msg != "" {
@@ -50,8 +56,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func newApp(stdout, stderr io.Writer) *cli.App {
-	configFlag := &cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "configuration `FILE` (TOML)", Required: true}
+func newApp(stdout, stderr io.Writer, fallback string) *cli.App {
+	configFlag := &cli.StringFlag{Name: "config", Aliases: []string{"c"},
+		Usage: "configuration `FILE`: fulcrum's TOML, or an haproxy.cfg (converted as fulcrum import does; default " + fallback + ")"}
 	return &cli.App{
 		Name:        "fulcrum",
 		Usage:       "an HTTP and TCP load balancer in the tradition of HAProxy",
@@ -71,7 +78,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					"in-flight work finishes on the old one.",
 				Flags: []cli.Flag{configFlag, &cli.BoolFlag{Name: "watch", Usage: "reload when the configuration file changes"}},
 				Action: func(c *cli.Context) error {
-					cfg, err := loadConfig(c.String("config"))
+					path, err := configPath(c.String("config"), fallback)
+					if err != nil {
+						return cli.Exit("fulcrum: "+err.Error(), 2)
+					}
+					cfg, err := loadConfig(path)
 					if err != nil {
 						return cli.Exit(err.Error(), 1)
 					}
@@ -86,16 +97,29 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Name:  "check",
 				Usage: "validate a configuration file",
 				Description: "Prints \"configuration is valid\" and exits 0, or prints every error as\n" +
-					"FILE:LINE: message and exits 1.",
+					"FILE:LINE: message and exits 1. An haproxy.cfg (recognised by its content) is\n" +
+					"checked as `fulcrum import` converts it: each line fulcrum would not run is an\n" +
+					"error; the lines it runs differently or has built in are listed too.",
 				Flags: []cli.Flag{configFlag},
 				Action: func(c *cli.Context) error {
-					if _, err := loadConfig(c.String("config")); err != nil {
+					path, err := configPath(c.String("config"), fallback)
+					if err != nil {
+						return cli.Exit("fulcrum: "+err.Error(), 2)
+					}
+					_, notes, err := loadConfigNotes(path)
+					for _, n := range notes {
+						if !n.Kind.Blocking() {
+							fmt.Fprintf(stderr, "%s:%s\n", path, n)
+						}
+					}
+					if err != nil {
 						return cli.Exit(err.Error(), 1)
 					}
 					fmt.Fprintln(stdout, "configuration is valid")
 					return nil
 				},
 			},
+			importCommand(stdout, stderr),
 			demoCommand(stdout, stderr),
 			{
 				Name:  "version",
@@ -162,12 +186,19 @@ type serveOptions struct {
 	// load, if non-nil, gives the configuration a reload switches to, in
 	// place of reading the file again (the demo's is built in).
 	load func() (*conf.Config, error)
+	// serversInProcess says the servers run in this process (the demo's
+	// upstreams): each proxied connection then costs a third descriptor,
+	// which sizing maxconn from the descriptor limit counts (limits.go).
+	serversInProcess bool
 }
 
 // serveWith is serve with its options. SIGHUP, the Runtime API's reload
 // and opts.watch reload the configuration (reload.go).
 func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serveOptions) error {
 	log := newLogger(cfg.Global, logw)
+	if cfg.File != "" {
+		log.Info().Str("file", cfg.File).Msg("configuration read") // which file, when -c was left out
+	}
 	if n := cfg.Global.NbThread; n > 0 {
 		goruntime.GOMAXPROCS(n)
 	}
@@ -182,13 +213,23 @@ func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serve
 			}()
 		}
 	}
+	// The descriptor limit, raised to the hard one, sizes maxconn when the
+	// file sets none and bounds the connections' descriptors (limits.go).
+	perConn := 2
+	if opts.serversInProcess {
+		perConn = 3
+	}
+	fds := startFDLimit(perConn)
+	budget := fds.size(cfg, log)
 	startedAt := time.Now()
 	p, err := proxy.New(cfg, log)
 	if err != nil {
 		return cli.Exit("fulcrum: "+err.Error(), 1)
 	}
+	p.LimitDescriptors(budget)
 	loadState(cfg, p, log) // state_file (statefile.go)
 	r := newReloader(cfg, p, logw, log)
+	r.fds = fds
 	if opts.load != nil {
 		r.load = opts.load
 	}
@@ -245,7 +286,7 @@ wait:
 	watching.Wait()
 	p = r.close()
 	cfg = r.cfg
-	log.Info().Stringer("signal", sigString{sig}).Dur("hard_stop_after", cfg.Global.HardStopAfter).Msg("stopping: no new connections, finishing in-flight work")
+	log.Info().Stringer("signal", sigString{sig}).Stringer("hard_stop_after", logDuration(cfg.Global.HardStopAfter)).Msg("stopping: no new connections, finishing in-flight work")
 	stopCtx := context.Background()
 	if d := cfg.Global.HardStopAfter; d > 0 {
 		var cancel context.CancelFunc

@@ -30,7 +30,11 @@ import (
 // goroutine behind.
 func TestMain(m *testing.M) {
 	if os.Getenv("FULCRUM_TEST_MAIN") == "1" {
-		os.Exit(run(append([]string{"fulcrum"}, os.Args[1:]...), os.Stdout, os.Stderr))
+		fallback := defaultConfig
+		if f := os.Getenv("FULCRUM_TEST_DEFAULT_CONFIG"); f != "" {
+			fallback = f
+		}
+		os.Exit(runWith(append([]string{"fulcrum"}, os.Args[1:]...), os.Stdout, os.Stderr, fallback))
 	}
 	goleak.VerifyTestMain(m)
 }

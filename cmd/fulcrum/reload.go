@@ -29,6 +29,7 @@ type reloader struct {
 	load func() (*conf.Config, error)
 	logw io.Writer // where each configuration's logger writes
 	log  zerolog.Logger
+	fds  fdLimit // sizes each configuration (limits.go)
 
 	cur atomic.Pointer[proxy.Proxy]
 	// swapMu is held while a reload copies the running state into the new
@@ -88,11 +89,12 @@ func (r *reloader) reload() error {
 	t0 := time.Now()
 	cfg, err := r.load() // load.go: conf.Load and the daemon's own checks
 	if err != nil {
-		r.log.Error().Err(err).Str("file", r.path).Msg("reload refused: invalid configuration, the running one keeps serving")
+		logConfigErrors(r.log, r.path, err, "reload refused: invalid configuration, the running one keeps serving")
 		return err
 	}
 	old := r.cur.Load()
 	log := newLogger(cfg.Global, r.logw)
+	budget := r.fds.size(cfg, log)
 	var p *proxy.Proxy
 	swap := func() {
 		r.swapMu.Lock()
@@ -113,6 +115,7 @@ func (r *reloader) reload() error {
 			r.stopChecks = startChecks(old, r.log)
 			return
 		}
+		p.LimitDescriptors(budget) // the process's bound, shared with old
 		r.cur.Store(p)
 		if r.api != nil {
 			r.api.SetProxy(p)
@@ -145,7 +148,7 @@ func (r *reloader) reload() error {
 			log.Warn().Msg("reload: hard_stop_after reached, the old configuration's remaining connections closed")
 		}
 	}()
-	log.Info().Str("file", r.path).Dur("took", time.Since(t0)).Msg("configuration reloaded")
+	log.Info().Str("file", r.path).Stringer("took", logDuration(time.Since(t0))).Msg("configuration reloaded")
 	return nil
 }
 

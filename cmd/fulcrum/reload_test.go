@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -665,9 +666,15 @@ func TestReloadSIGHUP(t *testing.T) {
 	bad.Bind, bad.Invalid = addr, true
 	os.WriteFile(path, bad.text(t), 0o644)
 	cmd.Process.Signal(syscall.SIGHUP)
-	m := next("reload refused")
-	if e, _ := m["error"].(string); !strings.Contains(e, "weight: must be 0..256, got 300") {
-		t.Errorf("refused reload log: error %q, want the file's", e)
+	// Issue 23: one log line per problem (the file has two), then the
+	// refusal with their count.
+	e1, _ := next("invalid configuration")["error"].(string)
+	e2, _ := next("invalid configuration")["error"].(string)
+	if !strings.Contains(e1, "address: required") || !strings.Contains(e2, "weight: must be 0..256, got 300") {
+		t.Errorf("refused reload log: errors %q and %q, want the file's two", e1, e2)
+	}
+	if m := next("reload refused"); m["errors"] != float64(2) {
+		t.Errorf("refused reload log: errors %v, want 2", m["errors"])
 	}
 	get() // still serving
 
@@ -675,7 +682,9 @@ func TestReloadSIGHUP(t *testing.T) {
 	good.Bind, good.W1 = addr, 7
 	os.WriteFile(path, good.text(t), 0o644)
 	cmd.Process.Signal(syscall.SIGHUP)
-	next("configuration reloaded")
+	if took, _ := next("configuration reloaded")["took"].(string); !regexp.MustCompile(`^[0-9.]+(µs|ms|s)$`).MatchString(took) {
+		t.Errorf("reload log: took %q, want a duration with its unit", took)
+	}
 	got := strings.TrimSpace(fmt.Sprint(socketCmd(t, vars.Sock, "get weight web/s1")))
 	if got != "7 (initial 7)" {
 		t.Errorf("get weight after SIGHUP: got %q, want %q", got, "7 (initial 7)")

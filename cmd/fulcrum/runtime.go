@@ -85,5 +85,6 @@ func processFacts() stats.ProcessFacts {
 		Nbthread:    goruntime.GOMAXPROCS(0),
 		Node:        host,
 		Tasks:       goruntime.NumGoroutine(),
+		UlimitN:     noFile(),
 	}
 }

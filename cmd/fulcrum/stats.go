@@ -23,9 +23,11 @@ func setupStats(p *proxy.Proxy, change func(func(*proxy.Proxy))) {
 		if sc == nil {
 			continue
 		}
+		// The page and /metrics share one authentication: one cache of
+		// verified credentials, one count of each source's failures.
 		cfg := stats.PageConfig{
-			URI: sc.URI, Refresh: sc.Refresh, Auth: sc.Auth, HideVersion: sc.HideVersion,
-			Admin: statsAdmin(sc), Facts: processFacts, Change: change,
+			URI: sc.URI, Refresh: sc.Refresh, Auth: sc.Auth, Authenticator: stats.NewAuth(sc.Auth),
+			HideVersion: sc.HideVersion, Admin: statsAdmin(sc), Facts: processFacts, Change: change,
 		}
 		// /metrics first: a page at "/" must not hide it.
 		fe.SetLocalHandler("/metrics", stats.NewMetrics(p, cfg))

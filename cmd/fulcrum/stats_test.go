@@ -310,3 +310,41 @@ func TestStatsPageChromium(t *testing.T) {
 		}
 	}
 }
+
+// Issue 16: a client could guess the stats password as fast as it was
+// answered, on /stats or /metrics. Through the running frontend, failures
+// count per source across both (one authentication per frontend): past 10,
+// 429 with Retry-After; the proxied traffic is unaffected.
+func TestIssue16StatsGuessesLimited(t *testing.T) {
+	_, addr := startStats(t)
+	base := "http://" + addr
+	guess := func(path string) (int, http.Header) {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.SetBasicAuth("admin", "guess")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header
+	}
+	for i := range 10 {
+		path := "/stats;csv"
+		if i%2 == 1 {
+			path = "/metrics"
+		}
+		if code, _ := guess(path); code != 401 {
+			t.Fatalf("guess %d on %s: %d, want 401", i, path, code)
+		}
+	}
+	for _, path := range []string{"/stats", "/metrics"} {
+		code, h := guess(path)
+		if code != 429 || h.Get("Retry-After") == "" || h.Get("Content-Type") != "text/html" {
+			t.Errorf("11th guess on %s: %d %v, want 429 with Retry-After", path, code, h)
+		}
+	}
+	if code, _, _ := fetch(t, "GET", base+"/hello", "", false); code != 200 {
+		t.Errorf("proxied request from the blocked source: %d, want 200", code)
+	}
+}

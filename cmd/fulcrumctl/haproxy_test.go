@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +66,7 @@ backend web
 	})
 
 	code, stdout, stderr := ctl(t, "", "-s", sock, "show", "stat")
-	if code != 0 || !strings.HasPrefix(stdout, "BACKEND  SERVER") || !strings.Contains(stdout, "web      s1") {
+	if code != 0 || !strings.HasPrefix(stdout, "PROXY ") || !regexp.MustCompile(`(?m)^web +s1 `).MatchString(stdout) {
 		t.Fatalf("show stat: exit %d\n%s\n%s\nhaproxy: %s", code, stdout, stderr, out.String())
 	}
 	if code, _, stderr := ctl(t, "", "-s", sock, "set", "server", "web/s1", "state", "drain"); code != 0 || stderr != "" {

@@ -6,8 +6,8 @@
 //	fulcrumctl -s SOCK show stat                        # one-shot, as a table
 //	fulcrumctl -s SOCK drain web/s1 --wait --timeout 60s
 //
-// Exit codes: 0 ok, 1 error reply (printed on stderr), 2 socket
-// unreachable, 3 drain timeout.
+// Exit codes: 0 ok, 1 error reply (printed on stderr), 2 nothing was
+// sent (usage error, not confirmed, socket unreachable), 3 drain timeout.
 package main
 
 import (
@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chzyer/readline"
 	"github.com/fulcrum-proxy/fulcrum/cli"
 	"github.com/mattn/go-isatty"
 	ucli "github.com/urfave/cli/v2"
@@ -53,8 +54,11 @@ it works against fulcrum and against HAProxy. Commands are the server's own:
 Without a command and with a terminal on stdin, it opens an interactive shell
 on one persistent session ("prompt" mode): line editing, history in
 ~/.fulcrumctl_history ($FULCRUMCTL_HISTORY), Tab completion of command words
-and of backend/server/table names, Ctrl-C cancels the line, Ctrl-D quits. If
-the proxy restarts, the next command reconnects and says so.
+and of their arguments (servers, set server subcommands and values, tables
+and data.* filters, ACL and map ids), Ctrl-C cancels the line, Ctrl-D quits.
+The session stays open while idle; if the proxy restarts, the next command
+reconnects at the level the session was lowered to (user, operator) and says
+so. drain, ready and watch work inside the shell as on the command line.
 
 With a command (arguments, -c "cmd1; cmd2", or lines on stdin) it runs them in
 order and stops at the first error reply.
@@ -65,8 +69,13 @@ tables, statuses coloured on a terminal unless NO_COLOR is set. --raw prints
 the server's reply untouched, --json prints JSON (values as in the CSV). Both
 may also end a command: "show stat --json".
 
-Exit codes: 0 ok; 1 error reply (on stderr); 2 socket unreachable; 3 drain
-timeout.
+Commands that would take every server still in service of a backend out of
+it (drain 'web/*', set server ... state maint|drain, disable server, a weight
+of 0...) ask first on a terminal; a script needs --yes (also as a suffix:
+"set server web/s1 state maint --yes").
+
+Exit codes: 0 ok; 1 error reply, the server refused (on stderr); 2 nothing
+was sent: usage error, not confirmed, or socket unreachable; 3 drain timeout.
 
 Examples:
    fulcrumctl -s /run/fulcrum/admin.sock
@@ -79,34 +88,138 @@ Examples:
    fulcrumctl watch web`
 
 func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
-	code := 0
-	// connect opens the session; on failure it sets code 2 with a message.
-	connect := func(c *ucli.Context) *cli.Client {
-		addr := c.String("socket")
-		s, err := cli.Dial(cli.Addr(addr), c.Duration("timeout"))
-		if err != nil {
-			fmt.Fprintf(stderr, "fulcrumctl: %v\n(is the proxy running? give the socket with -s or $FULCRUM_SOCKET)\n", err)
-			code = cli.ExitUnreachable
-			return nil
-		}
-		f := cli.FormatAuto
-		switch {
-		case c.Bool("json"):
-			f = cli.FormatJSON
-		case c.Bool("raw"):
-			f = cli.FormatRaw
-		}
-		return &cli.Client{Sess: s, Out: stdout, Err: stderr, Format: f,
-			Colour: colour(c, stdout)}
+	x := &fulcrumctl{stdin: stdin, stdout: stdout, stderr: stderr}
+	return x.run(args)
+}
+
+// fulcrumctl is one run of the command: the command line, or one verb typed in the
+// shell (then shared is the shell's client, and the verb runs on it).
+type fulcrumctl struct {
+	stdin          *os.File
+	stdout, stderr io.Writer
+	code           int
+	shared         *cli.Client
+}
+
+// errUsagePrinted is a usage error already printed on one line.
+var errUsagePrinted = errors.New("usage error")
+
+// run runs the command line args (args[0] is the program) and returns the
+// exit code.
+func (x *fulcrumctl) run(args []string) int {
+	if err := x.app().Run(hoistFlags(args)); err != nil && x.code == 0 {
+		fmt.Fprintln(x.stderr, "fulcrumctl:", err)
+		x.code = cli.ExitError
 	}
+	return x.code
+}
+
+// usageError prints a usage error on one line (not the whole help) and
+// makes the exit code 2.
+func (x *fulcrumctl) usageError(err error) error {
+	fmt.Fprintf(x.stderr, "fulcrumctl: %v (fulcrumctl --help for the usage)\n", err)
+	x.code = cli.ExitUsage
+	return errUsagePrinted
+}
+
+// wait reads a duration flag ("60s", or "60" for seconds).
+func (x *fulcrumctl) wait(c *ucli.Context, name string) (time.Duration, error) {
+	d, err := cli.ParseWait(c.String(name))
+	if err != nil {
+		return 0, x.usageError(fmt.Errorf("--%s: %w", name, err))
+	}
+	return d, nil
+}
+
+// connect returns the client to run on and the func that releases it:
+// the shell's own when the verb runs inside it, else a new session. On
+// failure it sets code 2 with a message and returns nil.
+func (x *fulcrumctl) connect(c *ucli.Context) (*cli.Client, func()) {
+	if x.shared != nil {
+		cl := *x.shared // a verb's --yes is its own
+		cl.Yes = cl.Yes || c.Bool("yes")
+		return &cl, func() {}
+	}
+	addr := c.String("socket")
+	timeout, err := cli.ParseWait(c.String("timeout"))
+	if err != nil {
+		x.usageError(fmt.Errorf("--timeout: %w", err))
+		return nil, nil
+	}
+	s, err := cli.Dial(cli.Addr(addr), timeout)
+	if err != nil {
+		fmt.Fprintf(x.stderr, "fulcrumctl: %v\n(is the proxy running? give the socket with -s or $FULCRUM_SOCKET)\n", err)
+		x.code = cli.ExitUnreachable
+		return nil, nil
+	}
+	f := cli.FormatAuto
+	switch {
+	case c.Bool("json"):
+		f = cli.FormatJSON
+	case c.Bool("raw"):
+		f = cli.FormatRaw
+	}
+	cl := &cli.Client{Sess: s, Out: x.stdout, Err: x.stderr, Format: f,
+		Colour: colour(c, x.stdout), Yes: c.Bool("yes"), Width: func() int { return termWidth(x.stdout) }}
+	if isTTY(x.stdin) && isTTY(x.stderr) {
+		cl.Confirm = func(question string) bool {
+			fmt.Fprint(x.stderr, question)
+			answer, _ := bufio.NewReader(x.stdin).ReadString('\n')
+			a := strings.ToLower(strings.TrimSpace(answer))
+			return a == "y" || a == "yes"
+		}
+	}
+	return cl, func() { s.Close() }
+}
+
+// verbArgs says what the arguments of each verb are, for the shell's
+// completion; a verb added to the app (remove, cert update...) gets a
+// line here.
+var verbArgs = map[string]cli.ArgKind{
+	"drain": cli.ArgServers,
+	"ready": cli.ArgServers,
+	"watch": cli.ArgBackend,
+}
+
+// verbs returns the app's commands as the shell's verbs: the shell runs
+// them, on its own session, exactly as the command line does.
+func (x *fulcrumctl) verbs(app *ucli.App, cl *cli.Client) []cli.Verb {
+	var out []cli.Verb
+	for _, cmd := range app.Commands {
+		if cmd.Hidden || cmd.Name == "help" {
+			continue
+		}
+		name := cmd.Name
+		var flags []string
+		for _, f := range cmd.Flags {
+			for _, n := range f.Names() {
+				if len(n) > 1 {
+					flags = append(flags, "--"+n)
+				}
+			}
+		}
+		flags = append(flags, "--yes")
+		out = append(out, cli.Verb{Name: name, Flags: flags, Args: verbArgs[name], Run: func(args []string) int {
+			sub := &fulcrumctl{stdin: x.stdin, stdout: x.stdout, stderr: x.stderr, shared: cl}
+			return sub.run(append([]string{"fulcrumctl", name}, args...))
+		}})
+	}
+	return out
+}
+
+// app is fulcrumctl's command line.
+func (x *fulcrumctl) app() *ucli.App {
 	app := &ucli.App{
 		Name:            "fulcrumctl",
 		Usage:           "interactive shell and scripting tool for fulcrum's (or HAProxy's) Runtime API",
-		UsageText:       "fulcrumctl [-s SOCKET] [--raw|--json] [COMMAND...]\nfulcrumctl [-s SOCKET] -c \"CMD1; CMD2\"\nfulcrumctl [-s SOCKET] drain|ready|watch ...",
+		UsageText:       "fulcrumctl [-s SOCKET] [--raw|--json] [--yes] [COMMAND...]\nfulcrumctl [-s SOCKET] -c \"CMD1; CMD2\"\nfulcrumctl [-s SOCKET] drain|ready|watch ...",
 		Description:     description,
-		Writer:          stdout,
-		ErrWriter:       stderr,
+		Writer:          x.stdout,
+		ErrWriter:       x.stderr,
 		HideHelpCommand: true,
+		OnUsageError: func(c *ucli.Context, err error, _ bool) error {
+			return x.usageError(err)
+		},
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "socket", Aliases: []string{"s"}, Value: defaultSocket(), EnvVars: nil,
 				Usage: "Runtime API socket: a Unix socket path or tcp:HOST:PORT (default: $FULCRUM_SOCKET, ./fulcrum.sock, /run/fulcrum/admin.sock)"},
@@ -114,28 +227,29 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 			&ucli.BoolFlag{Name: "raw", Usage: "print the server's replies untouched"},
 			&ucli.BoolFlag{Name: "json", Usage: "print replies as JSON (tables as arrays of objects with the server's column names and values)"},
 			&ucli.BoolFlag{Name: "no-color", Usage: "no colours (also when $NO_COLOR is set or stdout is not a terminal)"},
-			&ucli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "bound on one exchange with the server"},
+			&ucli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "take every server of a backend out of service without asking (scripts need it)"},
+			&ucli.StringFlag{Name: "timeout", Value: "30s", Usage: "bound on one exchange with the server (60s, or 60 for seconds)"},
 		},
 		Action: func(c *ucli.Context) error {
 			line := strings.Join(c.Args().Slice(), " ")
 			if c.IsSet("command") {
 				line = c.String("command")
 			}
-			cl := connect(c)
+			cl, release := x.connect(c)
 			if cl == nil {
 				return nil
 			}
-			defer cl.Sess.Close()
+			defer release()
 			switch {
 			case line != "":
-				code = report(stderr, cl.Do(line))
-			case isTTY(stdin):
-				if err := cli.Shell(cl, stdin); err != nil {
-					fmt.Fprintln(stderr, "fulcrumctl:", err)
-					code = cli.ExitError
+				x.code = report(x.stderr, cl.Do(line))
+			case isTTY(x.stdin):
+				if err := cli.Shell(cl, x.stdin, x.verbs(x.app(), cl)); err != nil {
+					fmt.Fprintln(x.stderr, "fulcrumctl:", err)
+					x.code = cli.ExitError
 				}
 			default:
-				code = fromStdin(cl, stdin, stderr)
+				x.code = fromStdin(cl, x.stdin, x.stderr)
 			}
 			return nil
 		},
@@ -148,44 +262,58 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 it takes no new sessions (except persistent ones) and finishes the current
 ones. With --wait, polls "show stat" until scur and qcur are 0 on every server,
 showing what is left, then exits 0 (after setting MAINT with --maint-after).
-At --timeout it exits 3 and leaves the servers in DRAIN.`,
+At --timeout it exits 3 and leaves the servers in DRAIN. Draining every server
+still in service of a backend asks first on a terminal, and needs --yes in a
+script (exit 2 without it, nothing sent).`,
+				OnUsageError: func(c *ucli.Context, err error, _ bool) error { return x.usageError(err) },
 				Flags: []ucli.Flag{
 					&ucli.BoolFlag{Name: "wait", Aliases: []string{"w"}, Usage: "wait until the servers have no session and no queue"},
-					&ucli.DurationFlag{Name: "timeout", Value: 60 * time.Second, Usage: "give up waiting after this long (exit 3)"},
+					&ucli.StringFlag{Name: "timeout", Value: "60s", Usage: "give up waiting after this long, exit 3 (60s, or 60 for seconds)"},
 					&ucli.BoolFlag{Name: "maint-after", Usage: "once drained, put the servers in MAINT (implies --wait)"},
-					&ucli.DurationFlag{Name: "poll", Value: 500 * time.Millisecond, Usage: "how often to look at show stat"},
+					&ucli.StringFlag{Name: "poll", Value: "500ms", Usage: "how often to look at show stat"},
+					&ucli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "drain every server of a backend without asking"},
 				},
 				Action: func(c *ucli.Context) error {
 					if c.NArg() == 0 {
-						return ucli.Exit("fulcrumctl drain: give at least one BACKEND/SERVER", cli.ExitError)
+						return x.usageError(errors.New("drain: give at least one BACKEND/SERVER"))
 					}
-					cl := connect(c)
+					timeout, err := x.wait(c, "timeout")
+					if err != nil {
+						return err
+					}
+					poll, err := x.wait(c, "poll")
+					if err != nil {
+						return err
+					}
+					cl, release := x.connect(c)
 					if cl == nil {
 						return nil
 					}
-					defer cl.Sess.Close()
-					code = cli.Drain(cl, c.Args().Slice(), cli.DrainOptions{
-						Wait: c.Bool("wait"), Timeout: c.Duration("timeout"), MaintAfter: c.Bool("maint-after"),
-						Poll: c.Duration("poll"), TTY: isTTY(stderr),
+					defer release()
+					cl.Yes = cl.Yes || c.Bool("yes")
+					x.code = cli.Drain(cl, c.Args().Slice(), cli.DrainOptions{
+						Wait: c.Bool("wait"), Timeout: timeout, MaintAfter: c.Bool("maint-after"),
+						Poll: poll, TTY: isTTY(x.stderr),
 					})
 					return nil
 				},
 			},
 			{
-				Name:        "ready",
-				Usage:       "put servers back in READY (after drain or maintenance)",
-				ArgsUsage:   "BACKEND/SERVER|BACKEND/*...",
-				Description: `Sets each server's administrative state to READY ("set server B/S state ready").`,
+				Name:         "ready",
+				Usage:        "put servers back in READY (after drain or maintenance)",
+				ArgsUsage:    "BACKEND/SERVER|BACKEND/*...",
+				Description:  `Sets each server's administrative state to READY ("set server B/S state ready").`,
+				OnUsageError: func(c *ucli.Context, err error, _ bool) error { return x.usageError(err) },
 				Action: func(c *ucli.Context) error {
 					if c.NArg() == 0 {
-						return ucli.Exit("fulcrumctl ready: give at least one BACKEND/SERVER", cli.ExitError)
+						return x.usageError(errors.New("ready: give at least one BACKEND/SERVER"))
 					}
-					cl := connect(c)
+					cl, release := x.connect(c)
 					if cl == nil {
 						return nil
 					}
-					defer cl.Sess.Close()
-					code = cli.Ready(cl, c.Args().Slice())
+					defer release()
+					x.code = cli.Ready(cl, c.Args().Slice())
 					return nil
 				},
 			},
@@ -195,42 +323,53 @@ At --timeout it exits 3 and leaves the servers in DRAIN.`,
 				ArgsUsage: "[BACKEND]",
 				Description: `Redraws the show stat table of the servers of BACKEND (all backends by
 default) in place every --interval. Lines are cut to the terminal's width.`,
+				OnUsageError: func(c *ucli.Context, err error, _ bool) error { return x.usageError(err) },
 				Flags: []ucli.Flag{
-					&ucli.DurationFlag{Name: "interval", Aliases: []string{"n"}, Value: 2 * time.Second, Usage: "time between two redraws"},
+					&ucli.StringFlag{Name: "interval", Aliases: []string{"n"}, Value: "2s", Usage: "time between two redraws (2s, or 2 for seconds)"},
 				},
 				Action: func(c *ucli.Context) error {
-					cl := connect(c)
+					interval, err := x.wait(c, "interval")
+					if err != nil {
+						return err
+					}
+					cl, release := x.connect(c)
 					if cl == nil {
 						return nil
 					}
-					defer cl.Sess.Close()
-					if err := cli.Watch(cl, stdin, cli.WatchOptions{Backend: c.Args().First(), Interval: c.Duration("interval"), Colour: cl.Colour}); err != nil {
-						fmt.Fprintln(stderr, "fulcrumctl:", err)
-						code = cli.ExitError
+					defer release()
+					if err := cli.Watch(cl, x.stdin, cli.WatchOptions{Backend: c.Args().First(), Interval: interval, Colour: cl.Colour}); err != nil {
+						fmt.Fprintln(x.stderr, "fulcrumctl:", err)
+						x.code = cli.ExitError
 					}
 					return nil
 				},
 			},
 		},
 		ExitErrHandler: func(c *ucli.Context, err error) {
-			if err == nil {
+			if err == nil || errors.Is(err, errUsagePrinted) {
 				return
 			}
-			fmt.Fprintln(stderr, err)
-			code = cli.ExitError
+			fmt.Fprintln(x.stderr, err)
+			x.code = cli.ExitError
 			var ec ucli.ExitCoder
 			if errors.As(err, &ec) {
-				code = ec.ExitCode()
+				x.code = ec.ExitCode()
 			}
 		},
 	}
-	if err := app.Run(hoistFlags(args)); err != nil {
-		if code == 0 {
-			fmt.Fprintln(stderr, "fulcrumctl:", err)
-			code = cli.ExitError
-		}
+	return app
+}
+
+// termWidth is the width of w when it is a terminal, else 0 (no limit).
+func termWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok || !isTTY(f) {
+		return 0
 	}
-	return code
+	if width, _, err := readline.GetSize(int(f.Fd())); err == nil && width > 0 {
+		return width
+	}
+	return 0
 }
 
 // colour: statuses coloured only on a terminal, without NO_COLOR or --no-color.
@@ -241,7 +380,7 @@ func colour(c *ucli.Context, stdout io.Writer) bool {
 // report prints a session error (an error reply is already printed) and
 // returns the exit code.
 func report(stderr io.Writer, err error) int {
-	if err != nil && !errors.Is(err, cli.ErrReply) {
+	if err != nil && !errors.Is(err, cli.ErrReply) && !errors.Is(err, cli.ErrRefused) {
 		fmt.Fprintln(stderr, "fulcrumctl:", err)
 	}
 	return cli.ExitCode(err)

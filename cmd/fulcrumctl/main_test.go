@@ -40,6 +40,22 @@ func TestMain(m *testing.M) {
 type env struct {
 	sock string
 	url  string // the frontend
+	p    *proxy.Proxy
+	api  *runtime.API
+	opts runtime.Options
+}
+
+// restart closes the Runtime API and opens a new one on the same socket,
+// as a restarted proxy does: every session is cut.
+func (e *env) restart(t *testing.T) {
+	t.Helper()
+	e.api.Close()
+	e.api = runtime.New(e.p, zerolog.Nop(), e.opts)
+	api := e.api
+	t.Cleanup(func() { api.Close() })
+	if err := e.api.Listen(runtime.Socket{Path: e.sock, Level: runtime.LevelAdmin}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // upstream answers every request with its name, after hold is closed
@@ -65,7 +81,7 @@ func upstream(t *testing.T, name string, hold chan struct{}) string {
 // upstreams of this test) and an admin socket.
 func startProxy(t *testing.T, hold chan struct{}) *env {
 	t.Helper()
-	cfg := fmt.Sprintf(`
+	return startProxyConfig(t, fmt.Sprintf(`
 [defaults]
 mode = "http"
 timeout_connect = "2s"
@@ -88,7 +104,13 @@ address = %q
 [[backend.server]]
 name = "s2"
 address = %q
-`, upstream(t, "s1", hold), upstream(t, "s2", hold))
+`, upstream(t, "s1", hold), upstream(t, "s2", hold)), runtime.Options{})
+}
+
+// startProxyConfig runs a proxy on a configuration (its first frontend is
+// the one env.url names) with an admin socket served with opts.
+func startProxyConfig(t *testing.T, cfg string, opts runtime.Options) *env {
+	t.Helper()
 	c, err := conf.Parse("test.toml", []byte(cfg))
 	if err != nil {
 		t.Fatal(err)
@@ -110,13 +132,14 @@ address = %q
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	api := runtime.New(p, zerolog.Nop(), runtime.Options{Version: "0.0.0-test"})
+	opts.Version = "0.0.0-test"
+	api := runtime.New(p, zerolog.Nop(), opts)
 	t.Cleanup(func() { api.Close() })
 	sock := filepath.Join(dir, "admin.sock")
 	if err := api.Listen(runtime.Socket{Path: sock, Level: runtime.LevelAdmin}); err != nil {
 		t.Fatal(err)
 	}
-	return &env{sock: sock, url: "http://" + p.Frontends[0].Addrs()[0].String()}
+	return &env{sock: sock, url: "http://" + p.Frontends[0].Addrs()[0].String(), p: p, api: api, opts: opts}
 }
 
 // ctl runs fulcrumctl with args (after the program name) and stdin.
@@ -197,7 +220,15 @@ func TestOneShotExitCodes(t *testing.T) {
 		{"stdin error", "show cli level\nset weight web/s1 abc\nshow version\n", []string{"-s", e.sock}, 1, "admin\n", "Empty weight string"},
 		{"missing socket", "", []string{"-s", filepath.Join(t.TempDir(), "none.sock"), "show", "info"}, 2, "", "cannot reach the socket"},
 		{"refused", "", []string{"-s", "tcp:127.0.0.1:1", "show", "info"}, 2, "", "connection refused"},
-		{"drain needs a server", "", []string{"-s", e.sock, "drain"}, 1, "", "give at least one"},
+		{"drain needs a server (usage: 2)", "", []string{"-s", e.sock, "drain"}, 2, "", "give at least one"},
+		{"drain --timeout in seconds", "", []string{"-s", e.sock, "drain", "web/s1", "--timeout", "5"}, 0, "web/s1: DRAIN\n", ""},
+		{"drain --timeout not a duration: one line", "", []string{"-s", e.sock, "drain", "web/s1", "--timeout", "soon"}, 2, "",
+			"fulcrumctl: --timeout: usage: \"soon\" is not a duration (60s, 1m30s, or 60 for seconds) (fulcrumctl --help for the usage)\n"},
+		{"unknown flag: one line", "", []string{"-s", e.sock, "--bogus", "show", "info"}, 2, "", "flag provided but not defined: -bogus (fulcrumctl --help for the usage)\n"},
+		{"drain every server needs --yes in a script", "", []string{"-s", e.sock, "drain", "web/*"}, 2, "",
+			"fulcrumctl: not done: \"drain web/*\" takes every server of backend web out of service; add --yes to do it anyway\n"},
+		{"the last server in service needs --yes too", "", []string{"-s", e.sock, "-c", "set server web/s2 state maint"}, 2, "", "takes every server of backend web"},
+		{"--yes as a suffix", "", []string{"-s", e.sock, "-c", "set server web/s2 state maint --yes; set server web/s2 state ready"}, 0, "", ""},
 		{"ready", "", []string{"-s", e.sock, "ready", "web/*"}, 0, "web/s1, web/s2: READY\n", ""},
 		{"ready unknown backend", "", []string{"-s", e.sock, "ready", "nob/*"}, 1, "", "No such backend"},
 	}
@@ -226,7 +257,7 @@ func TestShowStatTableAndJSON(t *testing.T) {
 		t.Fatalf("show stat: exit %d, %s", code, errs)
 	}
 	lines := strings.Split(out, "\n")
-	if !strings.HasPrefix(lines[0], "BACKEND  SERVER") || strings.Contains(out, "\x1b[") {
+	if !strings.HasPrefix(lines[0], "PROXY   SERVER") || strings.Contains(out, "\x1b[") {
 		t.Errorf("show stat table:\n%s", out)
 	}
 	code, out, _ = ctl(t, "", "-s", e.sock, "show", "stat", "--json")
@@ -346,7 +377,7 @@ func TestDrainTimeout(t *testing.T) {
 		}()
 	}
 	waitFor(t, 10*time.Second, "a session on web/s1", func() bool { return statValue(t, e.sock, "web", "s1", "scur") == "1" })
-	code, _, errs := ctl(t, "", "-s", e.sock, "drain", "web/*", "--wait", "--timeout", "300ms", "--poll", "50ms")
+	code, _, errs := ctl(t, "", "-s", e.sock, "drain", "web/*", "--yes", "--wait", "--timeout", "300ms", "--poll", "50ms")
 	close(hold)
 	for range 2 {
 		if err := <-done; err != nil {

@@ -3,8 +3,11 @@
 package testutil
 
 import (
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
+	"testing"
 )
 
 // SyncBuffer collects text written from several goroutines (a logger, a
@@ -26,4 +29,21 @@ func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// NeedTool returns the path of an external program a test drives (curl,
+// haproxy, tmux...). When it is missing the test fails under CI=true,
+// where the CI installs it (.ci/run PKGS), and is skipped elsewhere with
+// the Debian package to install.
+func NeedTool(t testing.TB, name, pkg string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s not found: the CI must install the Debian package %s (.ci/run PKGS)", name, pkg)
+	}
+	t.Skipf("%s not found: apt-get install %s to run this test", name, pkg)
+	return ""
 }

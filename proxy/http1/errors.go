@@ -37,14 +37,18 @@ var statusText = map[int]string{
 	425: "Too Early", 429: "Too Many Requests", 501: "Not Implemented",
 }
 
-// ErrorPage returns the body of HAProxy's error page for code ("" for a
-// code it has none for).
-func ErrorPage(code int) string { return errorPages[code] }
-
 // DenyResponse returns the whole response of http_request deny with
 // deny_status code, byte for byte as HAProxy 2.6 sends it (nil for a code
 // it has none for).
 func DenyResponse(code int) []byte { return denyResponses[code] }
+
+// ErrorPage returns HAProxy 2.6's built-in page for code (the body of its
+// error response, HTML), and false for a code it has none for. The stats
+// page answers its own refusals with them.
+func ErrorPage(code int) (string, bool) {
+	body, ok := errorPages[code]
+	return body, ok
+}
 
 // errorResponse returns the full HTTP/1.1 response HAProxy sends for code.
 func errorResponse(code int) []byte {

@@ -22,7 +22,10 @@ import (
 // proxy's sweeper (Pool.Sweep, which the core calls) finds it within SweepEvery and
 // closes it, so a server's close does not leave descriptors in CLOSE_WAIT.
 // Idle connections are purged over time as HAProxy's pool-purge-delay
-// does, and bounded per server by pool_max_conn.
+// does, and bounded per server by pool_max_conn. Each holds a descriptor
+// of the process's budget (Budget): put takes it, or closes the connection
+// when none is spare, and every way out of the pool returns it (take,
+// sweep, purge, closeAll, closeOldest).
 
 // SweepEvery is how often idle pooled connections are checked for a close
 // or stray bytes from their server (Pool.Sweep).
@@ -42,6 +45,8 @@ type Pool struct {
 	max, low   int
 	purgeDelay time.Duration
 	lastPurge  time.Time
+
+	fds Budget // the process's descriptors (SetBudget); nil admits everything
 }
 
 // idleConn is one pooled connection and when it went idle.
@@ -67,6 +72,9 @@ func (p *Pool) get(provenOnly bool) *upConn {
 			break
 		}
 		p.mu.Unlock()
+		if uc != nil {
+			p.leaveIdle()
+		}
 		if uc == nil || uc.idleOK() {
 			return uc
 		}
@@ -74,17 +82,43 @@ func (p *Pool) get(provenOnly bool) *upConn {
 	}
 }
 
-// put keeps uc as idle, or closes it when the pool is full. Callers use
+// put keeps uc as idle, or closes it when the pool is full or the process
+// has no descriptor to spare for an idle connection (Budget). Callers use
 // upConn.release, which picks the pool of uc's own server.
 func (p *Pool) put(uc *upConn, now time.Time) {
 	p.mu.Lock()
-	if p.max < 0 || len(p.idle) < p.max {
+	if (p.max < 0 || len(p.idle) < p.max) && p.admitIdle() {
 		p.idle = append(p.idle, idleConn{uc, now})
 		p.mu.Unlock()
 		return
 	}
 	p.mu.Unlock()
 	uc.close()
+}
+
+// Budget is the process's descriptor budget as a pool sees it: each idle
+// connection holds one descriptor of it (the core's fdBudget).
+type Budget interface {
+	// AdmitIdle takes a descriptor for a connection going idle; false
+	// when none is spare (the connection is then closed).
+	AdmitIdle() bool
+	// LeaveIdle gives back the descriptor of a connection leaving the pool.
+	LeaveIdle()
+}
+
+// SetBudget makes the pool hold its idle connections in b, before it is
+// used.
+func (p *Pool) SetBudget(b Budget) { p.fds = b }
+
+// Budget returns the budget set by SetBudget.
+func (p *Pool) Budget() Budget { return p.fds }
+
+func (p *Pool) admitIdle() bool { return p.fds == nil || p.fds.AdmitIdle() }
+
+func (p *Pool) leaveIdle() {
+	if p.fds != nil {
+		p.fds.LeaveIdle()
+	}
 }
 
 // Configure sets pool_max_conn (-1: no limit), pool_low_conn and
@@ -123,8 +157,25 @@ func (p *Pool) CloseAll() {
 	p.idle = nil
 	p.mu.Unlock()
 	for _, ic := range idle {
+		p.leaveIdle()
 		ic.uc.close()
 	}
+}
+
+// CloseOldest closes the longest idle connection, if any, and reports
+// whether there was one (the core's descriptor budget makes room).
+func (p *Pool) CloseOldest() bool {
+	p.mu.Lock()
+	if len(p.idle) == 0 {
+		p.mu.Unlock()
+		return false
+	}
+	uc := p.idle[0].uc
+	p.idle = append(p.idle[:0], p.idle[1:]...)
+	p.mu.Unlock()
+	p.leaveIdle()
+	uc.close()
+	return true
 }
 
 // Len returns the number of idle connections.
@@ -174,6 +225,7 @@ func (p *Pool) remove(uc *upConn) {
 	}
 	p.mu.Unlock()
 	if found {
+		p.leaveIdle()
 		uc.close()
 	}
 }
@@ -216,6 +268,7 @@ func (p *Pool) purge(now time.Time) {
 	p.idle = append(p.idle[:0], p.idle[n:]...)
 	p.mu.Unlock()
 	for _, uc := range victims {
+		p.leaveIdle()
 		uc.close()
 	}
 }

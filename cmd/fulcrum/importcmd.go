@@ -1,0 +1,99 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/fulcrum-proxy/fulcrum/conf/haproxycfg"
+	"github.com/urfave/cli/v2"
+)
+
+// importCommand is `fulcrum import haproxy.cfg [-o fulcrum.toml]`.
+func importCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:      "import",
+		Usage:     "convert an HAProxy configuration (haproxy.cfg) into fulcrum's TOML",
+		ArgsUsage: "HAPROXY_CFG",
+		Description: "Writes the TOML to -o FILE (or stdout) and lists on stderr, as FILE:LINE: keyword:\n" +
+			"kind: why, every line not converted as written: not supported yet, not supported,\n" +
+			"built in (fulcrum does it without a setting), ignored, or converted with a\n" +
+			"difference. Those lines are kept in the output as comments. The output always\n" +
+			"passes `fulcrum check`. Exit 0 once written (1 with --strict when a line is not\n" +
+			"supported), 2 on a usage error.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the TOML to `FILE` instead of stdout"},
+			&cli.BoolFlag{Name: "strict", Usage: "exit 1 when a line is not supported (yet)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return cli.Exit("fulcrum import: give one HAProxy configuration file (fulcrum import haproxy.cfg -o fulcrum.toml)", 2)
+			}
+			in := c.Args().First()
+			data, err := os.ReadFile(in)
+			if err != nil {
+				return cli.Exit("fulcrum import: "+err.Error(), 1)
+			}
+			out := c.String("output")
+			dir := "."
+			if out != "" {
+				dir = filepath.Dir(out)
+			}
+			r, err := haproxycfg.Import(data, haproxycfg.Options{Name: filepath.Base(in), Dir: dir})
+			if err != nil {
+				return cli.Exit("fulcrum import: "+err.Error(), 1)
+			}
+			if out == "" {
+				stdout.Write(r.TOML)
+			} else if err := os.WriteFile(out, r.TOML, 0o644); err != nil {
+				return cli.Exit("fulcrum import: "+err.Error(), 1)
+			}
+			for _, n := range r.Notes {
+				fmt.Fprintf(stderr, "%s:%s\n", in, n)
+			}
+			blocking := len(r.Blocking())
+			if r.NoFrontend {
+				fmt.Fprintf(stderr, "%s: no frontend or listen section fulcrum can run: nothing would listen (fulcrum check refuses it)\n", in)
+			}
+			fmt.Fprintf(stderr, "%s: %d lines noted, %d of them not supported (yet): kept as comments", in, len(r.Notes), blocking)
+			if out != "" {
+				fmt.Fprintf(stderr, " in %s", out)
+			}
+			fmt.Fprintln(stderr)
+			if c.Bool("strict") && (blocking > 0 || r.NoFrontend) {
+				return cli.Exit("", 1)
+			}
+			return nil
+		},
+	}
+}
+
+// hoistImportFlags moves the flags of `import` before its file, so that
+// `fulcrum import haproxy.cfg -o fulcrum.toml` works as its usage shows
+// (urfave/cli stops reading flags at the first argument).
+func hoistImportFlags(args []string) []string {
+	if len(args) < 3 || args[1] != "import" {
+		return args
+	}
+	var flags, rest []string
+	for i := 2; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			rest = append(rest, args[i:]...)
+			i = len(args)
+		case a == "-o" || a == "--output" || a == "-output":
+			flags = append(flags, a)
+			if i+1 < len(args) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+		case len(a) > 1 && a[0] == '-':
+			flags = append(flags, a)
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return append(append(append([]string{}, args[:2]...), flags...), rest...)
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+)
+
+// haproxyCfg is an haproxy.cfg with one line fulcrum runs differently
+// (dontlognull), one it has built in (httplog) and, with tls, one it does
+// not run yet.
+func haproxyCfg(tls bool) string {
+	s := `global
+    daemon
+defaults
+    mode http
+    option httplog
+    option dontlognull
+    timeout connect 5s
+frontend www
+    bind 127.0.0.1:0
+    default_backend web
+backend web
+    server s1 127.0.0.1:9001 check
+`
+	if tls {
+		s += "    server s2 127.0.0.1:9443 ssl verify none\n"
+	}
+	return s
+}
+
+func TestImportCommand(t *testing.T) {
+	in := writeFile(t, "haproxy.cfg", haproxyCfg(true))
+	out := filepath.Join(t.TempDir(), "fulcrum.toml")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"fulcrum", "import", in, "-o", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout with -o: %q", stdout.String())
+	}
+	want := []string{
+		in + `:2: daemon: ignored: fulcrum runs in the foreground: run it under a service manager (systemd)`,
+		in + `:5: option httplog: built in: fulcrum writes one access-log line per request`,
+		in + `:6: option dontlognull: converted, differs: fulcrum logs every connection, empty ones included`,
+		in + `:13: server: not supported yet: "ssl": TLS (being built)`,
+		in + `: 4 lines noted, 1 of them not supported (yet): kept as comments in ` + out,
+	}
+	if got := strings.Split(strings.TrimSpace(stderr.String()), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("stderr:\n%s\nwant:\n%s", stderr.String(), strings.Join(want, "\n"))
+	}
+	toml, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(toml), "# server s2 127.0.0.1:9443 ssl verify none") {
+		t.Errorf("the line not converted is not kept as a comment:\n%s", toml)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"fulcrum", "check", "-c", out}, &stdout, &stderr); code != 0 || stdout.String() != "configuration is valid\n" {
+		t.Errorf("check of the output: exit %d, %s%s", code, stdout.String(), stderr.String())
+	}
+
+	// To stdout; --strict fails on the line not supported; usage errors exit 2.
+	stdout.Reset()
+	if code := run([]string{"fulcrum", "import", in}, &stdout, &bytes.Buffer{}); code != 0 || !strings.Contains(stdout.String(), `name = "s1"`) {
+		t.Errorf("to stdout: exit %d, %q", code, stdout.String())
+	}
+	if code := run([]string{"fulcrum", "import", "--strict", in}, &bytes.Buffer{}, &bytes.Buffer{}); code != 1 {
+		t.Errorf("--strict with a line not supported: exit %d, want 1", code)
+	}
+	stderr.Reset()
+	if code := run([]string{"fulcrum", "import"}, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), "give one HAProxy configuration file") {
+		t.Errorf("no file: exit %d, %q, want 2", code, stderr.String())
+	}
+}
+
+// TestCheckHAProxyFile: check recognises an haproxy.cfg by its content; a
+// line fulcrum would not run is an error, the others are listed.
+func TestCheckHAProxyFile(t *testing.T) {
+	bad := writeFile(t, "lb.conf", haproxyCfg(true))
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"fulcrum", "check", "-c", bad}, &stdout, &stderr)
+	want := bad + `:13: server: not supported yet: "ssl": TLS (being built)`
+	if code != 1 || stdout.Len() != 0 || !strings.HasSuffix(strings.TrimSpace(stderr.String()), want) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 ending with %q", code, stdout.String(), stderr.String(), want)
+	}
+	if !strings.Contains(stderr.String(), bad+":6: option dontlognull: converted, differs") {
+		t.Errorf("the lines converted with a difference are not listed: %q", stderr.String())
+	}
+	good := writeFile(t, "haproxy.cfg", haproxyCfg(false))
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"fulcrum", "check", "-c", good}, &stdout, &stderr); code != 0 || stdout.String() != "configuration is valid\n" {
+		t.Errorf("valid haproxy.cfg: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+	// loadConfig is what run and reloads use: the model is the import's.
+	cfg, err := loadConfig(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.File != good || cfg.Backends[0].Servers[0].Name != "s1" || !cfg.Backends[0].Servers[0].Check || cfg.Backends[0].TimeoutConnect != 5*time.Second {
+		t.Errorf("model of the haproxy.cfg: %+v", cfg.Backends[0])
+	}
+	var errs *conf.Errors
+	if _, err := loadConfig(bad); err == nil || !errorsAs(err, &errs) || len(errs.List) != 1 || errs.List[0].Line != 13 {
+		t.Errorf("loadConfig of a file with a line not supported: %v", err)
+	}
+}
+
+func errorsAs(err error, target **conf.Errors) bool {
+	e, ok := err.(*conf.Errors)
+	*target = e
+	return ok
+}
+
+// TestDefaultConfigFile: without -c, run and check read the default file
+// when it exists, and run says which file it read; without it they say
+// how to give one (exit 2).
+func TestDefaultConfigFile(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "none.toml")
+	var stderr bytes.Buffer
+	if code := runWith([]string{"fulcrum", "check"}, &bytes.Buffer{}, &stderr, missing); code != 2 || !strings.Contains(stderr.String(), "give one with -c FILE (without -c, "+missing+" is read when it exists)") {
+		t.Errorf("check without a file: exit %d, %q", code, stderr.String())
+	}
+	path := writeFile(t, "fulcrum.toml", `
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+`)
+	var stdout bytes.Buffer
+	if code := runWith([]string{"fulcrum", "check"}, &stdout, &bytes.Buffer{}, path); code != 0 || stdout.String() != "configuration is valid\n" {
+		t.Errorf("check of the default file: exit %d, %q", code, stdout.String())
+	}
+
+	cmd := exec.Command(os.Args[0], "run")
+	cmd.Env = append(os.Environ(), "FULCRUM_TEST_MAIN=1", "FULCRUM_TEST_DEFAULT_CONFIG="+path)
+	pipe, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil && m["message"] == "configuration read" {
+				found <- m["file"].(string)
+			}
+		}
+		close(found)
+	}()
+	select {
+	case f := <-found:
+		if f != path {
+			t.Errorf("run logged that it read %q, want %q", f, path)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not say which configuration it read")
+	}
+}

@@ -1,0 +1,194 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/cli"
+	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
+)
+
+// Issue 16: started under `ulimit -n 256` with no global maxconn, fulcrum
+// accepted clients until the descriptor table was full, then failed their
+// server connections (771 of 1,000 concurrent clients got a 503) and its
+// idle pooled connections kept the table full; show info said Maxconn 0
+// and had no Ulimit-n. HAProxy 2.6 derives maxconn from the limit (114
+// here, its show info checked side by side), so that clients past it wait
+// in the backlog, and serves them all. The daemon runs in a child process
+// started by sh after `ulimit`, as an operator would start it.
+func TestIssue16MaxconnFromDescriptorLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ulimit  string // sh commands run before fulcrum
+		clients int
+		want    []string // show info lines
+	}{
+		// Soft and hard 256: maxconn (256 - 28 reserved) / 2, HAProxy's.
+		{"ulimit -n 256", "ulimit -n 256", 1000,
+			[]string{"Ulimit-n: 256", "Maxsock: 256", "Maxconn: 114", "Hard_maxconn: 114"}},
+		// A soft limit below the hard one is raised to it at start, as
+		// HAProxy does (its show info: Ulimit-n 1024, Maxconn 498).
+		{"soft 128 hard 1024", "ulimit -Sn 128 && ulimit -Hn 1024", 0,
+			[]string{"Ulimit-n: 1024", "Maxsock: 1024", "Maxconn: 498", "Hard_maxconn: 498"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.WriteString(w, "ok\n")
+			}))
+			defer up.Close()
+			sock := filepath.Join(t.TempDir(), "admin.sock")
+			// nbthread 2 fixes the reserved descriptors (3 per thread)
+			// whatever the machine's CPUs.
+			cfg := writeFile(t, "f.toml", fmt.Sprintf(`
+[global]
+nbthread = 2
+[[global.stats_socket]]
+path = %q
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+default_backend = "web"
+[[backend]]
+name = "web"
+[[backend.server]]
+name = "s1"
+address = %q
+`, sock, up.Listener.Addr().String()))
+			d := startLimited(t, tc.ulimit, cfg)
+			info, err := cli.Run(cli.Addr(sock), "show info", 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(info, "\n"+w+"\n") {
+					t.Errorf("show info lacks %q:\n%s", w, info)
+				}
+			}
+			if tc.clients == 0 {
+				return
+			}
+			got := concurrentGets(d.addr, tc.clients)
+			if want := fmt.Sprintf("map[200:%d]", tc.clients); fmt.Sprint(got) != want {
+				t.Errorf("%d concurrent clients: got %v, want %s", tc.clients, got, want)
+			}
+			if n := strings.Count(d.log.String(), "accept failed"); n != 0 {
+				t.Errorf("%d accept failures logged, want 0 (descriptors never ran out)", n)
+			}
+		})
+	}
+}
+
+// limitedDaemon is `fulcrum run` in a child process.
+type limitedDaemon struct {
+	addr string               // the frontend's bound address
+	log  *testutil.SyncBuffer // its stderr
+}
+
+// startLimited runs `fulcrum run -c cfg` (this test binary acting as the
+// command) through sh after the ulimit commands, and stops it with
+// SIGTERM when t ends.
+func startLimited(t *testing.T, ulimit, cfg string) *limitedDaemon {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", ulimit+` && exec "$0" run -c "$1"`, os.Args[0], cfg)
+	cmd.Env = append(os.Environ(), "FULCRUM_TEST_MAIN=1")
+	d := &limitedDaemon{log: &testutil.SyncBuffer{}}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addrc := make(chan string, 1)
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			d.log.Write(append(sc.Bytes(), '\n'))
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil && m["message"] == "listening" {
+				select {
+				case addrc <- fmt.Sprint(m["bind"]):
+				default:
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		<-copied
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("fulcrum exit: %v\n%s", err, d.log.String())
+		}
+		cancel()
+	})
+	select {
+	case d.addr = <-addrc:
+	case <-copied:
+		t.Fatalf("fulcrum exited before listening:\n%s", d.log.String())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("fulcrum did not report listening:\n%s", d.log.String())
+	}
+	return d
+}
+
+// concurrentGets opens n connections to addr at once, sends one request on
+// each and returns the count of each status (an error counts as 0).
+func concurrentGets(addr string, n int) map[int]int {
+	var (
+		mu    sync.Mutex
+		codes = map[int]int{}
+		wg    sync.WaitGroup
+	)
+	start := make(chan struct{})
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			code := 0
+			defer func() {
+				mu.Lock()
+				codes[code]++
+				mu.Unlock()
+			}()
+			c, err := net.DialTimeout("tcp", addr, 30*time.Second)
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(30 * time.Second))
+			if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); err != nil {
+				return
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			code = resp.StatusCode
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return codes
+}

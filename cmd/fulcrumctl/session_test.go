@@ -1,0 +1,75 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/cli"
+)
+
+// TestReconnectKeepsLevel: issue 23 — after `user` or `operator`, a
+// session whose connection was lost (the proxy restarted) came back as
+// admin without a word. It comes back at the level chosen, and says which.
+func TestReconnectKeepsLevel(t *testing.T) {
+	e := startProxy(t, nil)
+	top := t // the restarted API lives as long as the proxy
+	for _, level := range []string{"user", "operator"} {
+		t.Run(level, func(t *testing.T) {
+			s, err := cli.Dial(cli.Addr(e.sock), 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var told []string
+			s.OnReconnect = func(l string) { told = append(told, l) }
+			if out, err := s.Exec(level); err != nil || out != "" {
+				t.Fatalf("%s: %q %v", level, out, err)
+			}
+			e.restart(top)
+			if out, err := s.Exec("show cli level"); err != nil || out != level+"\n" {
+				t.Errorf("level after the reconnection: %q %v, want %q", out, err, level)
+			}
+			if len(told) != 1 || told[0] != level {
+				t.Errorf("OnReconnect told %q, want [%s]", told, level)
+			}
+			if out, _ := s.Exec("set server web/s1 addr 127.0.0.9"); !strings.HasPrefix(out, "Permission denied") {
+				t.Errorf("an admin command after the reconnection: %q, want Permission denied", out)
+			}
+		})
+	}
+}
+
+// TestPingKeepsSession: a session that pings every third of its idle
+// timeout outlives it; one that does not is closed by the server.
+func TestPingKeepsSession(t *testing.T) {
+	e := startProxy(t, nil)
+	s, err := cli.Dial(cli.Addr(e.sock), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	reconnected := 0
+	s.OnReconnect = func(string) { reconnected++ }
+	if out, err := s.Exec("set timeout cli 1"); err != nil || out != "" {
+		t.Fatalf("set timeout cli: %q %v", out, err)
+	}
+	if got := s.KeepAliveEvery(); got != time.Second/3 {
+		t.Fatalf("KeepAliveEvery = %v, want 333ms", got)
+	}
+	// Idle time is what this test is about: 2 s of pings, no command.
+	end := time.Now().Add(2 * time.Second)
+	for time.Now().Before(end) {
+		time.Sleep(s.KeepAliveEvery())
+		if err := s.Ping(); err != nil {
+			t.Fatalf("ping: %v", err)
+		}
+	}
+	if out, err := s.Exec("show cli level"); err != nil || out != "admin\n" || reconnected != 0 {
+		t.Fatalf("after 2s of pings: %q %v, %d reconnections", out, err, reconnected)
+	}
+	time.Sleep(1500 * time.Millisecond) // no ping: the server's 1s idle timeout closes the session
+	if out, err := s.Exec("show cli level"); err != nil || out != "admin\n" || reconnected != 1 {
+		t.Fatalf("after 1.5s without a ping: %q %v, %d reconnections, want 1", out, err, reconnected)
+	}
+}

@@ -1,0 +1,608 @@
+package haproxycfg
+
+// The conversions of the keyword table's rows (keywords.go).
+
+import (
+	"fmt"
+	"strings"
+)
+
+// both returns the section's frontend and backend tables that exist (one
+// table for [defaults] and [global]).
+func (x *ctx) both() []*table {
+	var out []*table
+	for _, t := range []*table{x.p.fe, x.p.be} {
+		if t != nil && (len(out) == 0 || out[0] != t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// convMode: mode http|tcp, on both sides of a listen section.
+func convMode(x *ctx) {
+	m := x.arg(0)
+	if m != "http" && m != "tcp" {
+		x.skip(Unsupported, fmt.Sprintf("mode %q", m))
+		return
+	}
+	for _, t := range x.both() {
+		x.put(t, "mode", m)
+	}
+}
+
+// convInt converts a keyword taking one number into key.
+func convInt(key string) func(*ctx) {
+	return func(x *ctx) {
+		n, err := atoi(x.arg(0))
+		if err != nil {
+			x.skip(Unsupported, err.Error())
+			return
+		}
+		x.put(x.side(x.row.side), key, n)
+	}
+}
+
+// convRest converts a keyword whose arguments are an expression fulcrum
+// reads as HAProxy writes it (balance, hash-type).
+func convRest(key string) func(*ctx) {
+	return func(x *ctx) {
+		if x.rest() == "" {
+			x.skip(Unsupported, "no value")
+			return
+		}
+		x.put(x.side(x.row.side), key, x.rest())
+	}
+}
+
+// convWord converts a keyword taking one word into key.
+func convWord(key string) func(*ctx) {
+	return func(x *ctx) {
+		if x.nargs() != 1 {
+			x.skip(Unsupported, "expects one value")
+			return
+		}
+		x.put(x.side(x.row.side), key, x.arg(0))
+	}
+}
+
+// convTime converts a timeout into key.
+func convTime(key string) func(*ctx) {
+	return func(x *ctx) {
+		d, err := haproxyTime(x.arg(0))
+		if err != nil {
+			x.skip(Unsupported, err.Error())
+			return
+		}
+		x.put(x.side(x.row.side), key, d)
+	}
+}
+
+// convFlag converts an option into a boolean key ("no option" is false).
+func convFlag(key string) func(*ctx) {
+	return func(x *ctx) { x.put(x.side(x.row.side), key, !x.neg) }
+}
+
+// convRedispatch: option redispatch [interval].
+func convRedispatch(x *ctx) {
+	if x.nargs() > 0 && !x.neg {
+		x.part(Unsupported, "a redispatch interval: fulcrum redispatches on the last retry")
+	}
+	x.put(x.side(sideBack), "redispatch", !x.neg)
+}
+
+// convForwardFor: option forwardfor [except NET] [header NAME] [if-none].
+func convForwardFor(x *ctx) {
+	if x.nargs() > 0 && !x.neg {
+		x.part(Unsupported, fmt.Sprintf("forwardfor options %q: fulcrum always appends X-Forwarded-For", x.rest()))
+	}
+	x.put(x.side(sideAny), "forwardfor", !x.neg)
+}
+
+// convHTTPChk: option httpchk [[METHOD] URI [VERSION]]. HAProxy's default
+// method is OPTIONS (fulcrum's GET), so the method is always written.
+func convHTTPChk(x *ctx) {
+	method, path, version := "OPTIONS", "/", ""
+	switch x.nargs() {
+	case 0:
+	case 1:
+		path = x.arg(0)
+	case 2:
+		method, path = x.arg(0), x.arg(1)
+	default:
+		method, path, version = x.arg(0), x.arg(1), x.arg(2)
+	}
+	t := x.p.checkTable()
+	x.put(t, "type", "http")
+	x.put(t, "method", method)
+	x.put(t, "path", path)
+	if version == "" {
+		return
+	}
+	// The old way of sending headers: "HTTP/1.1\r\nHost:\ www".
+	ver, headers, _ := strings.Cut(version, "\r\n")
+	host := ""
+	for _, h := range strings.Split(headers, "\r\n") {
+		name, v, ok := strings.Cut(h, ":")
+		switch {
+		case h == "":
+		case ok && strings.EqualFold(strings.TrimSpace(name), "host"):
+			host = strings.TrimSpace(v)
+		default:
+			x.part(Unsupported, fmt.Sprintf("check request header %q: fulcrum sends Host only", h))
+		}
+	}
+	if host != "" {
+		x.put(t, "host", host)
+	} else if ver == "HTTP/1.1" {
+		x.part(Differs, "without a Host, fulcrum's HTTP check is sent as HTTP/1.0")
+	}
+}
+
+// convHTTPCheckExpect: http-check expect status CODES.
+func convHTTPCheckExpect(x *ctx) {
+	if x.nargs() != 2 || x.arg(0) != "status" {
+		x.skip(Unsupported, "only \"http-check expect status CODES\" is converted")
+		return
+	}
+	x.put(x.p.checkTable(), "expect_status", x.arg(1))
+}
+
+// convHTTPCheckSend: http-check send [meth M] [uri U] [ver V] [hdr N V]...
+func convHTTPCheckSend(x *ctx) {
+	t := x.p.checkTable()
+	args := x.args()
+	for i := 0; i < len(args); i++ {
+		next := func() string {
+			if i+1 < len(args) {
+				i++
+				return args[i]
+			}
+			return ""
+		}
+		switch args[i] {
+		case "meth":
+			x.put(t, "method", next())
+		case "uri":
+			x.put(t, "path", next())
+		case "ver":
+			if v := next(); v != "HTTP/1.1" && v != "HTTP/1.0" {
+				x.part(Unsupported, fmt.Sprintf("check version %q", v))
+			}
+		case "hdr":
+			name, v := next(), next()
+			if strings.EqualFold(name, "host") {
+				x.put(t, "host", v)
+			} else {
+				x.part(Unsupported, fmt.Sprintf("check request header %q: fulcrum sends Host only", name))
+			}
+		default:
+			x.part(Unsupported, fmt.Sprintf("%q: only meth, uri, ver and hdr Host are converted", args[i]))
+			if args[i] != "comment" && args[i] != "body" && args[i] != "uri-lf" && args[i] != "body-lf" {
+				continue
+			}
+			next()
+		}
+	}
+}
+
+// convTCPCheck: option tcp-check, a TCP connect check.
+func convTCPCheck(x *ctx) { x.put(x.p.checkTable(), "type", "tcp") }
+
+// convTCPCheckConnect: tcp-check connect, what a tcp check does anyway.
+func convTCPCheckConnect(x *ctx) {
+	if x.nargs() > 0 {
+		x.skip(Unsupported, "tcp-check connect options: fulcrum connects to the server's address")
+		return
+	}
+	x.skip(Builtin, "a tcp check connects")
+}
+
+// convDefaultServer: default-server OPTIONS, [backend.default_server].
+func convDefaultServer(x *ctx) {
+	t := x.p.defaultServer()
+	t.lead = append(t.lead, x.lead()...)
+	x.serverOptions(t, &x.p.dsAgent, x.args(), true)
+	t.lead = append(t.lead, x.takePartials()...)
+	if t.trail == "" {
+		t.trail = x.trail()
+	}
+}
+
+// convServer: server NAME ADDRESS [OPTIONS].
+func convServer(x *ctx) {
+	name, addr := x.arg(0), x.arg(1)
+	if name == "" {
+		x.skip(Unsupported, "a server needs a name")
+		return
+	}
+	a, err := serverAddr(addr)
+	if err != nil {
+		x.skip(Unsupported, fmt.Sprintf("address %q: %v", addr, err))
+		return
+	}
+	t := &table{header: "[[backend.server]]", src: x.ln.num}
+	t.set("name", name, x.ln.num)
+	t.set("address", a, x.ln.num)
+	srv := &server{t: t, ln: x.ln}
+	if !x.serverOptions(t, &srv.agent, x.args()[2:], false) {
+		return
+	}
+	srv.cookie = t.get("cookie") != nil
+	t.lead = append(x.lead(), t.lead...)
+	t.trail = x.trail()
+	x.p.servers = append(x.p.servers, srv)
+}
+
+// convCookie: cookie NAME [rewrite|insert|prefix] [indirect] [nocache]...
+func convCookie(x *ctx) {
+	if x.arg(0) == "" {
+		x.skip(Unsupported, "a cookie needs a name")
+		return
+	}
+	in := &inline{}
+	in.set("name", x.arg(0))
+	args := x.args()[1:]
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; a {
+		case "rewrite", "insert", "prefix":
+			in.set("mode", a)
+		case "indirect", "nocache", "httponly", "secure":
+			in.set(a, true)
+		case "maxidle", "maxlife":
+			if i+1 >= len(args) {
+				x.part(Unsupported, a+" without a time")
+				continue
+			}
+			i++
+			d, err := haproxyTime(args[i])
+			if err != nil {
+				x.part(Unsupported, a+": "+err.Error())
+				continue
+			}
+			in.set(a, d)
+		case "domain", "attr":
+			v := ""
+			if i+1 < len(args) {
+				i++
+				v = " " + args[i]
+			}
+			x.part(Unsupported, fmt.Sprintf("cookie %s%s", a, v))
+		case "postonly", "preserve", "dynamic":
+			x.part(Unsupported, fmt.Sprintf("cookie %s", a))
+		default:
+			x.part(Unsupported, fmt.Sprintf("unknown cookie option %q", a))
+		}
+	}
+	x.put(x.side(sideBack), "cookie", in)
+}
+
+// convStickTable: stick-table type T [len N] size S [expire T] [store D,...]
+// [peers P] [nopurge] [srvkey K]. A backend holding only the table becomes
+// a [[table]]; a listen section's table is its backend's.
+func convStickTable(x *ctx) {
+	in := &inline{}
+	args := x.args()
+	for i := 0; i < len(args); i++ {
+		next := func() (string, bool) {
+			if i+1 < len(args) {
+				i++
+				return args[i], true
+			}
+			return "", false
+		}
+		switch a := args[i]; a {
+		case "type":
+			v, _ := next()
+			in.set("type", v)
+			if i+2 < len(args) && args[i+1] == "len" {
+				i++
+				v, _ := next()
+				n, err := atoi(v)
+				if err != nil {
+					x.skip(Unsupported, "len: "+err.Error())
+					return
+				}
+				in.set("len", n)
+			}
+		case "size":
+			v, _ := next()
+			n, err := haproxySize(v)
+			if err != nil {
+				x.skip(Unsupported, err.Error())
+				return
+			}
+			in.set("size", n)
+		case "expire":
+			v, _ := next()
+			d, err := haproxyTime(v)
+			if err != nil {
+				x.skip(Unsupported, "expire: "+err.Error())
+				return
+			}
+			in.set("expire", d)
+		case "store":
+			v, _ := next()
+			list, _ := in.vals["store"].([]string)
+			in.set("store", append(list, splitStore(v)...))
+		case "peers":
+			next()
+			x.part(NotYet, "stick-table peers: "+whyPeers)
+		case "nopurge":
+			x.part(Unsupported, "nopurge: a full table purges its oldest entries")
+		case "srvkey", "write-to":
+			next()
+			x.part(Unsupported, "stick-table "+a)
+		case "recv-only":
+			x.part(Unsupported, "stick-table "+a)
+		default:
+			x.part(Unsupported, fmt.Sprintf("unknown stick-table option %q", a))
+		}
+	}
+	if x.p.tableOnly {
+		for _, k := range in.keys {
+			x.put(x.p.be, k, in.vals[k])
+		}
+		return
+	}
+	t := x.side(sideAny)
+	if x.p.kind == "listen" {
+		t = x.p.be
+	}
+	x.put(t, "stick_table", in)
+}
+
+// splitStore splits a store list on the commas outside parentheses
+// ("gpc_rate(2,10s)" is one type).
+func splitStore(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				if w := strings.TrimSpace(s[start:i]); w != "" {
+					out = append(out, w)
+				}
+				start = i + 1
+			}
+		}
+	}
+	if w := strings.TrimSpace(s[start:]); w != "" {
+		out = append(out, w)
+	}
+	return out
+}
+
+// convStick: stick on|match|store-request EXPR [table T] [if|unless COND].
+func convStick(x *ctx) { x.push(x.side(sideBack), "stick", x.rest()) }
+
+// convACL: acl NAME EXPR. Several lines of one name OR together, as in
+// HAProxy: they become a list.
+func convACL(x *ctx) {
+	name := x.arg(0)
+	expr := x.ln.rest(x.argi + 1)
+	if name == "" || expr == "" {
+		x.skip(Unsupported, "an acl needs a name and a condition")
+		return
+	}
+	e := x.push(x.side(sideAny), "acl."+name, expr)
+	e.one = true
+	if x.p.kind == "listen" {
+		// The backend side of a listen section may need the ACL too (its
+		// stick rules' conditions): finishProxy copies it there.
+		x.p.listenACLs = append(x.p.listenACLs, aclLine{name, expr, x.ln})
+	}
+}
+
+// aclLine is an acl line of a listen section.
+type aclLine struct {
+	name, expr string
+	ln         *line
+}
+
+// convUseBackend: use_backend NAME [if|unless COND].
+func convUseBackend(x *ctx) {
+	name := x.arg(0)
+	if name == "" || strings.Contains(name, "%[") {
+		x.skip(Unsupported, "dynamic backend names (use_backend %[...])")
+		return
+	}
+	in := &inline{}
+	in.set("backend", name)
+	switch x.arg(1) {
+	case "":
+	case "if", "unless":
+		in.set(x.arg(1), x.ln.rest(x.argi+2))
+	default:
+		x.skip(Unsupported, fmt.Sprintf("expected if or unless after the backend, got %q", x.arg(1)))
+		return
+	}
+	x.push(x.p.fe, "use_backend", in)
+}
+
+// convDefaultBackend: default_backend NAME.
+func convDefaultBackend(x *ctx) {
+	if x.nargs() != 1 || strings.Contains(x.arg(0), "%[") {
+		x.skip(Unsupported, "expects one backend name")
+		return
+	}
+	x.put(x.p.fe, "default_backend", x.arg(0))
+}
+
+// convHTTPRequest: http-request RULE, passed on as written; fulcrum's
+// check judges the rule (and the check loop comments it out when fulcrum
+// cannot run it).
+func convHTTPRequest(x *ctx) {
+	text := x.rest()
+	if x.arg(0) == "use-service" && x.arg(1) == "prometheus-exporter" {
+		if x.p.fe != nil && sectionHas(x.p.sec, "stats") {
+			x.skip(Builtin, "fulcrum serves Prometheus metrics at /metrics beside the stats page")
+		} else {
+			x.skip(Unsupported, "the Prometheus exporter: fulcrum serves /metrics on a frontend with a stats page")
+		}
+		return
+	}
+	x.push(x.side(sideAny), "http_request", x.p.withTable(text))
+}
+
+// convRedirect: redirect ..., an http_request rule in fulcrum.
+func convRedirect(x *ctx) {
+	x.push(x.side(sideAny), "http_request", "redirect "+x.rest())
+}
+
+// convTCPRequest: tcp-request connection RULE.
+func convTCPRequest(x *ctx) {
+	x.push(x.p.fe, "tcp_request", x.p.withTable("connection "+x.rest()))
+}
+
+// withTable names a listen section's table in a track-sc rule that names
+// none: the table is on the backend side, the rule on the frontend side.
+func (p *proxy) withTable(rule string) string {
+	if p.trackName == "" {
+		return rule
+	}
+	words, _, _, err := lexLine(rule)
+	if err != nil {
+		return rule
+	}
+	for i, w := range words {
+		if !strings.HasPrefix(w.text, "track-sc") || i+1 >= len(words) {
+			continue
+		}
+		if i+2 < len(words) && words[i+2].text == "table" {
+			return rule
+		}
+		at := words[i+1].end
+		return rule[:at] + " table " + p.trackName + rule[at:]
+	}
+	return rule
+}
+
+// sectionHas reports whether a section has a line starting with kw.
+func sectionHas(s *section, kw string) bool {
+	for _, ln := range s.lines {
+		if ln.kw(0) == kw {
+			return true
+		}
+	}
+	return false
+}
+
+// convBind: bind ADDRESS[,ADDRESS...] [OPTIONS].
+func convBind(x *ctx) {
+	addrs, err := bindAddrs(x.arg(0))
+	if err != nil {
+		x.skip(Unsupported, fmt.Sprintf("address %q: %v", x.arg(0), err))
+		return
+	}
+	if !x.options(bindOpts, x.args()[1:], nil) {
+		return
+	}
+	for _, a := range addrs {
+		x.push(x.p.fe, "bind", a)
+	}
+}
+
+// The stats page.
+func convStatsEnable(x *ctx) { x.put(x.p.statsTable(x.ln.num), "enable", true) }
+func convStatsURI(x *ctx)    { x.put(x.p.statsTable(x.ln.num), "uri", x.arg(0)) }
+func convStatsHideVersion(x *ctx) {
+	x.put(x.p.statsTable(x.ln.num), "hide_version", true)
+}
+func convStatsRefresh(x *ctx) {
+	d, err := haproxyTime(x.arg(0))
+	if err != nil {
+		x.skip(Unsupported, err.Error())
+		return
+	}
+	x.put(x.p.statsTable(x.ln.num), "refresh", d)
+}
+func convStatsAuth(x *ctx) { x.push(x.p.statsTable(x.ln.num), "auth", x.arg(0)) }
+func convStatsAdmin(x *ctx) {
+	if x.arg(0) != "if" || x.nargs() < 2 {
+		x.skip(Unsupported, "stats admin unless: fulcrum takes the condition under which admin actions are allowed (stats admin if ...)")
+		return
+	}
+	x.put(x.p.statsTable(x.ln.num), "admin", x.ln.rest(x.argi+1))
+}
+
+// convLoadState: load-server-state-from-file global|local|none.
+func convLoadState(x *ctx) {
+	switch x.arg(0) {
+	case "global":
+		x.skip(Builtin, "fulcrum reads global.state_file at start")
+	case "none":
+		x.skip(Differs, "fulcrum reads global.state_file for every backend")
+	default:
+		x.skip(Unsupported, "per-backend state files: fulcrum has one, global.state_file")
+	}
+}
+
+// The global section.
+
+func convGlobalInt(key string) func(*ctx) {
+	return func(x *ctx) {
+		n, err := atoi(x.arg(0))
+		if err != nil {
+			x.skip(Unsupported, err.Error())
+			return
+		}
+		x.put(x.c.global, key, n)
+	}
+}
+
+func convGlobalTime(key string) func(*ctx) {
+	return func(x *ctx) {
+		d, err := haproxyTime(x.arg(0))
+		if err != nil {
+			x.skip(Unsupported, err.Error())
+			return
+		}
+		x.put(x.c.global, key, d)
+	}
+}
+
+// convStateFile: server-state-file PATH.
+func convStateFile(x *ctx) { x.put(x.c.global, "state_file", x.arg(0)) }
+
+// convStatsMaxconn: stats maxconn N, the default of every socket.
+func convStatsMaxconn(x *ctx) {
+	n, err := atoi(x.arg(0))
+	if err != nil {
+		x.skip(Unsupported, err.Error())
+		return
+	}
+	x.c.statsMaxconn = &chkVal{v: n, ln: x.ln}
+}
+
+// convStatsSocket: stats socket ADDRESS [OPTIONS], a [[global.stats_socket]].
+func convStatsSocket(x *ctx) {
+	addr := x.arg(0)
+	t := &table{header: "[[global.stats_socket]]", src: x.ln.num}
+	switch {
+	case strings.HasPrefix(addr, "unix@"):
+		t.set("path", strings.TrimPrefix(addr, "unix@"), x.ln.num)
+	case strings.HasPrefix(addr, "/") || strings.HasPrefix(addr, "."):
+		t.set("path", addr, x.ln.num)
+	default:
+		a, err := addrFamily(addr)
+		host, port, ok := splitHostPort(a)
+		if err != nil || !ok || !digits(port) {
+			x.skip(Unsupported, fmt.Sprintf("address %q: only a unix socket path or a TCP address", addr))
+			return
+		}
+		t.set("tcp", joinHostPort(host, port), x.ln.num)
+	}
+	if !x.options(socketOpts, x.args()[1:], t) {
+		return
+	}
+	t.lead = append(x.lead(), t.lead...)
+	t.trail = x.trail()
+	x.c.global.subs = append(x.c.global.subs, t)
+	x.c.sockets = append(x.c.sockets, t)
+}

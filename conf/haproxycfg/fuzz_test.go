@@ -1,0 +1,34 @@
+package haproxycfg
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+)
+
+// FuzzImport: no input makes Import panic or fail, and its output always
+// passes fulcrum's check. The corpus cases are the seeds.
+func FuzzImport(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.cfg"))
+	for _, file := range files {
+		if data, err := os.ReadFile(file); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte("frontend f\n bind :80\n default_backend b\nbackend b\n server s \"a\n"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 64<<10 {
+			return
+		}
+		r, err := Import(data, Options{Name: "fuzz.cfg", Dir: dir})
+		if err != nil {
+			t.Fatalf("Import: %v", err)
+		}
+		if _, err := conf.Parse(filepath.Join(dir, "fuzz.toml"), r.TOML); err != nil {
+			t.Fatalf("the output does not pass fulcrum check: %v\n%s", err, r.TOML)
+		}
+	})
+}

@@ -1,0 +1,352 @@
+package haproxycfg
+
+// The keyword table: one row per HAProxy 2.6 keyword of the global,
+// defaults, frontend, backend and listen sections, and one table per
+// keyword that takes options (bind, server and default-server,
+// stick-table, cookie, stats socket).
+//
+// A row either converts (conv) or says why not (kind, why). When fulcrum
+// gains a feature, its rows change here and nowhere else: a "not supported
+// yet" row gets a conv, an option row an apply.
+
+import (
+	"strings"
+)
+
+// side is where a keyword belongs in fulcrum's tables.
+type side int
+
+const (
+	sideAny   side = iota // the frontend when there is one, else the backend
+	sideFront             // [[frontend]]
+	sideBack              // [[backend]]
+	sideStats             // [frontend.stats]: a frontend only
+)
+
+// keyword is one row of the proxy (and defaults) keyword table.
+type keyword struct {
+	name       string // its words: "balance", "option httpchk", "timeout client"
+	side       side
+	dflt       bool // fulcrum's [defaults] has it: in a defaults section it goes there
+	noDefaults bool // HAProxy refuses it in a defaults section
+	neg        bool // takes the "no" prefix ("no option redispatch")
+	conv       func(x *ctx)
+	kind       Kind   // when conv is nil: why not
+	why        string // when conv is nil
+}
+
+// Reasons shared by several rows.
+const (
+	whyTLS      = "TLS (being built)"
+	whyProxyPro = "the PROXY protocol (being built)"
+	whyH2       = "HTTP/2 (being built)"
+	whyLogs     = "syslog output, log formats and captures (being built; fulcrum logs one JSON or console line per request to stderr)"
+	whyDNS      = "DNS resolution at runtime (being built; a host name is resolved once, at start)"
+	whyPeers    = "peers: stick-table replication (being built)"
+	whyRemoved  = "removed from HAProxy (2.1 or earlier): HAProxy 2.6 refuses it"
+)
+
+// proxyRows are the keywords of defaults, frontend, backend and listen
+// sections. Longer names win: "http-check expect" before "http-check".
+var proxyRows = []keyword{
+	{name: "mode", side: sideAny, dflt: true, conv: convMode},
+	{name: "maxconn", side: sideFront, dflt: true, conv: convInt("maxconn")},
+	{name: "balance", side: sideBack, dflt: true, conv: convRest("balance")},
+	{name: "hash-type", side: sideBack, dflt: true, conv: convRest("hash_type")},
+	{name: "hash-balance-factor", side: sideBack, dflt: true, conv: convInt("hash_balance_factor")},
+	{name: "fullconn", side: sideBack, dflt: true, conv: convInt("fullconn")},
+	{name: "http-reuse", side: sideBack, dflt: true, conv: convWord("http_reuse")},
+	{name: "retries", side: sideBack, dflt: true, conv: convInt("retries")},
+	{name: "timeout connect", side: sideBack, dflt: true, conv: convTime("timeout_connect")},
+	{name: "timeout server", side: sideBack, dflt: true, conv: convTime("timeout_server")},
+	{name: "timeout queue", side: sideBack, dflt: true, conv: convTime("timeout_queue")},
+	{name: "timeout check", side: sideBack, dflt: true, conv: convTime("timeout_check")},
+	{name: "timeout client", side: sideFront, dflt: true, conv: convTime("timeout_client")},
+	{name: "timeout http-request", side: sideFront, dflt: true, conv: convTime("timeout_http_request")},
+	{name: "timeout http-keep-alive", kind: Unsupported, why: "a keep-alive idle limit of its own: fulcrum closes an idle keep-alive connection after timeout_http_request"},
+	{name: "timeout tunnel", kind: Unsupported, why: "a separate timeout for tunnels (WebSocket, CONNECT): timeout_client and timeout_server apply"},
+	{name: "timeout client-fin", kind: Unsupported, why: "half-closed connection timeouts"},
+	{name: "timeout server-fin", kind: Unsupported, why: "half-closed connection timeouts"},
+	{name: "timeout tarpit", kind: Unsupported, why: "tarpit"},
+	{name: "option redispatch", side: sideBack, dflt: true, neg: true, conv: convRedispatch},
+	{name: "option forwardfor", side: sideAny, dflt: true, neg: true, conv: convForwardFor},
+	{name: "option allbackups", side: sideBack, neg: true, conv: convFlag("allbackups")},
+	{name: "option httpchk", side: sideBack, conv: convHTTPChk},
+	{name: "http-check expect", side: sideBack, conv: convHTTPCheckExpect},
+	{name: "http-check send", side: sideBack, conv: convHTTPCheckSend},
+	{side: sideBack, name: "http-check", kind: Unsupported, why: "only http-check send (meth, uri, hdr Host) and expect status are converted"},
+	{name: "option tcp-check", side: sideBack, conv: convTCPCheck},
+	{name: "tcp-check connect", side: sideBack, conv: convTCPCheckConnect},
+	{side: sideBack, name: "tcp-check", kind: Unsupported, why: "fulcrum's tcp checks only connect"},
+	{side: sideBack, name: "option ssl-hello-chk", kind: Unsupported, why: "protocol checks: fulcrum checks by TCP connect or HTTP"},
+	{side: sideBack, name: "option mysql-check", kind: Unsupported, why: "protocol checks: fulcrum checks by TCP connect or HTTP"},
+	{side: sideBack, name: "option pgsql-check", kind: Unsupported, why: "protocol checks: fulcrum checks by TCP connect or HTTP"},
+	{side: sideBack, name: "option redis-check", kind: Unsupported, why: "protocol checks: fulcrum checks by TCP connect or HTTP"},
+	{side: sideBack, name: "option smtpchk", kind: Unsupported, why: "protocol checks: fulcrum checks by TCP connect or HTTP"},
+	{side: sideBack, name: "option ldap-check", kind: Unsupported, why: "protocol checks: fulcrum checks by TCP connect or HTTP"},
+	{side: sideBack, name: "option spop-check", kind: Unsupported, why: "protocol checks: fulcrum checks by TCP connect or HTTP"},
+	{side: sideBack, name: "option external-check", kind: Unsupported, why: "external checks"},
+	{side: sideBack, name: "external-check", kind: Unsupported, why: "external checks"},
+	{name: "default-server", side: sideBack, conv: convDefaultServer},
+	{name: "server", side: sideBack, noDefaults: true, conv: convServer},
+	{side: sideBack, name: "server-template", kind: NotYet, noDefaults: true, why: "server-template: " + whyDNS},
+	{name: "cookie", side: sideBack, conv: convCookie},
+	{name: "stick-table", side: sideAny, noDefaults: true, conv: convStickTable},
+	{name: "stick", side: sideBack, noDefaults: true, conv: convStick},
+	{name: "acl", side: sideAny, noDefaults: true, conv: convACL},
+	{name: "use_backend", side: sideFront, noDefaults: true, conv: convUseBackend},
+	{name: "default_backend", side: sideFront, conv: convDefaultBackend},
+	{name: "http-request", side: sideAny, conv: convHTTPRequest},
+	{name: "redirect", side: sideAny, conv: convRedirect},
+	{name: "tcp-request connection", side: sideFront, conv: convTCPRequest},
+	{name: "tcp-request content", kind: NotYet, why: "tcp-request content rules"},
+	{name: "tcp-request inspect-delay", kind: NotYet, why: "tcp-request content rules"},
+	{name: "tcp-request session", kind: Unsupported, why: "tcp-request session rules"},
+	{name: "tcp-response", kind: Unsupported, why: "tcp-response rules"},
+	{name: "http-response", kind: NotYet, why: "http-response rules"},
+	{name: "http-after-response", kind: Unsupported, why: "http-after-response rules"},
+	{name: "bind", side: sideFront, noDefaults: true, conv: convBind},
+	{name: "stats enable", side: sideStats, conv: convStatsEnable},
+	{name: "stats uri", side: sideStats, conv: convStatsURI},
+	{name: "stats refresh", side: sideStats, conv: convStatsRefresh},
+	{name: "stats auth", side: sideStats, conv: convStatsAuth},
+	{name: "stats admin", side: sideStats, conv: convStatsAdmin},
+	{name: "stats hide-version", side: sideStats, conv: convStatsHideVersion},
+	{name: "stats realm", kind: Unsupported, why: "fulcrum's stats page realm is fixed"},
+	{name: "stats show-legends", kind: Unsupported, why: "stats page options"},
+	{name: "stats show-node", kind: Unsupported, why: "stats page options"},
+	{name: "stats show-desc", kind: Unsupported, why: "stats page options"},
+	{name: "stats show-modules", kind: Unsupported, why: "stats page options"},
+	{name: "stats scope", kind: Unsupported, why: "stats page scopes"},
+	{name: "stats http-request", kind: Unsupported, why: "stats page rules"},
+	{name: "stats bind-process", kind: Ignored, why: "processes were removed from HAProxy 2.5"},
+	{name: "option httplog", kind: Builtin, why: "fulcrum writes one access-log line per request"},
+	{name: "option httpslog", kind: Builtin, why: "fulcrum writes one access-log line per request"},
+	{name: "option tcplog", kind: Builtin, why: "fulcrum writes one access-log line per connection"},
+	{name: "option log-health-checks", kind: Builtin, why: "fulcrum logs every change of a server's state"},
+	{name: "option contstats", kind: Builtin, why: "fulcrum's counters are updated continuously"},
+	{name: "option http-keep-alive", kind: Builtin, why: "fulcrum keeps client and server connections alive"},
+	{name: "option splice-auto", kind: Builtin, why: "fulcrum splices large bodies and TCP bulk transfers by itself"},
+	{name: "option splice-request", kind: Builtin, why: "fulcrum splices large bodies and TCP bulk transfers by itself"},
+	{name: "option splice-response", kind: Builtin, why: "fulcrum splices large bodies and TCP bulk transfers by itself"},
+	{name: "option dontlognull", kind: Differs, why: "fulcrum logs every connection, empty ones included"},
+	{name: "option dontlog-normal", kind: Unsupported, why: "fulcrum logs every request"},
+	{name: "option log-separate-errors", kind: Unsupported, why: "fulcrum logs every request at info level"},
+	{name: "option logasap", kind: Unsupported, why: "fulcrum logs a request when it ends"},
+	{name: "option http-server-close", kind: Unsupported, why: "fulcrum keeps server connections open for reuse (see http_reuse)"},
+	{name: "option httpclose", kind: Unsupported, why: "fulcrum keeps client and server connections alive"},
+	{name: "option forceclose", kind: Unsupported, why: whyRemoved},
+	{name: "log", kind: NotYet, why: whyLogs},
+	{name: "log-format", kind: NotYet, why: whyLogs},
+	{name: "log-format-sd", kind: NotYet, why: whyLogs},
+	{name: "error-log-format", kind: NotYet, why: whyLogs},
+	{name: "log-tag", kind: NotYet, why: whyLogs},
+	{name: "capture", kind: NotYet, why: whyLogs},
+	{name: "declare capture", kind: NotYet, why: whyLogs},
+	{name: "unique-id-format", kind: Unsupported, why: "unique request ids"},
+	{name: "unique-id-header", kind: Unsupported, why: "unique request ids"},
+	{name: "errorfile", kind: Unsupported, why: "custom error pages: fulcrum answers with HAProxy's built-in pages"},
+	{name: "errorfiles", kind: Unsupported, why: "custom error pages: fulcrum answers with HAProxy's built-in pages"},
+	{name: "errorloc", kind: Unsupported, why: "custom error pages: fulcrum answers with HAProxy's built-in pages"},
+	{name: "errorloc302", kind: Unsupported, why: "custom error pages: fulcrum answers with HAProxy's built-in pages"},
+	{name: "errorloc303", kind: Unsupported, why: "custom error pages: fulcrum answers with HAProxy's built-in pages"},
+	{name: "http-error", kind: Unsupported, why: "custom error pages: fulcrum answers with HAProxy's built-in pages"},
+	{name: "compression", kind: Unsupported, why: "compression"},
+	{name: "monitor-uri", kind: Unsupported, why: "monitor-uri (an http_request rule \"return status 200 if { path /URI }\" does the same)"},
+	{name: "monitor", kind: Unsupported, why: "monitor fail"},
+	{name: "description", kind: Ignored, why: "descriptions are not shown"},
+	{name: "id", kind: Unsupported, why: "fixed proxy ids: fulcrum numbers sections in file order"},
+	{name: "disabled", kind: Unsupported, why: "disabled sections"},
+	{name: "enabled", kind: Ignored, why: "sections are enabled"},
+	{name: "rate-limit", kind: Unsupported, why: "session rate limits"},
+	{name: "backlog", kind: Unsupported, why: "listen backlogs (the system's somaxconn applies)"},
+	{name: "filter", kind: Unsupported, why: "filters"},
+	{side: sideBack, name: "http-send-name-header", kind: Unsupported, why: "http-send-name-header"},
+	{side: sideBack, name: "source", kind: Unsupported, why: "source addresses for server connections"},
+	{side: sideBack, name: "persist", kind: Unsupported, why: "rdp-cookie persistence"},
+	{side: sideBack, name: "dynamic-cookie-key", kind: Unsupported, why: "dynamic cookies"},
+	{name: "email-alert", kind: Unsupported, why: "email alerts"},
+	{name: "load-server-state-from-file", side: sideBack, conv: convLoadState},
+	{side: sideBack, name: "server-state-file-name", kind: Unsupported, why: "per-backend state files: fulcrum has one, global.state_file"},
+	{side: sideBack, name: "retry-on", kind: Unsupported, why: "retry-on: fulcrum retries failed connects only"},
+	{side: sideBack, name: "use-server", kind: Unsupported, why: "use-server rules"},
+	{side: sideBack, name: "force-persist", kind: Unsupported, why: "force-persist rules"},
+	{side: sideBack, name: "ignore-persist", kind: Unsupported, why: "ignore-persist rules"},
+	{name: "max-keep-alive-queue", kind: Unsupported, why: "max-keep-alive-queue"},
+	{side: sideBack, name: "http-check disable-on-404", kind: Unsupported, why: "disable-on-404"},
+	{name: "option tcpka", kind: Unsupported, why: "TCP keep-alive probes"},
+	{name: "option clitcpka", kind: Unsupported, why: "TCP keep-alive probes"},
+	{side: sideBack, name: "option srvtcpka", kind: Unsupported, why: "TCP keep-alive probes"},
+	{name: "option abortonclose", kind: Unsupported, why: "abortonclose: a request whose client left is still sent"},
+	{name: "option http-buffer-request", kind: Unsupported, why: "request bodies are streamed, never buffered"},
+	{side: sideBack, name: "option prefer-last-server", kind: Unsupported, why: "prefer-last-server"},
+	{side: sideBack, name: "option persist", kind: Unsupported, why: "persistence to a DOWN server"},
+	{side: sideBack, name: "option checkcache", kind: Unsupported, why: "checkcache"},
+	{name: "option socket-stats", kind: Unsupported, why: "per-listener statistics"},
+	{name: "option independent-streams", kind: Unsupported, why: "independent-streams"},
+	{name: "option nolinger", kind: Unsupported, why: "nolinger"},
+	{name: "option originalto", kind: Unsupported, why: "X-Original-To"},
+	{name: "option http-ignore-probes", kind: Unsupported, why: "http-ignore-probes"},
+	{name: "option http-no-delay", kind: Unsupported, why: "http-no-delay"},
+	{name: "option http-pretend-keepalive", kind: Unsupported, why: "http-pretend-keepalive"},
+	{name: "option accept-invalid-http-request", kind: Unsupported, why: "fulcrum refuses invalid requests (400)"},
+	{side: sideBack, name: "option accept-invalid-http-response", kind: Unsupported, why: "fulcrum refuses invalid responses (502)"},
+	{name: "option transparent", kind: Unsupported, why: "transparent proxying"},
+	{name: "option http-use-proxy-header", kind: Unsupported, why: "Proxy-Connection handling"},
+	{name: "option disable-h2-upgrade", kind: Ignored, why: "fulcrum does not upgrade to HTTP/2"},
+	{name: "option tcp-smart-accept", kind: Ignored, why: "no effect in fulcrum"},
+	{name: "option tcp-smart-connect", kind: Ignored, why: "no effect in fulcrum"},
+	{name: "option http-restrict-req-hdr-names", kind: Unsupported, why: "header name restrictions"},
+	{name: "option idle-close-on-response", kind: Unsupported, why: "idle-close-on-response"},
+	{name: "option", kind: Unsupported, why: "this option is not converted"},
+	{name: "reqadd", kind: Unsupported, why: whyRemoved}, {name: "reqdel", kind: Unsupported, why: whyRemoved},
+	{name: "reqrep", kind: Unsupported, why: whyRemoved}, {name: "reqirep", kind: Unsupported, why: whyRemoved},
+	{name: "reqallow", kind: Unsupported, why: whyRemoved}, {name: "reqdeny", kind: Unsupported, why: whyRemoved},
+	{name: "reqtarpit", kind: Unsupported, why: whyRemoved}, {name: "reqpass", kind: Unsupported, why: whyRemoved},
+	{name: "reqsetbe", kind: Unsupported, why: whyRemoved}, {name: "reqisetbe", kind: Unsupported, why: whyRemoved},
+	{name: "rspadd", kind: Unsupported, why: whyRemoved}, {name: "rspdel", kind: Unsupported, why: whyRemoved},
+	{name: "rsprep", kind: Unsupported, why: whyRemoved}, {name: "rspirep", kind: Unsupported, why: whyRemoved},
+	{name: "rspdeny", kind: Unsupported, why: whyRemoved}, {name: "block", kind: Unsupported, why: whyRemoved},
+	{name: "contimeout", kind: Unsupported, why: whyRemoved}, {name: "clitimeout", kind: Unsupported, why: whyRemoved},
+	{name: "srvtimeout", kind: Unsupported, why: whyRemoved}, {name: "redispatch", kind: Unsupported, why: whyRemoved},
+}
+
+// globalRows are the keywords of the global section.
+var globalRows = []keyword{
+	{name: "maxconn", conv: convGlobalInt("maxconn")},
+	{name: "nbthread", conv: convGlobalInt("nbthread")},
+	{name: "hard-stop-after", conv: convGlobalTime("hard_stop_after")},
+	{name: "stats socket", conv: convStatsSocket},
+	{name: "stats timeout", conv: convGlobalTime("stats_timeout")},
+	{name: "stats maxconn", conv: convStatsMaxconn},
+	{name: "server-state-file", conv: convStateFile},
+	{name: "daemon", kind: Ignored, why: "fulcrum runs in the foreground: run it under a service manager (systemd)"},
+	{name: "master-worker", kind: Ignored, why: "fulcrum reloads in place (SIGHUP, the reload command)"},
+	{name: "user", kind: Ignored, why: "run fulcrum as that user (systemd User=)"},
+	{name: "uid", kind: Ignored, why: "run fulcrum as that user (systemd User=)"},
+	{name: "group", kind: Ignored, why: "run fulcrum as that group (systemd Group=)"},
+	{name: "gid", kind: Ignored, why: "run fulcrum as that group (systemd Group=)"},
+	{name: "chroot", kind: Unsupported, why: "chroot (systemd's RootDirectory= or ProtectSystem= do it)"},
+	{name: "pidfile", kind: Unsupported, why: "pid files (a service manager tracks the process)"},
+	{name: "nbproc", kind: Unsupported, why: "several processes (removed from HAProxy 2.5; see nbthread)"},
+	{name: "cpu-map", kind: Unsupported, why: "CPU pinning"},
+	{name: "log", kind: NotYet, why: whyLogs},
+	{name: "log-send-hostname", kind: NotYet, why: whyLogs},
+	{name: "log-tag", kind: NotYet, why: whyLogs},
+	{name: "ca-base", kind: NotYet, why: whyTLS},
+	{name: "crt-base", kind: NotYet, why: whyTLS},
+	{name: "ssl-*", kind: NotYet, why: whyTLS},
+	{name: "maxsslconn", kind: NotYet, why: whyTLS},
+	{name: "maxsslrate", kind: NotYet, why: whyTLS},
+	{name: "issuers-chain-path", kind: NotYet, why: whyTLS},
+	{name: "tune.http.maxhdr", conv: convGlobalInt("tune_http_maxhdr")},
+	{name: "tune.ssl.*", kind: NotYet, why: whyTLS},
+	{name: "tune.*", kind: Unsupported, why: "tuning settings"},
+	{name: "localpeer", kind: NotYet, why: whyPeers},
+	{name: "spread-checks", kind: Builtin, why: "fulcrum spreads checks over their interval by itself"},
+	{name: "max-spread-checks", kind: Builtin, why: "fulcrum spreads checks over their interval by itself"},
+	{name: "ulimit-n", kind: Unsupported, why: "fulcrum uses the file descriptor limit it is given (systemd LimitNOFILE=)"},
+	{name: "node", kind: Ignored, why: "node names are not shown"},
+	{name: "description", kind: Ignored, why: "descriptions are not shown"},
+	{name: "lua-*", kind: Unsupported, why: "Lua"},
+	{name: "setenv", kind: Unsupported, why: "environment variables"},
+	{name: "presetenv", kind: Unsupported, why: "environment variables"},
+	{name: "resetenv", kind: Unsupported, why: "environment variables"},
+	{name: "unsetenv", kind: Unsupported, why: "environment variables"},
+	{name: "h1-case-adjust", kind: Unsupported, why: "header case adjustment"},
+	{name: "h1-case-adjust-file", kind: Unsupported, why: "header case adjustment"},
+	{name: "expose-experimental-directives", kind: Ignored, why: "no effect in fulcrum"},
+	{name: "insecure-fork-wanted", kind: Ignored, why: "no effect in fulcrum"},
+	{name: "insecure-setuid-wanted", kind: Ignored, why: "no effect in fulcrum"},
+	{name: "set-dumpable", kind: Ignored, why: "no effect in fulcrum"},
+	{name: "strict-limits", kind: Ignored, why: "no effect in fulcrum"},
+	{name: "numa-cpu-mapping", kind: Ignored, why: "no effect in fulcrum"},
+	{name: "mworker-max-reloads", kind: Ignored, why: "no effect in fulcrum"},
+	{name: "quiet", kind: Ignored, why: "no effect in fulcrum"},
+	{name: "zero-warning", kind: Ignored, why: "no effect in fulcrum"},
+	{name: "maxpipes", kind: Ignored, why: "no effect in fulcrum"},
+	{name: "noepoll", kind: Ignored, why: "no effect in fulcrum"},
+	{name: "nopoll", kind: Ignored, why: "no effect in fulcrum"},
+	{name: "nosplice", kind: Unsupported, why: "fulcrum always splices large transfers"},
+	{name: "busy-polling", kind: Unsupported, why: "busy polling"},
+	{name: "maxconnrate", kind: Unsupported, why: "connection rate limits"},
+	{name: "maxsessrate", kind: Unsupported, why: "session rate limits"},
+	{name: "maxcomprate", kind: Unsupported, why: "compression"},
+	{name: "server-state-base", kind: Unsupported, why: "a directory of state files (give global.state_file in full)"},
+	{name: "grace", kind: Unsupported, why: "grace periods"},
+	{name: "unix-bind", kind: Unsupported, why: "unix socket defaults"},
+	{name: "default-path", kind: Unsupported, why: "default-path (relative paths are relative to the TOML file)"},
+	{name: "thread-groups", kind: Unsupported, why: "thread groups"},
+	{name: "httpclient.*", kind: Unsupported, why: "the HTTP client"},
+	{name: "profiling.*", kind: Ignored, why: "no effect in fulcrum"},
+	{name: "external-check", kind: Unsupported, why: "external checks"},
+}
+
+// sectionRows say why the sections fulcrum does not convert are not.
+var sectionRows = map[string]keyword{
+	"peers":       {kind: NotYet, why: whyPeers},
+	"resolvers":   {kind: NotYet, why: "resolvers: " + whyDNS},
+	"userlist":    {kind: Unsupported, why: "user lists (http_auth)"},
+	"mailers":     {kind: Unsupported, why: "email alerts"},
+	"http-errors": {kind: Unsupported, why: "custom error pages"},
+	"ring":        {kind: Unsupported, why: "ring buffers"},
+	"cache":       {kind: Unsupported, why: "caching"},
+	"program":     {kind: Unsupported, why: "programs run by the master process"},
+	"fcgi-app":    {kind: Unsupported, why: "FastCGI"},
+}
+
+// rowIndex is a row table by name, built once.
+type rowIndex struct {
+	rows  map[string]*keyword
+	wild  []*keyword // "ssl-*"
+	byLen int        // the most words in a name
+}
+
+func index(rows []keyword) *rowIndex {
+	ix := &rowIndex{rows: map[string]*keyword{}}
+	for i := range rows {
+		r := &rows[i]
+		if strings.HasSuffix(r.name, "*") {
+			ix.wild = append(ix.wild, r)
+			continue
+		}
+		if _, dup := ix.rows[r.name]; !dup {
+			ix.rows[r.name] = r
+		}
+		ix.byLen = max(ix.byLen, len(strings.Fields(r.name)))
+	}
+	return ix
+}
+
+// The indexes of the tables, built at start (in init: the rows' conv
+// funcs refer to the indexes through the notes they write).
+var proxyIndex, globalIndex *rowIndex
+
+func init() {
+	proxyIndex = index(proxyRows)
+	globalIndex = index(globalRows)
+}
+
+// lookup finds the row of a line: the longest name matching its first
+// words, after a leading "no". argi is the index of the first argument.
+func (ix *rowIndex) lookup(ln *line) (row *keyword, neg bool, argi int) {
+	start := 0
+	if ln.kw(0) == "no" && len(ln.words) > 1 {
+		neg, start = true, 1
+	}
+	for n := min(ix.byLen, len(ln.words)-start); n >= 1; n-- {
+		name := strings.Join(ln.args(start)[:n], " ")
+		if r, ok := ix.rows[name]; ok {
+			return r, neg, start + n
+		}
+	}
+	for _, r := range ix.wild {
+		if strings.HasPrefix(ln.kw(start), strings.TrimSuffix(r.name, "*")) {
+			return r, neg, start + 1
+		}
+	}
+	return nil, false, 0
+}
+
+// lookupProxy finds the row of a proxy or defaults line.
+func lookupProxy(ln *line) (*keyword, bool, int) { return proxyIndex.lookup(ln) }
