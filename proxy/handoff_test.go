@@ -200,3 +200,33 @@ func TestReloadRemovedBindClosesKeepAlive(t *testing.T) {
 	}
 	next.Shutdown(context.Background())
 }
+
+// A keep-alive connection of a configuration being retired (a) must find
+// where to move even when the next reload has already handed its
+// successor's (b) listener to the newest configuration (c) but has not
+// retired b yet. b linked to c only in Retire: in that window b no longer
+// listened on the bind and had no successor, so the connection was closed
+// after its request (TestReloadUnderLoad saw an extra dial now and then
+// under a loaded machine).
+func TestHandOffAcrossOverlappingReloads(t *testing.T) {
+	u := newUpstream(t, "s1")
+	a, err := New(testConfig(conf.ModeHTTP, []string{u.addr()}, nil), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := a.Frontends[0].Addrs()[0].String()
+	b := reloadTo(t, a, keepBind(testConfig(conf.ModeHTTP, []string{u.addr()}, nil), a))
+	b.linkSuccessors(a) // as b's Retire of a does first
+	a.stopping.Store(true)
+	c := reloadTo(t, b, keepBind(testConfig(conf.ModeHTTP, []string{u.addr()}, nil), b))
+	cc := &clientConn{bind: addr}
+	if !a.Frontends[0].canHandOff(cc) {
+		t.Errorf("a connection of the retiring configuration cannot move while the next reload is under way")
+	}
+	for _, p := range []*Proxy{c, b, a} {
+		p.Shutdown(context.Background())
+	}
+}

@@ -238,6 +238,11 @@ func (p *Proxy) StartFrom(old *Proxy) error {
 	if err := p.open(inherited); err != nil {
 		return err
 	}
+	// Link old's frontends to p's before old's listeners move here: a
+	// keep-alive connection of old's own predecessor, still retiring, looks
+	// for a frontend listening on its bind along the chain of successors,
+	// and old stops listening at the hand-over below, before Retire runs.
+	p.linkSuccessors(old)
 	p.serve(func(l net.Listener) {
 		if h, ok := from[l]; ok {
 			h.fe.handOver(h.a)
