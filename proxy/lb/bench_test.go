@@ -3,6 +3,7 @@ package lb
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -46,7 +47,7 @@ func BenchmarkPickRelease(b *testing.B) {
 			total := 0
 			for i := range all {
 				w := 1 + i%3
-				all[i] = &Server{Index: i, Name: fmt.Sprintf("s%d", i+1), Weight: w * WeightScale, EffectiveWeight: w}
+				all[i] = &Server{Index: i, Name: fmt.Sprintf("s%d", i+1), Weight: w * WeightScale}
 				all[i].MaxConn.Store(1 << 30)
 				total += w
 			}
@@ -104,3 +105,48 @@ type nopObserver struct{}
 
 func (nopObserver) ConnTaken(*Server)    {}
 func (nopObserver) ConnReleased(*Server) {}
+
+// BenchmarkHashKey measures one pick of each hashing algorithm and hash
+// type, unkeyed (HAProxy's functions) and keyed (hash_key: SipHash-2-4),
+// over 100 servers of weights 1, 2 and 3 and 1,024 different keys, with
+// paths like "/static/img/1234/photo.jpg" (26 bytes).
+func BenchmarkHashKey(b *testing.B) {
+	reqs := make([]*Request, 1024)
+	for i := range reqs {
+		reqs[i] = &Request{
+			Src:  netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 1234),
+			Path: fmt.Sprintf("/static/img/%04d/photo.jpg", i), Query: fmt.Sprintf("x=1&id=%d", i), Method: "GET",
+			Headers: foldHeaders{"Host: www.example.com", fmt.Sprintf("X-User: user%d", i), fmt.Sprintf("Cookie: a=b; SID=%d", i)},
+		}
+	}
+	all := make([]*Server, 100)
+	total := 0
+	for i := range all {
+		w := 1 + i%3
+		all[i] = &Server{Index: i, Name: fmt.Sprintf("s%d", i+1), Weight: w * WeightScale}
+		total += w
+	}
+	for _, expr := range []string{"source", "uri", "url_param id", "hdr(X-User)", "hash req.cook(SID)"} {
+		for _, ht := range []string{"map-based", "consistent"} {
+			for _, key := range []HashKey{{}, NewHashKey("benchmark-secret-0123456789")} {
+				h, _ := ParseHashType(ht)
+				bal, err := Parse(expr)
+				if err != nil {
+					b.Fatal(err)
+				}
+				a := bal.New(Config{Hash: h, Key: key, RingWeight: total})
+				a.Rebuild(all)
+				name := fmt.Sprintf("%s/%s/unkeyed", strings.Fields(expr)[0], ht)
+				if key.IsSet() {
+					name = strings.TrimSuffix(name, "unkeyed") + "keyed"
+				}
+				b.Run(name, func(b *testing.B) {
+					b.ReportAllocs()
+					for i := 0; i < b.N; i++ {
+						a.Pick(reqs[i&1023], nil)
+					}
+				})
+			}
+		}
+	}
+}

@@ -205,10 +205,11 @@ func (r *ring) search(key uint64) int {
 }
 
 // lookup returns the server for ring position key: the owner of the first
-// point clockwise whose server is neither full, nor avoid, nor over its
-// bounded load. If every server that is not full is over its bound, the
-// first of them; avoid as a last resort; nil when every server is full.
-func (ch *chash) lookup(r *ring, key uint64, avoid *Server) *Server {
+// point clockwise whose server is neither passed by under affinity a (with
+// AffinityMaxConn: full), nor avoid, nor over its bounded load. If every
+// server not passed by is over its bound, the first of them; avoid as a
+// last resort; nil when every server is passed by.
+func (ch *chash) lookup(r *ring, key uint64, avoid *Server, a Affinity) *Server {
 	n := len(r.points)
 	if n == 0 {
 		return nil
@@ -218,7 +219,7 @@ func (ch *chash) lookup(r *ring, key uint64, avoid *Server) *Server {
 	i := r.search(key)
 	for range n {
 		s := r.servers[r.points[i].idx]
-		if !s.Full() {
+		if !s.passedBy(a) {
 			switch {
 			case s == avoid:
 				avoided = s

@@ -12,11 +12,16 @@
 // sees the HTTP path. What it does decide is to skip a full server (one at
 // its maxconn): fullness changes with every session, so it is checked at
 // pick time, and ConnObserver lets an algorithm keep full servers out of
-// its way.
+// its way. The hashing algorithms keep a key on its full server instead,
+// unless hash_preserve_affinity says otherwise (AffinityPicker).
+//
+// With a hash_key (hashkey.go), the hashing algorithms hash with SipHash
+// under a secret, so that nobody can compute which keys go to which server.
 //
 // Invariants every algorithm keeps:
-//   - Pick returns a server of the last Rebuild's set, never a full one,
-//     and the server to avoid only when no other one is free.
+//   - Pick returns a server of the last Rebuild's set, never a full one
+//     (but a hashing algorithm's affine pick), and the server to avoid
+//     only when no other one is free.
 //   - Pick is safe for concurrent use and allocates nothing.
 //   - Ties break by Index, and randomness comes from Config.Rand, so tests
 //     are deterministic.

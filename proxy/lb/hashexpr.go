@@ -138,18 +138,7 @@ func parseHashExpr(a Args) (Balance, error) {
 			if !r.Src.IsValid() {
 				return 0, false
 			}
-			a := r.Src.Addr().Unmap()
-			if a.Is4() {
-				b := a.As4()
-				for _, c := range b {
-					h.writeByte(c)
-				}
-			} else {
-				b := a.As16()
-				for _, c := range b {
-					h.writeByte(c)
-				}
-			}
+			writeAddr(&h, r.Src.Addr().Unmap())
 			return h.sum(), true
 		}
 		sample, ok := f.get(r, arg)

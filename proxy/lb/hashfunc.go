@@ -22,13 +22,23 @@ const (
 	DJB2
 	WT6
 	CRC32
+
+	// keyedSip is SipHash-2-4 under a hash_key (hashkey.go): what a
+	// hasher runs instead of the function of hash_type when the backend
+	// has a key. Not a hash_type keyword.
+	keyedSip
 )
 
 // hashFuncNames are the keywords of the hash functions, by HashFunc.
 var hashFuncNames = [...]string{SDBM: "sdbm", DJB2: "djb2", WT6: "wt6", CRC32: "crc32"}
 
-// String returns the function's keyword.
-func (f HashFunc) String() string { return hashFuncNames[f] }
+// String returns the function's keyword ("siphash" for a keyed hash).
+func (f HashFunc) String() string {
+	if int(f) < len(hashFuncNames) {
+		return hashFuncNames[f]
+	}
+	return "siphash"
+}
 
 // HashType is a parsed hash_type: how hashing algorithms map a hash to a
 // server. The zero value is HAProxy's default, "map-based sdbm".
@@ -36,7 +46,14 @@ type HashType struct {
 	Consistent bool     // "consistent" (a ring) rather than "map-based" (a table)
 	Func       HashFunc // the hash function
 	Avalanche  bool     // apply the full avalanche mix to the function's result
+
+	// key, when set, replaces Func and Avalanche with SipHash under it
+	// (hash_key); newHashing copies it from Config.Key.
+	key HashKey
 }
+
+// keyed reports whether hashes are keyed (hash_key).
+func (t HashType) keyed() bool { return t.key.set }
 
 // ParseHashType parses "<method> [<function> [avalanche]]". "consistent"
 // alone means "consistent sdbm avalanche", as HAProxy documents: a raw sdbm
@@ -77,10 +94,17 @@ type hasher struct {
 	h0, h1         uint32 // h0 is the state of sdbm, djb2 and crc32
 	step0, step1   uint32 // wt6's rotations
 	avalanche, set bool
+	sip            sipState // keyedSip's state
 }
 
-// newHasher starts a hash of function t.Func.
+// newHasher starts a hash of function t.Func, or of SipHash under t's key
+// when it has one.
 func newHasher(t HashType) hasher {
+	if t.keyed() {
+		h := hasher{fn: keyedSip}
+		h.sip.init(t.key)
+		return h
+	}
 	h := hasher{fn: t.Func, avalanche: t.Avalanche}
 	switch t.Func {
 	case DJB2:
@@ -112,11 +136,17 @@ func (h *hasher) writeByte(c byte) {
 		h.step1 = t >> 11
 	case CRC32:
 		h.h0 = crc32.IEEETable[byte(h.h0)^c] ^ h.h0>>8
+	case keyedSip:
+		h.sip.writeByte(c)
 	}
 }
 
 // writeString adds s to the hash.
 func (h *hasher) writeString(s string) {
+	if h.fn == keyedSip {
+		h.sip.writeString(s)
+		return
+	}
 	for i := 0; i < len(s); i++ {
 		h.writeByte(s[i])
 	}
@@ -137,6 +167,8 @@ func (h *hasher) writeLower(s string) {
 func (h *hasher) sum() uint32 {
 	var v uint32
 	switch h.fn {
+	case keyedSip:
+		return h.sip.sum()
 	case WT6:
 		v = h.h0 ^ h.h1
 	case CRC32:

@@ -59,11 +59,16 @@ func TestHashKeys(t *testing.T) {
 			nil},
 	}
 	for _, tc := range cases {
-		for _, ht := range []string{"map-based", "consistent", "map-based djb2 avalanche", "consistent wt6"} {
+		for _, ht := range []string{"map-based", "consistent", "map-based djb2 avalanche", "consistent wt6", "map-based/keyed", "consistent/keyed"} {
 			t.Run(tc.expr+"/"+ht, func(t *testing.T) {
-				h, _ := ParseHashType(ht)
+				typ, keyed := strings.CutSuffix(ht, "/keyed")
+				h, _ := ParseHashType(typ)
+				var key HashKey
+				if keyed {
+					key = NewHashKey(testSecret)
+				}
 				all := servers(16, 16, 16, 16, 16, 16, 16)
-				a := mustNew(t, tc.expr, Config{Hash: h, RingWeight: 7})
+				a := mustNew(t, tc.expr, Config{Hash: h, Key: key, RingWeight: 7})
 				a.Rebuild(all)
 				want := a.Pick(tc.same[0], nil)
 				for range 3 { // and again: no round-robin state involved
@@ -89,11 +94,16 @@ func TestHashKeys(t *testing.T) {
 // proportion to the weights (map-based is exact over a full set of
 // hashes; here a loose check that no server is starved or flooded).
 func TestHashKeysSpread(t *testing.T) {
-	for _, ht := range []string{"map-based", "consistent"} {
+	for _, ht := range []string{"map-based", "consistent", "map-based/keyed", "consistent/keyed"} {
 		t.Run(ht, func(t *testing.T) {
-			h, _ := ParseHashType(ht)
+			typ, keyed := strings.CutSuffix(ht, "/keyed")
+			h, _ := ParseHashType(typ)
+			var key HashKey
+			if keyed {
+				key = NewHashKey(testSecret)
+			}
 			all := servers(16, 32, 48)
-			a := mustNew(t, "url_param id", Config{Hash: h, RingWeight: 6})
+			a := mustNew(t, "url_param id", Config{Hash: h, Key: key, RingWeight: 6})
 			a.Rebuild(all)
 			got := make([]int, 3)
 			for i := range 6000 {
@@ -144,11 +154,81 @@ func TestURIKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, _ := k.hash(req("", tc.uri), HashType{})
-		h := newHasher(HashType{})
-		h.writeString(tc.wantKey)
-		if got != h.sum() {
-			t.Errorf("%s on %q: hash differs from the hash of %q", tc.expr, tc.uri, tc.wantKey)
+		for _, typ := range []HashType{{}, {key: NewHashKey(testSecret)}} {
+			got, _ := k.hash(req("", tc.uri), typ)
+			h := newHasher(typ)
+			h.writeString(tc.wantKey)
+			if got != h.sum() {
+				t.Errorf("%s on %q (keyed %v): hash differs from the hash of %q", tc.expr, tc.uri, typ.keyed(), tc.wantKey)
+			}
+		}
+	}
+}
+
+// TestHashPreserveAffinity: what a hashing algorithm does when the server
+// of a request's key is full, for each hash_preserve_affinity (HAProxy
+// 3.2) and hash type. HAProxy 2.6 keeps the key on its full server and
+// queues the request there ("always", the default); fulcrum used to skip
+// it, which is "maxconn".
+func TestHashPreserveAffinity(t *testing.T) {
+	r := req("", "/?id=7")
+	for _, ht := range []string{"map-based", "consistent"} {
+		h, _ := ParseHashType(ht)
+		build := func(a Affinity) (Algorithm, []*Server, *Server) {
+			all := servers(16, 16, 16)
+			alg := mustNew(t, "url_param id", Config{Hash: h, RingWeight: 3, Affinity: a})
+			alg.Rebuild(all)
+			home := alg.Pick(r, nil)
+			home.MaxConn.Store(1)
+			home.Cur.Store(1) // the key's server is full
+			home.MaxQueue = 2
+			return alg, all, home
+		}
+		cases := []struct {
+			name     string
+			aff      Affinity
+			queued   int64 // requests in the home server's queue
+			avoid    bool
+			wantHome bool
+			affine   bool
+		}{
+			{"always: the full home server", AffinityAlways, 5, false, true, true},
+			{"always, avoid: the next server", AffinityAlways, 0, true, false, true},
+			{"maxconn: the next server", AffinityMaxConn, 0, false, false, false},
+			{"maxqueue, queue not full: home", AffinityMaxQueue, 1, false, true, true},
+			{"maxqueue, queue full: the next server", AffinityMaxQueue, 2, false, false, true},
+		}
+		for _, tc := range cases {
+			t.Run(ht+"/"+tc.name, func(t *testing.T) {
+				alg, all, home := build(tc.aff)
+				home.Queued.Store(tc.queued)
+				var avoid *Server
+				if tc.avoid {
+					avoid = home
+				}
+				got, affine := alg.(AffinityPicker).PickAffine(r, avoid)
+				if (got == home) != tc.wantHome || affine != tc.affine || got == nil {
+					t.Fatalf("got %v (affine %v), want home %v (affine %v)", got, affine, tc.wantHome, tc.affine)
+				}
+				if p := alg.Pick(r, avoid); p != got {
+					t.Errorf("Pick: got %v, PickAffine %v", p, got)
+				}
+				// A request without the key is balanced: never affine,
+				// never to a full server.
+				for range 6 {
+					if s, affine := alg.(AffinityPicker).PickAffine(req("", "/"), nil); s == home || affine {
+						t.Fatalf("no key: got %v (affine %v), want another server, not affine", s, affine)
+					}
+				}
+				// Every server full: "always" still names the home server.
+				for _, s := range all {
+					s.MaxConn.Store(1)
+					s.Cur.Store(1)
+				}
+				if got := alg.Pick(r, nil); (got == home) != (tc.aff == AffinityAlways || tc.aff == AffinityMaxQueue && tc.queued < 2) {
+					t.Errorf("all full: got %v", got)
+				}
+			})
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"errors"
 	"math/rand/v2"
 	"net/netip"
 	"sync/atomic"
@@ -39,6 +40,9 @@ type Server struct {
 	// MaxConn is the most sessions the server takes at once, 0 for no
 	// limit. Slowstart may lower it for a while.
 	MaxConn atomic.Int64
+	// MaxQueue is the most requests the server's own queue holds, 0 for
+	// no limit (hash_preserve_affinity "maxqueue" reads it). Constant.
+	MaxQueue int
 	// Cur is the number of sessions currently on the server (in-flight HTTP
 	// requests or TCP connections); maintained by the backend.
 	Cur atomic.Int64
@@ -73,11 +77,75 @@ func (s *Server) Limit() int64 {
 }
 
 // Full reports whether the server has no free slot: it has a maxconn and
-// as many sessions as its Limit. A full server is never picked.
+// as many sessions as its Limit. A full server is never picked, except by
+// a hashing algorithm keeping a key's affinity (Affinity).
 func (s *Server) Full() bool {
 	m := s.Limit()
 	return m > 0 && s.Cur.Load() >= m
 }
+
+// queueFull reports whether the server is full and its own queue holds
+// MaxQueue requests: HAProxy 3.2's test for hash-preserve-affinity
+// maxqueue (served + queued >= maxconn + maxqueue, with both set).
+func (s *Server) queueFull() bool {
+	m := s.Limit()
+	return m > 0 && s.MaxQueue > 0 && s.Cur.Load()+s.Queued.Load() >= m+int64(s.MaxQueue)
+}
+
+// passedBy reports whether a pick under affinity a goes past s to the next
+// server: never with AffinityAlways, when its queue is full with
+// AffinityMaxQueue, when it is full otherwise (every algorithm but the
+// hashing ones always picks as AffinityMaxConn).
+func (s *Server) passedBy(a Affinity) bool {
+	switch a {
+	case AffinityAlways:
+		return false
+	case AffinityMaxQueue:
+		return s.queueFull()
+	}
+	return s.Full()
+}
+
+// Affinity is hash_preserve_affinity (HAProxy 3.2's
+// hash-preserve-affinity): what a hashing algorithm does when the server
+// of a request's key is full.
+type Affinity uint8
+
+// The values of hash_preserve_affinity.
+const (
+	// AffinityAlways picks the key's server, full or not: the request
+	// then waits in that server's queue (HAProxy's default, and HAProxy
+	// 2.6's only behaviour).
+	AffinityAlways Affinity = iota
+	// AffinityMaxConn goes past a full server to the next one (the next
+	// slot of the map, the next point of the ring), as the other
+	// algorithms do; the request waits in the backend queue when every
+	// server is full.
+	AffinityMaxConn
+	// AffinityMaxQueue goes past a server that is full and whose own queue
+	// holds its maxqueue requests; servers without maxconn or maxqueue
+	// are never passed by.
+	AffinityMaxQueue
+)
+
+// affinityNames are the keywords of hash_preserve_affinity, by Affinity.
+var affinityNames = [...]string{AffinityAlways: "always", AffinityMaxConn: "maxconn", AffinityMaxQueue: "maxqueue"}
+
+// ParseAffinity parses a hash_preserve_affinity value; "" is "always".
+func ParseAffinity(s string) (Affinity, error) {
+	if s == "" {
+		return AffinityAlways, nil
+	}
+	for a, name := range affinityNames {
+		if s == name {
+			return Affinity(a), nil
+		}
+	}
+	return 0, errors.New(`must be "always", "maxconn" or "maxqueue"`)
+}
+
+// String returns the keyword of a.
+func (a Affinity) String() string { return affinityNames[a] }
 
 // Request is the small view of a request that hashing algorithms need. It
 // never carries the HTTP engine's own types.
@@ -104,9 +172,11 @@ type HeaderGetter interface {
 type Algorithm interface {
 	// Pick returns the server for r, or nil if none is usable or every
 	// usable one is full. avoid, if non-nil, just failed for r: Pick
-	// returns it only as a last resort. Pick never returns a full server
-	// and is safe for concurrent use; r may be nil for algorithms that do
-	// not hash (and then hashing algorithms fall back to round-robin).
+	// returns it only as a last resort. Pick never returns a full server,
+	// except a hashing algorithm keeping the affinity of r's key
+	// (AffinityPicker), and is safe for concurrent use; r may be nil for
+	// algorithms that do not hash (and then hashing algorithms fall back
+	// to round-robin).
 	Pick(r *Request, avoid *Server) *Server
 	// Rebuild replaces the set of usable servers. The backend calls it,
 	// with its lock held, whenever a server comes up or goes down, changes
@@ -118,6 +188,17 @@ type Algorithm interface {
 	// next Rebuild. An algorithm diffs the new set against its own state,
 	// so that one change costs it O(n) at most, not a from-scratch build.
 	Rebuild(servers []*Server)
+}
+
+// AffinityPicker is implemented by the hashing algorithms (source, uri,
+// url_param, hdr, hash): HAProxy's BE_LB_KIND_HI, which keep a key on its
+// server. PickAffine is Pick that also reports whether the server was
+// chosen by r's key under hash_preserve_affinity "always" or "maxqueue"
+// (Config.Affinity): such a server may be full, and the request then waits
+// in its own queue rather than going to another server. A request without
+// a key falls back to round-robin and is never affine.
+type AffinityPicker interface {
+	PickAffine(r *Request, avoid *Server) (s *Server, affine bool)
 }
 
 // ConnObserver is implemented by algorithms that track load (leastconn,
@@ -144,9 +225,16 @@ type QueueObserver interface {
 type Config struct {
 	// Hash is the backend's hash_type; the zero value is "map-based sdbm".
 	Hash HashType
+	// Key is the backend's hash_key: when set, hashing algorithms hash
+	// with SipHash under it instead of Hash's function (hashkey.go). The
+	// zero value hashes as HAProxy does.
+	Key HashKey
 	// BalanceFactor is hash_balance_factor: 0 for off, else more than 100;
 	// used by consistent hashing and random.
 	BalanceFactor int
+	// Affinity is hash_preserve_affinity, for the hashing algorithms; the
+	// zero value is HAProxy's default, "always".
+	Affinity Affinity
 	// RingWeight is the sum of the configured weights of the backend's
 	// servers (active and backup). Consistent hashing sizes its ring from
 	// it, once: the ring, and so the key-to-server mapping, depends on the

@@ -15,7 +15,7 @@ import (
 func servers(weights ...int) []*Server {
 	var out []*Server
 	for i, w := range weights {
-		s := &Server{Index: i, Name: fmt.Sprintf("s%d", i+1), Weight: w, EffectiveWeight: w}
+		s := &Server{Index: i, Name: fmt.Sprintf("s%d", i+1), Weight: w}
 		out = append(out, s)
 	}
 	return out
@@ -142,7 +142,16 @@ var every = []struct {
 // build builds case i of every.
 func build(t fataler, i int) Algorithm {
 	t.Helper()
-	c := Config{RingWeight: 10}
+	return buildKeyed(t, i, HashKey{})
+}
+
+// buildKeyed builds case i of every with hash_key key. Hashing goes past
+// full servers (hash_preserve_affinity "maxconn"), so that every algorithm
+// keeps the invariants these tests check; affinity_test.go covers the
+// other modes.
+func buildKeyed(t fataler, i int, key HashKey) Algorithm {
+	t.Helper()
+	c := Config{RingWeight: 10, Key: key, Affinity: AffinityMaxConn}
 	if every[i].hash != "" {
 		h, err := ParseHashType(every[i].hash)
 		if err != nil {
@@ -349,11 +358,13 @@ func TestPickAllocatesNothing(t *testing.T) {
 		nil,
 	}
 	for i := range every {
-		a := build(t, i)
-		a.Rebuild(servers(16, 32, 48))
-		for _, r := range reqs {
-			if n := testing.AllocsPerRun(100, func() { a.Pick(r, nil) }); n != 0 {
-				t.Errorf("%s: %v allocations per pick", caseName(i), n)
+		for _, key := range []HashKey{{}, NewHashKey(testSecret)} {
+			a := buildKeyed(t, i, key)
+			a.Rebuild(servers(16, 32, 48))
+			for _, r := range reqs {
+				if n := testing.AllocsPerRun(100, func() { a.Pick(r, nil) }); n != 0 {
+					t.Errorf("%s (keyed %v): %v allocations per pick", caseName(i), key.IsSet(), n)
+				}
 			}
 		}
 	}

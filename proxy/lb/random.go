@@ -51,7 +51,7 @@ func (rd *random) Pick(_ *Request, avoid *Server) *Server {
 	r := rd.r.Load()
 	var best *Server
 	for range rd.draws {
-		s := rd.lookup(r, rd.rnd(), avoid)
+		s := rd.lookup(r, rd.rnd(), avoid, AffinityMaxConn)
 		if s == nil {
 			return nil // every server is full
 		}

@@ -91,23 +91,25 @@ func (rr *staticRR) Pick(_ *Request, avoid *Server) *Server {
 	if len(m.slots) == 0 {
 		return nil
 	}
-	return m.from(rr.next.Add(1)-1, avoid)
+	return m.from(rr.next.Add(1)-1, avoid, AffinityMaxConn)
 }
 
 // pickHash returns the server of slot h % len(map) (HAProxy's
-// map_get_server_hash), or the next usable one after it.
-func (rr *staticRR) pickHash(h uint32, avoid *Server) *Server {
+// map_get_server_hash), or the next one after it that affinity a does not
+// pass by (hash_preserve_affinity).
+func (rr *staticRR) pickHash(h uint32, avoid *Server, a Affinity) *Server {
 	m := rr.m.Load()
 	if len(m.slots) == 0 {
 		return nil
 	}
-	return m.from(uint64(h), avoid)
+	return m.from(uint64(h), avoid, a)
 }
 
 // from returns the server of slot i % len(m.slots), or the first server
-// after it that is neither full nor avoid; avoid itself as a last resort;
-// nil when every server is full.
-func (m *rrMap) from(i uint64, avoid *Server) *Server {
+// after it that is not avoid and that affinity a does not pass by (with
+// AffinityMaxConn: that is not full); avoid itself as a last resort; nil
+// when every server is passed by.
+func (m *rrMap) from(i uint64, avoid *Server, a Affinity) *Server {
 	n := uint64(len(m.slots))
 	i %= n
 	avoided := false
@@ -115,14 +117,14 @@ func (m *rrMap) from(i uint64, avoid *Server) *Server {
 		s := m.slots[i]
 		if s == avoid {
 			avoided = true
-		} else if !s.Full() {
+		} else if !s.passedBy(a) {
 			return s
 		}
 		if i++; i == n {
 			i = 0
 		}
 	}
-	if avoided && !avoid.Full() {
+	if avoided && !avoid.passedBy(a) {
 		return avoid
 	}
 	return nil

@@ -49,17 +49,17 @@ func TestStaticRRHashLookup(t *testing.T) {
 	st.Rebuild(all)
 	// The map is s1 s2 s1 s3 s2 s1: hash h takes slot h % 6.
 	for h, want := range []int{0, 1, 0, 2, 1, 0, 0, 1} {
-		if got := st.pickHash(uint32(h), nil); got.Index != want {
+		if got := st.pickHash(uint32(h), nil, AffinityMaxConn); got.Index != want {
 			t.Errorf("hash %d: got s%d, want s%d", h, got.Index+1, want+1)
 		}
 	}
 	// A full server is skipped to the next slot; avoid likewise.
 	all[2].MaxConn.Store(1)
 	all[2].Cur.Store(1)
-	if got := st.pickHash(3, nil); got != all[1] {
+	if got := st.pickHash(3, nil, AffinityMaxConn); got != all[1] {
 		t.Errorf("slot 3 full: got %v, want s2 (slot 4)", got.Name)
 	}
-	if got := st.pickHash(0, all[0]); got != all[1] {
+	if got := st.pickHash(0, all[0], AffinityMaxConn); got != all[1] {
 		t.Errorf("slot 0 avoided: got %v, want s2 (slot 1)", got.Name)
 	}
 }

@@ -82,6 +82,14 @@ func (k uriKey) hash(r *Request, t HashType) (uint32, bool) {
 		}
 	}
 	h := newHasher(t)
+	if k.len == 0 && k.depth == 0 { // nothing to count: the pieces whole
+		h.writeString(path)
+		if k.whole && r.Query != "" {
+			h.writeByte('?')
+			h.writeString(r.Query)
+		}
+		return h.sum(), true
+	}
 	left := k.len
 	if left == 0 {
 		left = -1
