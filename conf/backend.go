@@ -40,6 +40,18 @@ type backendSection struct {
 	// Inherited from [defaults]; default 0.
 	HashBalanceFactor *int `toml:"hash_balance_factor"`
 
+	// HashKey is a secret that keys the hashing algorithms (source, uri,
+	// url_param, hdr, hash): the key of a request is hashed with SipHash
+	// under it instead of HAProxy's public hash functions, so that nobody
+	// who knows the server list can compute which URIs, addresses or header
+	// values land on a chosen server. hash_type's method (map-based or
+	// consistent) still applies, its function and "avalanche" no longer do.
+	// Changing it moves most keys, as changing the server list does. 16 to
+	// 256 characters when set; keep it out of version control like any
+	// secret. Inherited from [global] hash_key; default "" (unkeyed, as
+	// HAProxy).
+	HashKey *string `toml:"hash_key"`
+
 	// PanicThreshold is a percentage: when the share of usable servers falls
 	// below it, requests go to all servers, usable or not, instead of piling
 	// onto the few left (from Envoy). 0 turns it off; 0..100. Default 0.
@@ -132,6 +144,11 @@ type backendSection struct {
 // httpReuseModes are the values of http_reuse, least reuse first.
 var httpReuseModes = []string{"never", "safe", "aggressive", "always"}
 
+// hashKeyMin and hashKeyMax bound the length of a hash_key, in bytes: 16
+// characters at least, so that the secret cannot be guessed by trying
+// short ones.
+const hashKeyMin, hashKeyMax = 16, 256
+
 // setDefaults gives every unset key of a backend its value from [defaults],
 // which must have had its own setDefaults, and its servers theirs from
 // [backend.default_server].
@@ -140,6 +157,7 @@ func (b *backendSection) setDefaults(d *defaultsSection) {
 	inherit(&b.Balance, d.Balance)
 	inherit(&b.HashType, d.HashType)
 	inherit(&b.HashBalanceFactor, d.HashBalanceFactor)
+	orDefault(&b.HashKey, "") // after [global]'s, inherited by the file
 	inherit(&b.FullConn, d.FullConn)
 	inherit(&b.HTTPReuse, d.HTTPReuse)
 	inherit(&b.TimeoutConnect, d.TimeoutConnect)
@@ -173,6 +191,7 @@ func (b *backendSection) validate(s scope) {
 	checkBalance(s.at("balance"), b.Balance)
 	checkHashType(s.at("hash_type"), b.HashType)
 	checkHashBalanceFactor(s.at("hash_balance_factor"), b.HashBalanceFactor)
+	checkHashKey(s.at("hash_key"), b.HashKey)
 	inRange(s.at("panic_threshold"), &b.PanicThreshold, 0, 100)
 	nonNegative(s.at("fullconn"), b.FullConn)
 	oneOf(s.at("http_reuse"), b.HTTPReuse, httpReuseModes...)
@@ -232,6 +251,20 @@ func checkHashType(s scope, v *string) {
 	}
 	if !ok {
 		s.errorf(`must be "map-based" or "consistent", optionally followed by sdbm, djb2, wt6 or crc32 and then "avalanche", got %q`, *v)
+	}
+}
+
+// checkHashKey checks a hash_key: 16 to 256 characters. The message never
+// quotes the value: it is a secret, and errors end up in logs.
+func checkHashKey(s scope, v *string) {
+	switch {
+	case v == nil:
+	case *v == "":
+		s.errorf("must not be empty (leave hash_key out for unkeyed hashing)")
+	case len(*v) < hashKeyMin:
+		s.errorf("must be at least %d characters, got %d", hashKeyMin, len(*v))
+	case len(*v) > hashKeyMax:
+		s.errorf("must be at most %d characters, got %d", hashKeyMax, len(*v))
 	}
 }
 

@@ -61,6 +61,12 @@ type globalSection struct {
 	// its start line included (HAProxy's tune.http.maxhdr): a request with
 	// more gets 400, a response 502. 1..32767. Default 101.
 	TuneHTTPMaxHdr *int `toml:"tune_http_maxhdr"`
+
+	// HashKey is the backends' hash_key when they set none: a secret that
+	// keys the hashing algorithms (see backend hash_key). Leaving it out
+	// means HAProxy's unkeyed hashing; when set, 16 to 256 characters.
+	// Default "" (unkeyed).
+	HashKey *string `toml:"hash_key"`
 }
 
 // setDefaults gives every unset key of [global] its default.
@@ -70,6 +76,7 @@ func (g *globalSection) setDefaults() {
 	orDefault(&g.LogFormat, "json")
 	orDefault(&g.StatsTimeout, Duration(10*time.Second))
 	orDefault(&g.TuneHTTPMaxHdr, 101)
+	orDefault(&g.HashKey, "")
 	for _, ss := range g.StatsSocket {
 		ss.setDefaults()
 	}
@@ -83,6 +90,7 @@ func (g *globalSection) validate(s scope) {
 	oneOf(s.at("log_format"), g.LogFormat, "json", "console")
 	positive(s.at("stats_timeout"), g.StatsTimeout)
 	inRange(s.at("tune_http_maxhdr"), g.TuneHTTPMaxHdr, 1, 32767)
+	checkHashKey(s.at("hash_key"), g.HashKey)
 	seen := map[string]int{}
 	for i, ss := range g.StatsSocket {
 		item := s.at("stats_socket").item(i)

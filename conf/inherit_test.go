@@ -66,6 +66,7 @@ func TestInheritance(t *testing.T) {
 		{"web.HashType (built-in)", web.HashType, "map-based"},
 		{"web.HTTPReuse (built-in)", web.HTTPReuse, "safe"},
 		{"web.Redispatch (built-in)", web.Redispatch, false},
+		{"web.HashKey (built-in: none)", web.HashKey, ""},
 
 		{"s1.Line", s1.Line, 22},
 		{"s1.Weight (from default_server)", s1.Weight, 7},
@@ -122,5 +123,7 @@ func TestValidFull(t *testing.T) {
 		{"web.s3.MaxConn", web.Servers[2].MaxConn, 0},
 		{"pg.Balance", pg.Balance, "source"},
 		{"pg.HashType (from [defaults])", pg.HashType, "consistent djb2"},
+		{"web.HashKey (from [global])", web.HashKey, "global-secret-0123456789"},
+		{"pg.HashKey (own over [global])", pg.HashKey, "pg-own-secret-0123456789"},
 	})
 }

@@ -144,6 +144,7 @@ func (f *fileSection) setDefaults() {
 		fe.setDefaults(&f.Defaults)
 	}
 	for _, be := range f.Backends {
+		inherit(&be.HashKey, f.Global.HashKey)
 		be.setDefaults(&f.Defaults)
 	}
 }
@@ -252,6 +253,7 @@ func (f *fileSection) model(c *checker) *Config {
 			Stick:             be.stickRules,
 			Cookie:            be.Cookie.model(),
 		}
+		b.HashKey = *be.HashKey
 		for j, srv := range be.Servers {
 			b.Servers = append(b.Servers, &Server{
 				Name:      srv.Name,

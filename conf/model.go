@@ -108,6 +108,10 @@ type Backend struct {
 	StickTable        *StickTable      // nil = none; named as the backend
 	Stick             []*acl.StickRule // stick on/match/store-request, compiled
 	Cookie            *Cookie          // nil = no cookie persistence
+
+	// HashKey is the secret of keyed hashing: the backend's hash_key, else
+	// [global]'s; "" for none. Never print it.
+	HashKey string
 }
 
 // StickTable is a stick table: a frontend's, a backend's or a [[table]].

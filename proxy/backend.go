@@ -122,8 +122,8 @@ func newBackend(id int, bc *conf.Backend) (*Backend, error) {
 	for _, sc := range bc.Servers {
 		ringWeight += sc.Weight
 	}
-	algo := bal.New(lb.Config{Hash: hash, BalanceFactor: bc.HashBalanceFactor, RingWeight: ringWeight,
-		Affinity: lb.AffinityMaxConn}) // hashing skips full servers, as before
+	algo := bal.New(lb.Config{Hash: hash, Key: lb.NewHashKey(bc.HashKey), BalanceFactor: bc.HashBalanceFactor,
+		RingWeight: ringWeight, Affinity: lb.AffinityMaxConn}) // hashing skips full servers, as before
 	b := &Backend{Name: bc.Name, ID: id, Conf: bc, algo: algo, dynamic: bal.IsDynamic(hash),
 		log: zerolog.Nop(), clock: systemClock{}}
 	b.observer, _ = algo.(lb.ConnObserver)
