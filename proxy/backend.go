@@ -53,6 +53,8 @@ type Backend struct {
 	// request finds "no server at all" (503 at once) apart from "every
 	// server is full" (it queues).
 	usable atomic.Int64
+	// view is what stats show of the backend as a whole; guarded by mu.
+	view backendView
 
 	// queue holds the requests waiting for a slot (proxy/queue); qobs is
 	// algo's QueueObserver, nil when it has none. fullConn is the
@@ -68,9 +70,17 @@ type Backend struct {
 
 // serverBalance is a server's balancing state, kept by its backend.
 type serverBalance struct {
-	// rampStart is when slowstart began ramping the server up (zero when it
-	// runs at full weight). Guarded by the backend's mu.
+	// rampStart is when slowstart began ramping the server up: zero unless
+	// the server is STARTING, in HAProxy's terms. eweight is its effective
+	// weight in lb units (HAProxy's cur_eweight), frozen when a ramp was
+	// cut short; throttle the percentage stats show, -1 for none; usable
+	// whether it takes new traffic (srv_currently_usable). Written by
+	// rebuildLocked; all guarded by the backend's mu.
 	rampStart time.Time
+	eweight   int
+	frozen    bool
+	throttle  int
+	usable    bool
 
 	// mu guards inSet and full: whether the server is in the usable set and
 	// whether it was full when last looked at, i.e. whether it counts in
@@ -186,18 +196,28 @@ func (b *Backend) InPanic() bool {
 }
 
 // rebuildLocked recomputes every server's effective weight and maxconn and
-// the usable set, hands the set to the algorithm and recounts the free
-// servers. It is called with b.mu held, after any change of state, weight,
-// maxconn or slowstart step.
+// the usable set, hands the set to the algorithm, recounts the free
+// servers and records what stats show (weights, throttle, act, bck). It is
+// called with b.mu held, after any change of state, weight, maxconn or
+// slowstart step. This is the one place that decides who is usable, with
+// which weight, and how that is reported: the algorithm, the queue, the
+// snapshot and the retry logic all read what it wrote.
 //
-// The rules, HAProxy's unless said otherwise:
+// The rules, HAProxy 2.6's unless said otherwise:
 //   - a server is usable when it is operationally UP, admin READY and its
-//     weight is above 0 (DRAIN takes persistent traffic only, which the
-//     algorithm never sees);
-//   - slowstart: for `slowstart` after a server comes back UP (or out of
-//     MAINT), its weight grows linearly from 1/16 of a point to its full
-//     weight with dynamic algorithms, and its maxconn from 1 to its full
-//     value with every algorithm; the steps are driven by b.clock;
+//     effective weight is above 0 (HAProxy's srv_currently_usable; DRAIN
+//     takes persistent traffic only, which the algorithm never sees);
+//   - the effective weight is the user weight, and during slowstart
+//     (rampStart set: the server came UP or left MAINT less than
+//     `slowstart` ago) a sixteenth of it times 1 + floor(16 x elapsed /
+//     slowstart) with dynamic algorithms, as HAProxy's
+//     server_recalc_eweight; static ones keep the full weight. Its maxconn
+//     ramps with every algorithm to max(1, maxconn x floor(100 x elapsed /
+//     slowstart) / 100), as srv_dynamic_maxconn. The steps are driven by
+//     b.clock; the end of the ramp is a state change (lastchg restarts), as
+//     HAProxy's STARTING to RUNNING. A ramp cut short (DOWN, NOLB or MAINT)
+//     leaves the weight where it was until the next weight change or ramp:
+//     HAProxy stops recomputing a server that is not STARTING;
 //   - the set is the usable active servers; when there is none, the first
 //     usable backup server in order, or all usable backups with allbackups;
 //   - panic_threshold (from Envoy): when fewer than that percentage of the
@@ -205,38 +225,61 @@ func (b *Backend) InPanic() bool {
 //     stopping) are UP, the set is all of them, UP or DOWN, as if every one
 //     were UP; with no active server UP, backups are used first if any is
 //     usable. Entering and leaving panic are logged once each.
+//
+// What stats show (HAProxy's stats_fill_sv_stats and stats_fill_be_stats,
+// checked against HAProxy 2.6's `show stat` through a slowstart ramp): a
+// server's weight is its effective weight rounded up, whatever its state;
+// its throttle is the percentage 100 x eweight / full weight (rounded
+// down, after HAProxy's +15/16) while it ramps and is neither DRAIN nor at
+// weight 0, else empty. The backend's act and bck count the usable active
+// and backup servers; its weight and uweight sum the effective and user
+// weights of the servers in use: the usable active ones, else the first
+// usable backup only (without allbackups), else every usable backup. Panic
+// mode does not change them.
 func (b *Backend) rebuildLocked() {
 	now := b.clock.Now()
 	var active, candidates, backups []*lb.Server
-	var step time.Duration // the next slowstart step, 0 when none ramps
+	var step time.Duration // time to the next slowstart step, 0 when none ramps
 	for _, s := range b.Servers {
 		uw := int(s.UserWeight.Load())
-		w := uw * lb.WeightScale
+		full := uw * lb.WeightScale
 		mc := s.MaxConn()
+		starting := false
 		if !s.bal.rampStart.IsZero() {
 			ss, elapsed := s.Conf.Slowstart, now.Sub(s.bal.rampStart)
-			if elapsed >= ss || elapsed < 0 {
-				s.bal.rampStart = time.Time{}
-			} else {
+			switch {
+			case s.Op() != OpUp || s.Admin() == AdminMaint:
+				// No longer STARTING: the weight stays where the ramp left
+				// it (frozen) until the next change recomputes it.
+				s.bal.rampStart, s.bal.frozen = time.Time{}, true
+			case elapsed >= ss || elapsed < 0:
+				s.bal.rampStart, s.bal.frozen = time.Time{}, false
+				s.lastChange.Store(now.UnixNano())
+			default:
+				starting, s.bal.frozen = true, false
+				s.bal.eweight = full
 				if b.dynamic {
-					w = max(1, ramp(w, elapsed, ss))
+					s.bal.eweight = uw * rampWeight(elapsed, ss)
 				}
 				if mc > 0 {
-					mc = max(1, ramp(mc, elapsed, ss))
+					mc = rampMaxConn(mc, elapsed, ss)
 				}
-				st := min(max(ss/20, 100*time.Millisecond), time.Second, ss-elapsed)
-				if step == 0 || st < step {
+				if st := nextRampStep(elapsed, ss, s.MaxConn(), b.dynamic); step == 0 || st < step {
 					step = st
 				}
 			}
 		}
-		s.lb.MaxConn.Store(int64(mc))
-		s.lb.Weight = w
-		ready := s.Admin() == AdminReady && uw > 0
-		s.lb.EffectiveWeight = 0
-		if ready && s.Op() == OpUp {
-			s.lb.EffectiveWeight = (w + lb.WeightScale - 1) / lb.WeightScale
+		if !starting && !s.bal.frozen {
+			s.bal.eweight = full
 		}
+		s.lb.MaxConn.Store(int64(mc))
+		s.lb.Weight = s.bal.eweight
+		s.bal.throttle = -1
+		if starting && uw > 0 && s.Admin() != AdminDrain {
+			s.bal.throttle = (100*s.bal.eweight + lb.WeightScale - 1) / (lb.WeightScale * uw)
+		}
+		ready := s.Admin() == AdminReady && s.bal.eweight > 0
+		s.bal.usable = ready && s.Op() == OpUp
 		switch {
 		case !ready:
 		case s.Conf.Backup:
@@ -263,6 +306,11 @@ func (b *Backend) rebuildLocked() {
 		}
 	default:
 		panicked = threshold > 0 && len(candidates) > 0
+	}
+	b.view = backendView{act: len(active), bck: len(backups)}
+	for _, v := range set { // the set before panic: the servers in use
+		b.view.eweight += v.Weight
+		b.view.uweight += int(b.Servers[v.Index].UserWeight.Load())
 	}
 	if panicked {
 		set = candidates
@@ -302,9 +350,47 @@ func (b *Backend) rebuildLocked() {
 	}
 }
 
-// ramp returns ceil(full * elapsed / total).
-func ramp(full int, elapsed, total time.Duration) int {
-	return int((int64(full)*int64(elapsed) + int64(total) - 1) / int64(total))
+// backendView is what rebuildLocked decided about a backend as a whole,
+// for stats: HAProxy's srv_act, srv_bck, tot_weight and the uweight sum.
+type backendView struct {
+	act, bck int // usable active and backup servers
+	eweight  int // effective weights of the servers in use, lb units
+	uweight  int // user weights of the servers in use
+}
+
+// rampWeight is HAProxy's slowstart weight factor, in sixteenths of the
+// full weight: 1 + floor(16 x elapsed / slowstart), for 0 <= elapsed <
+// slowstart (1 at the start, 16 in the last sixteenth).
+func rampWeight(elapsed, ss time.Duration) int {
+	return 1 + int(lb.WeightScale*int64(elapsed)/int64(ss))
+}
+
+// rampMaxConn is HAProxy's slowstart maxconn: max(1, mc x floor(100 x
+// elapsed / slowstart) / 100).
+func rampMaxConn(mc int, elapsed, ss time.Duration) int {
+	return max(1, mc*int(100*int64(elapsed)/int64(ss))/100)
+}
+
+// nextRampStep returns how long after elapsed the ramp of a server next
+// changes its weight (dynamic algorithms) or its maxconn mc, or ends: the
+// slowstart timer fires then, and only then.
+func nextRampStep(elapsed, ss time.Duration, mc int, dynamic bool) time.Duration {
+	e, s := int64(elapsed), int64(ss)
+	next := s
+	if dynamic {
+		k := int64(rampWeight(elapsed, ss)) // the next step is the k-th sixteenth
+		next = min(next, (k*s+lb.WeightScale-1)/lb.WeightScale)
+	}
+	if mc > 0 {
+		cur := rampMaxConn(mc, elapsed, ss)
+		for r := 100*e/s + 1; r < 100; r++ {
+			if max(1, mc*int(r)/100) != cur {
+				next = min(next, (r*s+99)/100)
+				break
+			}
+		}
+	}
+	return time.Duration(max(next-e, 1))
 }
 
 // slowstartStep is the slowstart timer's callback: it recomputes the
@@ -357,6 +443,7 @@ func (b *Backend) SetWeight(s *Server, w int) (old int, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	old = int(s.UserWeight.Swap(int32(w)))
+	s.bal.frozen = false // recomputed from the new weight, as HAProxy's
 	b.rebuildLocked()
 	return old, nil
 }
@@ -370,8 +457,11 @@ func (b *Backend) SetAdmin(s *Server, a AdminState) AdminState {
 	if old != a {
 		now := b.clock.Now()
 		s.lastChange.Store(now.UnixNano())
-		if old == AdminMaint && s.Conf.Slowstart > 0 {
-			s.bal.rampStart = now
+		if old == AdminMaint {
+			s.bal.frozen = false
+			if s.Conf.Slowstart > 0 {
+				s.bal.rampStart = now
+			}
 		}
 		b.rebuildLocked()
 	}
@@ -388,8 +478,11 @@ func (b *Backend) SetOp(s *Server, o OpState) OpState {
 	if old != o {
 		now := b.clock.Now()
 		s.lastChange.Store(now.UnixNano())
-		if o == OpUp && s.Conf.Slowstart > 0 {
-			s.bal.rampStart = now
+		if o == OpUp {
+			s.bal.frozen = false
+			if s.Conf.Slowstart > 0 {
+				s.bal.rampStart = now
+			}
 		}
 		b.rebuildLocked()
 	}

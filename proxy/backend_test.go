@@ -228,8 +228,11 @@ func TestPanicThresholdPrefersBackups(t *testing.T) {
 }
 
 // TestSlowstart: a server coming back up ramps its weight and maxconn
-// linearly over slowstart, in steps driven by the clock; a server that is
-// up at start does not ramp.
+// over slowstart as HAProxy 2.6 does (server_recalc_eweight: a sixteenth
+// of the weight times 1 + floor(16 x elapsed / slowstart);
+// srv_dynamic_maxconn: max(1, maxconn x floor(100 x elapsed / slowstart)
+// / 100)), in steps driven by the clock; a server that is up at start does
+// not ramp.
 func TestSlowstart(t *testing.T) {
 	b, clk := testBackend(t, conf.Backend{},
 		testServer{name: "s1", weight: 10},
@@ -246,10 +249,10 @@ func TestSlowstart(t *testing.T) {
 		eweight int           // shown
 		maxconn int64
 	}{
-		{0, 1, 1, 1},
-		{2500 * time.Millisecond, 40, 3, 25},
-		{5 * time.Second, 80, 5, 50},
-		{9 * time.Second, 144, 9, 90},
+		{0, 10, 1, 1},
+		{2500 * time.Millisecond, 50, 4, 25},
+		{5 * time.Second, 90, 6, 50},
+		{9 * time.Second, 150, 10, 90},
 		{10 * time.Second, 160, 10, 100},
 	}
 	elapsed := time.Duration(0)
@@ -257,7 +260,7 @@ func TestSlowstart(t *testing.T) {
 		clk.Advance(tc.after - elapsed)
 		elapsed = tc.after
 		b.mu.Lock()
-		w, ew := s2.lb.Weight, s2.lb.EffectiveWeight
+		w, ew := s2.lb.Weight, shownWeight(s2.bal.eweight)
 		b.mu.Unlock()
 		if w != tc.weight || ew != tc.eweight || s2.lb.MaxConn.Load() != tc.maxconn {
 			t.Errorf("after %v: weight %d (shown %d), maxconn %d; want %d (%d), %d",
@@ -267,12 +270,12 @@ func TestSlowstart(t *testing.T) {
 	if clk.pending() != 0 {
 		t.Errorf("%d slowstart timers left after the ramp", clk.pending())
 	}
-	// Half-way, picks follow the ramped weights: 160 to 80 over 240 picks.
+	// Half-way, picks follow the ramped weights: 160 to 90 over 250 picks.
 	b.SetOp(s2, OpDown)
 	b.SetOp(s2, OpUp)
 	clk.Advance(5 * time.Second)
-	if got := tally(picks(b, 240)); fmt.Sprint(got) != fmt.Sprint(map[string]int{"s1": 160, "s2": 80}) {
-		t.Errorf("half-way: got %v, want s1:160 s2:80", got)
+	if got := tally(picks(b, 250)); fmt.Sprint(got) != fmt.Sprint(map[string]int{"s1": 160, "s2": 90}) {
+		t.Errorf("half-way: got %v, want s1:160 s2:90", got)
 	}
 }
 
@@ -282,8 +285,8 @@ func TestSlowstartLeavingMaint(t *testing.T) {
 	b.SetAdmin(s1, AdminMaint)
 	b.SetAdmin(s1, AdminReady)
 	clk.Advance(time.Second)
-	if s1.lb.Weight != 16 {
-		t.Errorf("1s of 4s: weight %d, want 16", s1.lb.Weight)
+	if s1.lb.Weight != 20 { // 4 x (1 + 16/4) sixteenths
+		t.Errorf("1s of 4s: weight %d, want 20", s1.lb.Weight)
 	}
 }
 
@@ -532,7 +535,9 @@ func TestAssignConcurrent(t *testing.T) {
 }
 
 // TestSlowstartQuarterShare is issue 4's case: 1 s after coming UP with
-// slowstart 4s, a roundrobin server gets a quarter of its normal share.
+// slowstart 4s, a roundrobin server gets about a quarter of its normal
+// share: HAProxy's 1/16 + floor(16 x 1/4)/16 = 5/16 of its weight (issue
+// 16: HAProxy 2.6 shows weight 32 of 100 at 5 s of a 20 s slowstart).
 func TestSlowstartQuarterShare(t *testing.T) {
 	b, clk := testBackend(t, conf.Backend{},
 		testServer{name: "s1", weight: 8},
@@ -541,8 +546,8 @@ func TestSlowstartQuarterShare(t *testing.T) {
 	b.SetOp(s2, OpDown)
 	b.SetOp(s2, OpUp)
 	clk.Advance(time.Second)
-	// s2 at a quarter of weight 8 (2): 8 picks for s1 to 2 for s2.
-	if got := tally(picks(b, 100)); fmt.Sprint(got) != fmt.Sprint(map[string]int{"s1": 80, "s2": 20}) {
-		t.Errorf("1s of 4s: got %v, want s1:80 s2:20", got)
+	// s2 at 5/16 of weight 8: 16 picks for s1 to 5 for s2.
+	if got := tally(picks(b, 210)); fmt.Sprint(got) != fmt.Sprint(map[string]int{"s1": 160, "s2": 50}) {
+		t.Errorf("1s of 4s: got %v, want s1:160 s2:50", got)
 	}
 }

@@ -137,6 +137,9 @@ func inheritServer(s, old *Server) {
 	}
 	if s.Conf.Slowstart > 0 {
 		s.bal.rampStart = old.bal.rampStart
+		if s.InitialWeight == old.InitialWeight { // a ramp cut short stays where it was
+			s.bal.eweight, s.bal.frozen = old.bal.eweight, old.bal.frozen
+		}
 	}
 }
 

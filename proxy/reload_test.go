@@ -220,7 +220,7 @@ func TestReloadInheritsServerState(t *testing.T) {
 		{"backend stot", nb.Counters.Stot.Load(), int64(41)},
 		{"s1 stot", nb.Servers[0].Counters.Stot.Load(), int64(40)},
 		{"frontend req_tot", p.Frontends[0].Counters.ReqTot.Load(), int64(99)},
-		{"s1 effective weight (DRAIN: 0)", nb.Servers[0].lb.EffectiveWeight, 0},
+		{"s1 usable (DRAIN: no)", nb.Servers[0].bal.usable, false},
 	}
 	nb.mu.Lock()
 	ramp, w := nb.Servers[1].bal.rampStart, nb.Servers[1].lb.Weight

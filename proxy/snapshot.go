@@ -3,6 +3,8 @@ package proxy
 import (
 	"fmt"
 	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
 )
 
 // CounterValues is a plain copy of Counters at one instant. Times are in
@@ -80,11 +82,21 @@ type BackendSnapshot struct {
 	ID       int
 	Mode     string
 	Balance  string
-	ActiveUp int // active servers UP and not in MAINT (act)
-	BackupUp int // backup servers likewise (bck)
-	Weight   int // sum of the effective weights of usable servers
+	ActiveUp int // active servers UP and not in MAINT
+	BackupUp int // backup servers likewise
 	Servers  []ServerSnapshot
 	CounterValues
+
+	// Act and Bck are the usable active and backup servers (HAProxy's
+	// srv_act and srv_bck: UP, READY, weight above 0), the act and bck
+	// columns. Weight and UserWeight are the weight and uweight columns:
+	// the effective weights (rounded up once, over the sum) and the user
+	// weights of the servers in use, which are the usable active servers,
+	// else the first usable backup only (without allbackups), else every
+	// usable backup. The backend decides them with the usable set
+	// (Backend.rebuildLocked).
+	Act, Bck           int
+	Weight, UserWeight int
 
 	// FullConn is HAProxy's fullconn (the backend's slim): the configured
 	// value, else 10% of the maxconn of the frontends that route to it
@@ -103,10 +115,21 @@ type ServerSnapshot struct {
 	Op              OpState
 	InitialWeight   int
 	UserWeight      int
-	EffectiveWeight int
+	EffectiveWeight int // Weight while the server is usable, else 0
 	Backup          bool
 	LastChange      time.Time
 	CounterValues
+
+	// Weight is the weight column: the effective weight (the user weight,
+	// lowered by slowstart while the server ramps up), rounded up, whatever
+	// the server's state, as HAProxy keeps it for DOWN, DRAIN and MAINT
+	// servers. Throttle is the throttle column, the percentage of its
+	// weight a ramping server runs at, -1 (empty) when it does not ramp,
+	// drains or has weight 0. Usable says whether it takes new,
+	// non-persistent traffic (UP, READY, weight above 0).
+	Weight   int
+	Throttle int
+	Usable   bool
 
 	MaxConn  int // effective maxconn (dynamic with minconn), 0 = unlimited
 	MaxQueue int // 0 = unlimited
@@ -243,13 +266,18 @@ func (p *Proxy) Snapshot() *Snapshot {
 		bs.Qcur, bs.Qmax = b.queue.Len(-1), b.queue.Max(-1)
 		bs.QtimeMax = b.Counters.qtimeMax.Load()
 		bs.TimeoutQueue = b.TimeoutQueue()
-		b.mu.Lock() // effective weights are written under it
+		b.mu.Lock() // what rebuildLocked decided is written under it
+		bs.Act, bs.Bck = b.view.act, b.view.bck
+		bs.Weight, bs.UserWeight = shownWeight(b.view.eweight), b.view.uweight
 		for _, s := range b.Servers {
 			ss := ServerSnapshot{
 				Name: s.Name, ID: s.ID, Addr: s.Addr(), Admin: s.Admin(), Op: s.Op(),
 				InitialWeight: s.InitialWeight, UserWeight: int(s.UserWeight.Load()),
-				EffectiveWeight: s.lb.EffectiveWeight, Backup: s.Conf.Backup,
-				LastChange: s.LastChange(), CounterValues: s.Counters.values(now),
+				Weight: shownWeight(s.bal.eweight), Throttle: s.bal.throttle, Usable: s.bal.usable,
+				Backup: s.Conf.Backup, LastChange: s.LastChange(), CounterValues: s.Counters.values(now),
+			}
+			if ss.Usable {
+				ss.EffectiveWeight = ss.Weight
 			}
 			ss.Slim = int64(s.EffectiveMaxConn())
 			ss.MaxConn, ss.MaxQueue = s.EffectiveMaxConn(), s.Conf.MaxQueue
@@ -263,7 +291,6 @@ func (p *Proxy) Snapshot() *Snapshot {
 					bs.ActiveUp++
 				}
 			}
-			bs.Weight += ss.EffectiveWeight
 			bs.Servers = append(bs.Servers, ss)
 		}
 		b.mu.Unlock()
@@ -280,4 +307,11 @@ func (p *Proxy) Snapshot() *Snapshot {
 		snap.Backends = append(snap.Backends, bs)
 	}
 	return snap
+}
+
+// shownWeight is an effective weight in lb units as stats print it, in
+// configured units rounded up (HAProxy's (eweight x wmult + wdiv - 1) /
+// wdiv).
+func shownWeight(eweight int) int {
+	return (eweight + lb.WeightScale - 1) / lb.WeightScale
 }

@@ -134,7 +134,7 @@ var columns = []Column{
 		get:  func(r *row) value { return num(int64(r.sid)) }},
 	{Name: "throttle", Kinds: kS, typ: tU32, tags: "MaP", prom: "current_throttle", promKinds: kS,
 		Desc: "Throttling ratio applied to a server's maxconn and weight during the slowstart period (0 to 100%)",
-		get:  empty}, // no slowstart yet
+		get:  throttle},
 	{Name: "lbtot", Kinds: kBS, typ: tU64, tags: "MCP", prom: "loadbalanced_total", promKinds: kBS,
 		Desc: "Total number of requests routed by load balancing since the worker process started (ignores queue pop and stickiness)",
 		get:  counter(func(c *cv) int64 { return c.Lbtot })},
@@ -586,14 +586,23 @@ func status(r *row) value {
 	return str(r.sv.Status())
 }
 
-// weight: a server's own weight whatever its state (HAProxy keeps DOWN,
-// MAINT and DRAIN servers' weights; fulcrum has no slowstart to scale it
-// yet), a backend's sum over the servers in use.
+// weight: a server's effective weight whatever its state (HAProxy keeps
+// DOWN, MAINT and DRAIN servers' weights; slowstart lowers it while the
+// server ramps up), a backend's over the servers in use.
 func weight(r *row) value {
 	if r.kind == KindBackend {
 		return num(int64(r.agg.weight))
 	}
-	return num(int64(r.sv.UserWeight))
+	return num(int64(r.sv.Weight))
+}
+
+// throttle: the percentage of its weight a server ramping up (slowstart)
+// runs at; empty otherwise.
+func throttle(r *row) value {
+	if r.sv.Throttle < 0 {
+		return value{}
+	}
+	return num(int64(r.sv.Throttle))
 }
 
 func uweight(r *row) value {

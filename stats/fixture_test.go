@@ -25,7 +25,7 @@ func testSnapshot() *proxy.Snapshot {
 	}
 	srv := func(id int, name string, w int) proxy.ServerSnapshot {
 		return proxy.ServerSnapshot{Name: name, ID: id, Addr: "127.0.0.1:1808" + string(rune('0'+id)),
-			InitialWeight: w, UserWeight: w, EffectiveWeight: w, LastChange: ago(161)}
+			InitialWeight: w, UserWeight: w, EffectiveWeight: w, Weight: w, Throttle: -1, LastChange: ago(161)}
 	}
 	web := []proxy.ServerSnapshot{
 		srv(1, "s1", 100), srv(2, "s2", 50), srv(3, "s3", 1), srv(4, "s4", 1),
@@ -71,7 +71,10 @@ func testSnapshot() *proxy.Snapshot {
 	web[7].Backup = true
 	web[7].MaxConn, web[7].MaxQueue, web[7].Slim = 50, 10, 50
 
+	// What the backend decided: s1, s2 and s5 usable (weights 100+50+1),
+	// and the backup b1, unused while actives are usable.
 	webBE := proxy.BackendSnapshot{Name: "web", ID: 2, Mode: "http", Balance: "roundrobin", Servers: web, FullConn: 50,
+		Act: 3, Bck: 1, Weight: 151, UserWeight: 151,
 		CounterValues: proxy.CounterValues{Scur: 2, Smax: 7, Stot: 121, Bin: 14300, Bout: 981300, Lbtot: 121,
 			ReqTot: 121, Hrsp2xx: 111, Hrsp3xx: 4, Hrsp4xx: 5, Hrsp5xx: 1, Rate: 3, RateMax: 9, Econ: 1,
 			Eresp: 2, Wretr: 1, Wredis: 1, CliAbrt: 1, SrvAbrt: 1, Dreq: 0, LastSess: ago(2), Ctime: 1, Rtime: 12, Ttime: 40}}
@@ -84,6 +87,11 @@ func testSnapshot() *proxy.Snapshot {
 	down[0].Check.Info = "Connection refused"
 	down[0].Check.Downtime = 160
 
+	for _, ss := range [][]proxy.ServerSnapshot{web, tcp, down} {
+		for i := range ss {
+			ss[i].Usable = ss[i].EffectiveWeight > 0 // set to 0 above for the others
+		}
+	}
 	return &proxy.Snapshot{
 		Taken: taken, Started: ago(3600), MaxConn: 2000,
 		Frontends: []proxy.FrontendSnapshot{
@@ -95,7 +103,8 @@ func testSnapshot() *proxy.Snapshot {
 		},
 		Backends: []proxy.BackendSnapshot{
 			webBE,
-			{Name: "be_tcp", ID: 4, Mode: "tcp", Balance: "leastconn", Servers: tcp, FullConn: 1},
+			{Name: "be_tcp", ID: 4, Mode: "tcp", Balance: "leastconn", Servers: tcp, FullConn: 1,
+				Act: 1, Weight: 1, UserWeight: 1},
 			{Name: "be_down", ID: 5, Mode: "http", Balance: "roundrobin", Servers: down, FullConn: 1},
 			{Name: "be_empty", ID: 6, Mode: "http", Balance: "random(2)", FullConn: 1},
 		},

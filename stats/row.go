@@ -101,47 +101,25 @@ type row struct {
 	f      *Filter
 }
 
-// backendAgg is what a BACKEND row sums over its servers.
+// backendAgg is what a BACKEND row shows of its servers.
 type backendAgg struct {
 	act, bck        int // usable active / backup servers
 	weight, uweight int // effective / user weights of the servers in use
 	up, total       int // servers not DOWN and not in MAINT / all, for `up`
 }
 
-// usable reports whether s takes new traffic: HAProxy's srv_currently_usable
-// as the core decides it (op UP, admin READY, effective weight above 0).
-func usable(s *proxy.ServerSnapshot) bool {
-	return s.Op == proxy.OpUp && s.Admin == proxy.AdminReady && s.EffectiveWeight > 0
-}
-
-// aggregate computes the BACKEND row's sums. Backups count in weight only
-// when no active server is usable, as HAProxy's tot_weight.
+// aggregate fills the BACKEND row's figures: usable servers and weights as
+// the backend decided them (proxy.BackendSnapshot: HAProxy's srv_act,
+// srv_bck and tot_weight, a single backup in use without allbackups), and
+// the up/total count of the up and no-maint options.
 func aggregate(b *proxy.BackendSnapshot) backendAgg {
-	var a backendAgg
-	var wAct, wBck, uAct, uBck int
+	a := backendAgg{act: b.Act, bck: b.Bck, weight: b.Weight, uweight: b.UserWeight}
 	for i := range b.Servers {
 		s := &b.Servers[i]
 		a.total++
 		if s.Op != proxy.OpDown && s.Admin != proxy.AdminMaint {
 			a.up++
 		}
-		if !usable(s) {
-			continue
-		}
-		if s.Backup {
-			a.bck++
-			wBck += s.EffectiveWeight
-			uBck += s.UserWeight
-		} else {
-			a.act++
-			wAct += s.EffectiveWeight
-			uAct += s.UserWeight
-		}
-	}
-	if a.act > 0 {
-		a.weight, a.uweight = wAct, uAct
-	} else {
-		a.weight, a.uweight = wBck, uBck
 	}
 	return a
 }

@@ -17,8 +17,8 @@ const MaxWeight = 256
 
 // Server is the view of a backend server that algorithms see.
 //
-// The backend writes Weight and EffectiveWeight with its lock held, just
-// before it calls Rebuild; algorithms read them only inside Rebuild and keep
+// The backend writes Weight with its lock held, just before it calls
+// Rebuild; algorithms read them only inside Rebuild and keep
 // a copy, because picks and hooks run concurrently with the next write.
 // MaxConn and Cur are atomics that anyone may read at any time.
 type Server struct {
@@ -34,9 +34,6 @@ type Server struct {
 	// times WeightScale, lowered by slowstart while it ramps. A server in
 	// the usable set has Weight >= 1.
 	Weight int
-	// EffectiveWeight is Weight in configured units, rounded up (HAProxy
-	// prints cur_eweight that way): what stats show. Algorithms ignore it.
-	EffectiveWeight int
 	// MaxConn is the most sessions the server takes at once, 0 for no
 	// limit. Slowstart may lower it for a while.
 	MaxConn atomic.Int64
