@@ -52,6 +52,15 @@ type backendSection struct {
 	// HAProxy).
 	HashKey *string `toml:"hash_key"`
 
+	// HashPreserveAffinity is what hashing algorithms do when the server of
+	// a request's key is at its maxconn, as HAProxy 3.2's
+	// hash-preserve-affinity: "always" keeps the key there and the request
+	// waits in that server's queue (HAProxy's default and 2.6's only
+	// behaviour); "maxconn" goes past a full server to the next one;
+	// "maxqueue" goes past it only when its queue also holds maxqueue
+	// requests. Inherited from [defaults]; default "always".
+	HashPreserveAffinity *string `toml:"hash_preserve_affinity"`
+
 	// PanicThreshold is a percentage: when the share of usable servers falls
 	// below it, requests go to all servers, usable or not, instead of piling
 	// onto the few left (from Envoy). 0 turns it off; 0..100. Default 0.
@@ -144,6 +153,9 @@ type backendSection struct {
 // httpReuseModes are the values of http_reuse, least reuse first.
 var httpReuseModes = []string{"never", "safe", "aggressive", "always"}
 
+// hashAffinities are the values of hash_preserve_affinity.
+var hashAffinities = []string{"always", "maxconn", "maxqueue"}
+
 // hashKeyMin and hashKeyMax bound the length of a hash_key, in bytes: 16
 // characters at least, so that the secret cannot be guessed by trying
 // short ones.
@@ -157,6 +169,7 @@ func (b *backendSection) setDefaults(d *defaultsSection) {
 	inherit(&b.Balance, d.Balance)
 	inherit(&b.HashType, d.HashType)
 	inherit(&b.HashBalanceFactor, d.HashBalanceFactor)
+	inherit(&b.HashPreserveAffinity, d.HashPreserveAffinity)
 	orDefault(&b.HashKey, "") // after [global]'s, inherited by the file
 	inherit(&b.FullConn, d.FullConn)
 	inherit(&b.HTTPReuse, d.HTTPReuse)
@@ -192,6 +205,7 @@ func (b *backendSection) validate(s scope) {
 	checkHashType(s.at("hash_type"), b.HashType)
 	checkHashBalanceFactor(s.at("hash_balance_factor"), b.HashBalanceFactor)
 	checkHashKey(s.at("hash_key"), b.HashKey)
+	oneOf(s.at("hash_preserve_affinity"), b.HashPreserveAffinity, hashAffinities...)
 	inRange(s.at("panic_threshold"), &b.PanicThreshold, 0, 100)
 	nonNegative(s.at("fullconn"), b.FullConn)
 	oneOf(s.at("http_reuse"), b.HTTPReuse, httpReuseModes...)

@@ -27,6 +27,11 @@ type defaultsSection struct {
 	// backend hash_balance_factor). Default 0.
 	HashBalanceFactor *int `toml:"hash_balance_factor"`
 
+	// HashPreserveAffinity is what hashing algorithms do when the server
+	// of a request's key is full (backends; see backend
+	// hash_preserve_affinity). Default "always".
+	HashPreserveAffinity *string `toml:"hash_preserve_affinity"`
+
 	// FullConn is the backend load at which dynamic server limits reach
 	// maxconn (backends; see backend fullconn). Default 0.
 	FullConn *int `toml:"fullconn"`
@@ -89,6 +94,7 @@ func (d *defaultsSection) setDefaults() {
 	orDefault(&d.Balance, "roundrobin")
 	orDefault(&d.HashType, "map-based")
 	orDefault(&d.HashBalanceFactor, 0)
+	orDefault(&d.HashPreserveAffinity, "always")
 	orDefault(&d.FullConn, 0)
 	orDefault(&d.HTTPReuse, "safe")
 	orDefault(&d.TimeoutConnect, Duration(5*time.Second))
@@ -111,6 +117,7 @@ func (d *defaultsSection) validate(s scope) {
 	checkBalance(s.at("balance"), d.Balance)
 	checkHashType(s.at("hash_type"), d.HashType)
 	checkHashBalanceFactor(s.at("hash_balance_factor"), d.HashBalanceFactor)
+	oneOf(s.at("hash_preserve_affinity"), d.HashPreserveAffinity, hashAffinities...)
 	nonNegative(s.at("fullconn"), d.FullConn)
 	oneOf(s.at("http_reuse"), d.HTTPReuse, httpReuseModes...)
 	nonNegative(s.at("retries"), d.Retries)

@@ -67,6 +67,7 @@ func TestInheritance(t *testing.T) {
 		{"web.HTTPReuse (built-in)", web.HTTPReuse, "safe"},
 		{"web.Redispatch (built-in)", web.Redispatch, false},
 		{"web.HashKey (built-in: none)", web.HashKey, ""},
+		{"web.HashPreserveAffinity (built-in)", web.HashPreserveAffinity, "always"},
 
 		{"s1.Line", s1.Line, 22},
 		{"s1.Weight (from default_server)", s1.Weight, 7},
@@ -125,5 +126,7 @@ func TestValidFull(t *testing.T) {
 		{"pg.HashType (from [defaults])", pg.HashType, "consistent djb2"},
 		{"web.HashKey (from [global])", web.HashKey, "global-secret-0123456789"},
 		{"pg.HashKey (own over [global])", pg.HashKey, "pg-own-secret-0123456789"},
+		{"web.HashPreserveAffinity (from [defaults])", web.HashPreserveAffinity, "maxqueue"},
+		{"pg.HashPreserveAffinity (own)", pg.HashPreserveAffinity, "maxconn"},
 	})
 }

@@ -253,7 +253,7 @@ func (f *fileSection) model(c *checker) *Config {
 			Stick:             be.stickRules,
 			Cookie:            be.Cookie.model(),
 		}
-		b.HashKey = *be.HashKey
+		b.HashKey, b.HashPreserveAffinity = *be.HashKey, *be.HashPreserveAffinity
 		for j, srv := range be.Servers {
 			b.Servers = append(b.Servers, &Server{
 				Name:      srv.Name,

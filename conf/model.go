@@ -112,6 +112,8 @@ type Backend struct {
 	// HashKey is the secret of keyed hashing: the backend's hash_key, else
 	// [global]'s; "" for none. Never print it.
 	HashKey string
+	// HashPreserveAffinity is always | maxconn | maxqueue.
+	HashPreserveAffinity string
 }
 
 // StickTable is a stick table: a frontend's, a backend's or a [[table]].

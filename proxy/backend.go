@@ -38,6 +38,7 @@ type Backend struct {
 	algo     lb.Algorithm
 	observer lb.ConnObserver // algo's hooks, nil when it has none
 	dynamic  bool            // runtime weight changes apply (HAProxy's dynamic algorithms)
+	hashes   bool            // the algorithm hashes a key of the request (HAProxy's BE_LB_KIND_HI)
 	log      zerolog.Logger  // panic-mode warnings
 	clock    clock           // slowstart's time source; tests replace it
 	panicked bool            // the usable set is in panic mode
@@ -51,17 +52,22 @@ type Backend struct {
 	free atomic.Int64
 	// usable is the size of the usable set, written by rebuildLocked: a
 	// request finds "no server at all" (503 at once) apart from "every
-	// server is full" (it queues).
+	// server is full" (it queues). act is the number of usable active
+	// servers (HAProxy's srv_act), which the retry logic reads.
 	usable atomic.Int64
+	act    atomic.Int64
 	// view is what stats show of the backend as a whole; guarded by mu.
 	view backendView
 
 	// queue holds the requests waiting for a slot (proxy/queue); qobs is
-	// algo's QueueObserver, nil when it has none. fullConn is the
+	// algo's QueueObserver, nil when it has none; affine is algo as an
+	// AffinityPicker when it keeps keys on full servers
+	// (hash_preserve_affinity "always" or "maxqueue"), else nil. fullConn is the
 	// effective fullconn (configured, else derived from the frontends at
 	// start) and timeoutQueue the effective timeout queue.
 	queue        *queue.Queues
 	qobs         lb.QueueObserver
+	affine       lb.AffinityPicker
 	fullConn     atomic.Int64
 	timeoutQueue time.Duration
 
@@ -128,16 +134,25 @@ func newBackend(id int, bc *conf.Backend) (*Backend, error) {
 			return nil, fmt.Errorf("backend %q: hash_type: %w", bc.Name, err)
 		}
 	}
+	aff, err := lb.ParseAffinity(bc.HashPreserveAffinity)
+	if err != nil {
+		return nil, fmt.Errorf("backend %q: hash_preserve_affinity: %w", bc.Name, err)
+	}
 	ringWeight := 0
 	for _, sc := range bc.Servers {
 		ringWeight += sc.Weight
 	}
-	algo := bal.New(lb.Config{Hash: hash, Key: lb.NewHashKey(bc.HashKey), BalanceFactor: bc.HashBalanceFactor,
-		RingWeight: ringWeight, Affinity: lb.AffinityMaxConn}) // hashing skips full servers, as before
+	algo := bal.New(lb.Config{Hash: hash, Key: lb.NewHashKey(bc.HashKey), Affinity: aff,
+		BalanceFactor: bc.HashBalanceFactor, RingWeight: ringWeight})
 	b := &Backend{Name: bc.Name, ID: id, Conf: bc, algo: algo, dynamic: bal.IsDynamic(hash),
 		log: zerolog.Nop(), clock: systemClock{}}
 	b.observer, _ = algo.(lb.ConnObserver)
 	b.qobs, _ = algo.(lb.QueueObserver)
+	ap, hashes := algo.(lb.AffinityPicker)
+	b.hashes = hashes
+	if aff != lb.AffinityMaxConn {
+		b.affine = ap
+	}
 	b.timeoutQueue = bc.TimeoutQueue
 	if b.timeoutQueue == 0 {
 		b.timeoutQueue = bc.TimeoutConnect // HAProxy's fallback
@@ -158,6 +173,7 @@ func newBackend(id int, bc *conf.Backend) (*Backend, error) {
 		s.up.Pool.Configure(sc.PoolMaxConn, sc.PoolLowConn, sc.PoolPurgeDelay)
 		s.up.Reuse, s.up.TimeoutServer = http1.ParseReuse(bc.HTTPReuse), bc.TimeoutServer
 		s.lb.MinConn.Store(int64(sc.MinConn))
+		s.lb.MaxQueue = sc.MaxQueue
 		s.lb.BackendLoad = &b.Counters.Scur
 		b.Servers = append(b.Servers, s)
 	}
@@ -312,6 +328,7 @@ func (b *Backend) rebuildLocked() {
 		b.view.eweight += v.Weight
 		b.view.uweight += int(b.Servers[v.Index].UserWeight.Load())
 	}
+	b.act.Store(int64(len(active)))
 	if panicked {
 		set = candidates
 	}
@@ -464,6 +481,9 @@ func (b *Backend) SetAdmin(s *Server, a AdminState) AdminState {
 			}
 		}
 		b.rebuildLocked()
+		if a != AdminReady {
+			b.redistribute(s)
+		}
 	}
 	return old
 }
@@ -485,6 +505,9 @@ func (b *Backend) SetOp(s *Server, o OpState) OpState {
 			}
 		}
 		b.rebuildLocked()
+		if o != OpUp {
+			b.redistribute(s)
+		}
 	}
 	return old
 }
@@ -492,12 +515,21 @@ func (b *Backend) SetOp(s *Server, o OpState) OpState {
 // assign picks a server for r (avoiding avoid when another is usable) and
 // starts a session on it: lbtot, the server's scur and stot, and the load
 // the algorithm sees. It returns nil when no server is usable or every
-// usable one is full ("none free": the request would queue; until the
-// queue exists it gets a 503). Every successful assign is paired with one
-// unassign when the session ends.
+// usable one is full ("none free": the request queues). Every successful
+// assign is paired with one unassign when the session ends.
 func (b *Backend) assign(r *lb.Request, avoid *Server, now time.Time) *Server {
-	if b.free.Load() <= 0 || b.queue.Len(-1) > 0 {
-		return nil // full, or older requests wait: join them
+	s, _ := b.assignOrQueue(r, avoid, now)
+	return s
+}
+
+// assignOrQueue is assign that also returns, when it starts no session,
+// the server r must wait for: the full server a hashing algorithm chose by
+// r's key under hash_preserve_affinity "always" or "maxqueue" (HAProxy
+// queues such a request on its server, as a persistent one). queueOn is
+// nil when r may go to any server (the backend queue).
+func (b *Backend) assignOrQueue(r *lb.Request, avoid *Server, now time.Time) (srv, queueOn *Server) {
+	if b.affine == nil && (b.free.Load() <= 0 || b.queue.Len(-1) > 0) {
+		return nil, nil // full, or older requests wait: join them
 	}
 	var av *lb.Server
 	if avoid != nil {
@@ -510,27 +542,52 @@ func (b *Backend) assign(r *lb.Request, avoid *Server, now time.Time) *Server {
 	// reaches a free slot if there is one left; the bound only keeps
 	// servers that empty and fill again from spinning a request forever.
 	for range len(b.Servers) + 1 {
-		v := b.algo.Pick(r, av)
+		var v *lb.Server
+		affine := false
+		if b.affine != nil {
+			v, affine = b.affine.PickAffine(r, av)
+		} else {
+			v = b.algo.Pick(r, av)
+		}
 		if v == nil {
-			return nil
+			return nil, nil
 		}
 		s := b.Servers[v.Index]
+		if affine && b.queue.Len(s.ID-1) > 0 {
+			// Older requests wait for the key's server: join them.
+			// HAProxy counts the pick in lbtot, as below.
+			b.countLbtot(s, avoid)
+			return nil, s
+		}
 		if !reserve(v) {
 			b.countFree(s, -1)
+			if affine { // the key's server is full: wait for it
+				b.countLbtot(s, avoid)
+				return nil, s
+			}
 			continue
 		}
 		if v.MaxConn.Load() > 0 {
 			b.countFree(s, -1)
 		}
-		s.Counters.Lbtot.Add(1)
-		b.Counters.Lbtot.Add(1)
+		b.countLbtot(s, avoid)
 		s.Counters.sessionStart(now)
 		if b.observer != nil {
 			b.observer.ConnTaken(v)
 		}
-		return s
+		return s, nil
 	}
-	return nil
+	return nil, nil
+}
+
+// countLbtot counts a pick of the algorithm in lbtot, unless it picked the
+// server the request had before (avoid, on a redispatch): HAProxy's
+// cum_lbconn, which counts a server change, not a retry.
+func (b *Backend) countLbtot(s, avoid *Server) {
+	if s != avoid {
+		s.Counters.Lbtot.Add(1)
+		b.Counters.Lbtot.Add(1)
+	}
 }
 
 // reserve counts one more session on v unless that would exceed its
@@ -612,7 +669,15 @@ var pendingPool = sync.Pool{New: func() any { return new(queue.Pending) }}
 // to the algorithm with `redispatch` (counted in wredis), else it fails
 // with errQueueFull. Without pin, r goes to the algorithm (avoid as in
 // assign), and waits in the backend queue when every usable server is
-// full; with no usable server at all it fails with errNoServer at once.
+// full, or in its server's own queue when a hashing algorithm keeps r's
+// key there (hash_preserve_affinity): then a full queue fails with
+// errQueueFull whatever `redispatch` says, as in HAProxy (the algorithm
+// would choose the same server again). With no usable server at all r
+// fails with errNoServer at once. A request waiting in a server's queue
+// moves to the backend queue when that server stops taking traffic and
+// `redispatch` is on (redistribute); served elsewhere, it counts in the
+// server's wredis.
+//
 // A wait ends with a slot, errQueueTimeout (timeout queue, falling back to
 // timeout connect), or errQueueAbort when wait saw the client go away: in
 // both cases r never reaches a server, and the slot handed to it in a race
@@ -620,18 +685,22 @@ var pendingPool = sync.Pool{New: func() any { return new(queue.Pending) }}
 //
 // tw is -1 when r never waited in a queue, else the time it waited.
 func (b *Backend) take(r *lb.Request, pin, avoid *Server, now time.Time, wake queue.Waker, wait queue.WaitFunc) (srv *Server, tw time.Duration, err error) {
-	if pin != nil {
+	direct := pin != nil // persistence chose the server, not the algorithm
+	if direct {
 		if b.queue.Len(pin.ID-1) == 0 && reserve(&pin.lb) {
 			if pin.lb.MaxConn.Load() > 0 {
 				b.countFree(pin, -1)
 			}
-			b.started(pin, false, now)
+			b.started(pin, now)
 			return pin, -1, nil
 		}
-	} else if srv = b.assign(r, avoid, now); srv != nil {
-		return srv, -1, nil
-	} else if b.usable.Load() == 0 {
-		return nil, -1, errNoServer
+	} else {
+		if srv, pin = b.assignOrQueue(r, avoid, now); srv != nil {
+			return srv, -1, nil
+		}
+		if pin == nil && b.usable.Load() == 0 {
+			return nil, -1, errNoServer
+		}
 	}
 	qi := -1
 	if pin != nil {
@@ -645,7 +714,7 @@ func (b *Backend) take(r *lb.Request, pin, avoid *Server, now time.Time, wake qu
 	p.Wake = wake
 	if !b.queue.Enqueue(p, qi, pin.maxQueue(), now, b) {
 		// pin's queue is full (maxqueue).
-		if !b.Conf.Redispatch {
+		if !direct || !b.Conf.Redispatch {
 			pin.Counters.Econ.Add(1)
 			b.Counters.Econ.Add(1)
 			return pin, -1, errQueueFull
@@ -666,9 +735,10 @@ func (b *Backend) take(r *lb.Request, pin, avoid *Server, now time.Time, wake qu
 		end = wait(p, deadline)
 	}
 	i := b.queue.Cancel(p) // -1: still waiting, unlinked now
+	moved := p.Redistributed()
 	after := time.Now()
 	tw = after.Sub(now)
-	if pin != nil && b.qobs != nil && i < 0 {
+	if pin != nil && b.qobs != nil && i < 0 && !moved {
 		b.qobs.QueueChanged(&pin.lb)
 	}
 	switch {
@@ -677,7 +747,17 @@ func (b *Backend) take(r *lb.Request, pin, avoid *Server, now time.Time, wake qu
 		return nil, tw, errQueueAbort
 	case i >= 0:
 		srv = b.Servers[i]
-		b.started(srv, pin == nil, after)
+		// A queue pop: not in lbtot, as HAProxy. A request moved off its
+		// server counts as HAProxy counts a reassigned stream.
+		b.started(srv, after)
+		if moved {
+			sc, bc := &pin.Counters.Wredis, &b.Counters.Wredis
+			if srv == pin {
+				sc, bc = &pin.Counters.Wretr, &b.Counters.Wretr
+			}
+			sc.Add(1)
+			bc.Add(1)
+		}
 		return srv, tw, nil
 	case end == queue.WaitGone:
 		return pin, tw, errQueueAbort
@@ -690,14 +770,26 @@ func (b *Backend) take(r *lb.Request, pin, avoid *Server, now time.Time, wake qu
 	return pin, tw, errQueueTimeout
 }
 
-// started counts a session that take started on s outside assign: a slot
-// reserved directly (pinned) or handed over from a queue. balanced says
-// whether load balancing chose it (lbtot).
-func (b *Backend) started(s *Server, balanced bool, now time.Time) {
-	if balanced {
-		s.Counters.Lbtot.Add(1)
-		b.Counters.Lbtot.Add(1)
+// redistribute moves the requests waiting in s's own queue to the backend
+// queue, where the other servers serve them, when `redispatch` allows: as
+// HAProxy's pendconn_redistribute when a server goes DOWN, NOLB, DRAIN or
+// MAINT. Without redispatch they stay and wait for s (or their timeout).
+// Called by SetOp and SetAdmin with b.mu held, after rebuildLocked took s
+// out of the usable set.
+func (b *Backend) redistribute(s *Server) {
+	if !b.Conf.Redispatch {
+		return
 	}
+	if b.queue.Redistribute(s.ID-1, b) > 0 && b.qobs != nil {
+		b.qobs.QueueChanged(&s.lb)
+	}
+}
+
+// started counts a session that take started on s outside assign: a slot
+// reserved directly (pinned) or handed over from a queue. Neither is in
+// lbtot: HAProxy counts only the algorithm's picks there (its stats doc:
+// "ignores queue pop and stickiness").
+func (b *Backend) started(s *Server, now time.Time) {
 	s.Counters.sessionStart(now)
 	if b.observer != nil {
 		b.observer.ConnTaken(&s.lb)

@@ -374,8 +374,10 @@ func expectedFree(b *Backend) int64 {
 // maxconn changes, sessions starting and ending, no algorithm is ever made
 // to give a session to a server that is DOWN, stopping, in MAINT or DRAIN,
 // of weight 0, or full; to a backup while an active server is usable; and
-// assign fails only when no usable server has a free slot. The free-slot
-// count stays exact throughout.
+// assign fails only when no usable server has a free slot, or when a
+// hashing algorithm keeps the request on its key's server, which must then
+// be usable and full (hash_preserve_affinity). The free-slot count stays
+// exact throughout.
 func TestAssignProperty(t *testing.T) {
 	algos := []struct{ balance, hash string }{
 		{"roundrobin", ""}, {"static-rr", ""}, {"leastconn", ""}, {"first", ""},
@@ -389,6 +391,7 @@ func TestAssignProperty(t *testing.T) {
 		if rapid.Bool().Draw(rt, "bounded") && a.hash == "consistent" {
 			bc.HashBalanceFactor = 125
 		}
+		bc.HashPreserveAffinity = rapid.SampledFrom([]string{"always", "maxconn", "maxqueue"}).Draw(rt, "affinity")
 		n := rapid.IntRange(1, 6).Draw(rt, "servers")
 		for i := range n {
 			bc.Servers = append(bc.Servers, &conf.Server{Name: fmt.Sprintf("s%d", i+1), Address: "127.0.0.1:1",
@@ -432,8 +435,14 @@ func TestAssignProperty(t *testing.T) {
 				free := slices.ContainsFunc(b.Servers, func(s *Server) bool {
 					return usable(s) && (anyActive != s.Conf.Backup) && !s.lb.Full()
 				})
-				s := b.assign(r, nil, time.Now())
+				s, q := b.assignOrQueue(r, nil, time.Now())
 				switch {
+				case s == nil && q != nil:
+					if !usable(q) || q.Conf.Backup && anyActive || !q.lb.Full() && b.queue.Len(q.ID-1) == 0 {
+						rt.Fatalf("kept on %s: usable %v, backup %v, %d/%d sessions", q.Name, usable(q), q.Conf.Backup,
+							q.lb.Cur.Load(), q.lb.MaxConn.Load())
+					}
+					return
 				case s == nil:
 					if free && (bc.AllBackups || anyActive) {
 						rt.Fatalf("no server assigned with a free usable one")

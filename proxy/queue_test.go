@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -427,7 +428,7 @@ func TestQueueLeastconnCountsQueued(t *testing.T) {
 	b.unassign(s1)
 	<-ch // s1: 1 session, 0 queued
 	// s2 takes one: both at 1; then a pinned waiter on s1 makes it 2.
-	b.started(s2, false, time.Now())
+	b.started(s2, time.Now())
 	s2.lb.Cur.Add(1)
 	b.observer.ConnTaken(&s2.lb)
 	ch = pinnedTake(b, s1)
@@ -472,3 +473,145 @@ func TestFrontendMaxconn20(t *testing.T) {
 }
 
 var _ queue.Slots = (*Backend)(nil)
+
+// takeAsync runs take for r (pinned to pin when not nil) in the
+// background and reports the server it got, or its error.
+func takeAsync(b *Backend, r *lb.Request, pin *Server) <-chan connectResult {
+	ch := make(chan connectResult, 1)
+	go func() {
+		srv, _, err := b.take(r, pin, nil, time.Now(), nil, queue.ChanWait)
+		ch <- connectResult{srv: srv, err: err}
+	}()
+	return ch
+}
+
+// TestQueueRedistributedWhenServerLeaves is issue 16 point 12's third bug:
+// requests waiting in a server's own queue were served by that server
+// after `disable server` put it in MAINT. As HAProxy 2.6 (`disable server`
+// on loopback: "3 requeued", the 3 requests served by s2 at once, wredis 3
+// on s1), with redispatch they move to the backend queue when the server
+// goes MAINT, DRAIN, NOLB or DOWN, and the other servers serve them, in
+// order, counted in the wredis of the server they left, not in lbtot (a
+// queue pop). Without redispatch they stay for their server.
+func TestQueueRedistributedWhenServerLeaves(t *testing.T) {
+	leave := map[string]func(b *Backend, s *Server){
+		"MAINT": func(b *Backend, s *Server) { b.SetAdmin(s, AdminMaint) },
+		"DRAIN": func(b *Backend, s *Server) { b.SetAdmin(s, AdminDrain) },
+		"NOLB":  func(b *Backend, s *Server) { b.SetOp(s, OpStopping) },
+		"DOWN":  func(b *Backend, s *Server) { b.SetOp(s, OpDown) },
+	}
+	for _, how := range []string{"MAINT", "DRAIN", "NOLB", "DOWN"} {
+		for _, redisp := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/redispatch=%v", how, redisp), func(t *testing.T) {
+				b := queueBackend(t, 2, func(bc *conf.Backend) { bc.Redispatch = redisp })
+				s1, s2 := b.Servers[0], b.Servers[1]
+				<-pinnedTake(b, s1) // s1 full
+				var waiting []<-chan connectResult
+				for i := range 2 {
+					waiting = append(waiting, takeAsync(b, &lb.Request{}, s1))
+					waitFor(t, 5*time.Second, "pinned requests queued on s1", func() bool { return b.queue.Len(0) == int64(i+1) })
+				}
+				lbtot := s2.Counters.Lbtot.Load()
+				leave[how](b, s1)
+				if !redisp {
+					if b.queue.Len(0) != 2 || s2.lb.Cur.Load() != 0 {
+						t.Fatalf("without redispatch: s1 queue %d, s2 sessions %d; want 2 and 0", b.queue.Len(0), s2.lb.Cur.Load())
+					}
+					for range waiting { // s1 serves them as its slot frees
+						b.unassign(s1)
+					}
+					for i, ch := range waiting {
+						if res := <-ch; res.srv != s1 || res.err != nil {
+							t.Errorf("request %d: got %v %v, want s1", i, res.srv, res.err)
+						}
+					}
+					b.unassign(s1)
+					return
+				}
+				// s2's free slot goes to the older request at once, the
+				// younger waits for it in the backend queue.
+				if res := <-waiting[0]; res.srv != s2 || res.err != nil {
+					t.Fatalf("first request: got %v %v, want s2", res.srv, res.err)
+				}
+				if b.queue.Len(0) != 0 || b.queue.Len(-1) != 1 {
+					t.Fatalf("queues: s1 %d, backend %d; want 0 and 1", b.queue.Len(0), b.queue.Len(-1))
+				}
+				b.unassign(s1) // s1's slot frees: it must not serve the moved request
+				b.unassign(s2)
+				if res := <-waiting[1]; res.srv != s2 || res.err != nil {
+					t.Fatalf("second request: got %v %v, want s2", res.srv, res.err)
+				}
+				b.unassign(s2)
+				if w, bw := s1.Counters.Wredis.Load(), b.Counters.Wredis.Load(); w != 2 || bw != 2 || s2.Counters.Wredis.Load() != 0 {
+					t.Errorf("wredis: s1 %d, backend %d, s2 %d; want 2, 2, 0", w, bw, s2.Counters.Wredis.Load())
+				}
+				if n := s2.Counters.Lbtot.Load(); n != lbtot {
+					t.Errorf("s2 lbtot %d, want %d (queue pops)", n, lbtot)
+				}
+			})
+		}
+	}
+}
+
+// TestQueueHashAffinity is issue 16 point 12's fourth bug: with a hashing
+// algorithm, a request whose server was full went to another server; HAProxy
+// 2.6 keeps it on its server and queues it there (on loopback: balance uri,
+// maxconn 1, three /slowa requests: s2 qcur 2 while s1 was idle), which is
+// hash_preserve_affinity "always", the default. "maxconn" (HAProxy 3.2) is
+// the old behaviour; "maxqueue" keeps the affinity until the server's queue
+// holds maxqueue requests.
+func TestQueueHashAffinity(t *testing.T) {
+	for _, ht := range []string{"map-based", "consistent"} {
+		for _, aff := range []string{"always", "maxconn", "maxqueue"} {
+			t.Run(ht+"/"+aff, func(t *testing.T) {
+				b := queueBackend(t, 2, func(bc *conf.Backend) {
+					bc.Balance, bc.HashType, bc.HashPreserveAffinity = "uri", ht, aff
+					bc.Redispatch = true
+					for _, s := range bc.Servers {
+						s.MaxQueue = 1
+					}
+				})
+				r := &lb.Request{Path: "/key"}
+				home := b.Servers[b.algo.Pick(r, nil).Index]
+				other := b.Servers[1-b.algo.Pick(r, nil).Index]
+				if res := <-takeAsync(b, r, nil); res.srv != home {
+					t.Fatalf("first request: got %v, want its server %s", res.srv, home.Name)
+				}
+				second := takeAsync(b, r, nil)
+				if aff == "maxconn" {
+					if res := <-second; res.srv != other {
+						t.Fatalf("maxconn: second request got %v, want the other server", res.srv)
+					}
+					b.unassign(other)
+					b.unassign(home)
+					return
+				}
+				waitFor(t, 5*time.Second, "the second request queued on its server", func() bool { return b.queue.Len(home.ID-1) == 1 })
+				if other.lb.Cur.Load() != 0 || b.queue.Len(-1) != 0 {
+					t.Fatalf("other server %d sessions, backend queue %d; want 0 and 0", other.lb.Cur.Load(), b.queue.Len(-1))
+				}
+				// The home server's queue is full (maxqueue 1): "always"
+				// refuses the third request (a 503 even with redispatch, as
+				// HAProxy: the hash would bring it back), "maxqueue" sends it
+				// to the other server.
+				third := <-takeAsync(b, r, nil)
+				switch {
+				case aff == "always" && (third.err != errQueueFull || third.srv != home):
+					t.Errorf("always, queue full: got %v %v, want errQueueFull on %s", third.srv, third.err, home.Name)
+				case aff == "maxqueue" && third.srv != other:
+					t.Errorf("maxqueue, queue full: got %v %v, want the other server", third.srv, third.err)
+				case aff == "maxqueue":
+					b.unassign(other)
+				}
+				b.unassign(home)
+				if res := <-second; res.srv != home {
+					t.Errorf("second request: got %v, want %s", res.srv, home.Name)
+				}
+				b.unassign(home)
+				if n := home.Counters.Lbtot.Load(); n != map[string]int64{"always": 3, "maxqueue": 2}[aff] {
+					t.Errorf("%s lbtot %d: every pick of the algorithm counts, as HAProxy's", home.Name, n)
+				}
+			})
+		}
+	}
+}

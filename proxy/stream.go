@@ -283,7 +283,7 @@ func (x *Stream) Upstream() *http1.Upstream { return &x.srv.up }
 // changes), and records the connect time. On failure it returns
 // stream.ConnectFailed (econ is counted).
 func (x *Stream) Connect() (net.Conn, stream.Outcome) {
-	srv, c, tc, err := connectServer(x.be, x.srv, &x.lbreq)
+	srv, c, tc, err := connectServer(x.be, x.srv, &x.lbreq, x.pin != nil)
 	x.srv = srv
 	if err != nil {
 		return nil, stream.ConnectFailed

@@ -259,6 +259,7 @@ tcp_request = ["connection track-sc0 src"]
 http_request = ["track-sc0 src", "set-header X-Sc0 %%[sc0_http_req_cnt]/%%[sc0_conn_cur]/%%[sc0_conn_cnt]"]
 [[backend]]
 name = "web"
+retries = 0 # the dead server below fails at once, without turn-around delays
 [[backend.server]]
 name = "s1"
 address = "%s"
@@ -332,6 +333,7 @@ stick_table = { type = "ip", size = 10, store = ["conn_cur", "conn_cnt", "sess_c
 tcp_request = ["connection track-sc2 src", "connection reject if { sc2_conn_cur gt 1 }"]
 [[backend]]
 name = "echo"
+retries = 0 # a dead server fails at once, without turn-around delays
 [[backend.server]]
 name = "s1"
 address = "%s"

@@ -8,8 +8,11 @@
 //     is pinned to (Enqueue with srv >= 0), the backend queue (srv < 0), or
 //     unlinked. It is linked once, by Enqueue, and unlinked once: by a
 //     dispatcher that hands it a slot (Served then returns the server), or
-//     by Cancel (timeout, client gone). Both run under Queues.mu; nothing
-//     else touches the links.
+//     by Cancel (timeout, client gone). Redistribute moves it, linked, from
+//     a server's queue to the backend queue (HAProxy's
+//     pendconn_redistribute, when the server stops taking traffic), and
+//     marks it Redistributed; it is never moved back. All of these run
+//     under Queues.mu; nothing else touches the links.
 //   - Every queue is in arrival order: seq grows by one per Enqueue, under
 //     mu, across the backend queue and all server queues of one Queues.
 //     A server with a free slot serves the older of the heads of its own
@@ -66,6 +69,8 @@ type Pending struct {
 	// waits. Written under Queues.mu, read by the waiter without it.
 	served atomic.Int32
 	ready  chan struct{} // one token when served
+	// moved is set by Redistribute, under mu.
+	moved bool
 
 	// Wake, if set, is also woken when the request is served.
 	Wake Waker
@@ -86,6 +91,10 @@ func (p *Pending) Served() int { return int(p.served.Load()) - 1 }
 // Since returns when p was queued.
 func (p *Pending) Since() time.Time { return p.since }
 
+// Redistributed reports whether p was moved from its server's queue to the
+// backend queue (Redistribute). The waiter reads it once Cancel returned.
+func (p *Pending) Redistributed() bool { return p.moved }
+
 // Reset prepares a served or cancelled Pending for reuse.
 func (p *Pending) Reset() {
 	select {
@@ -93,6 +102,7 @@ func (p *Pending) Reset() {
 	default:
 	}
 	p.served.Store(0)
+	p.moved = false
 	p.Wake = nil
 }
 
@@ -111,6 +121,25 @@ func (l *list) push(p *Pending) {
 		l.head = p
 	}
 	l.tail = p
+	l.n++
+	if int64(l.n) > l.max {
+		l.max = int64(l.n)
+	}
+}
+
+// insertBefore links p before at, or at the tail when at is nil.
+func (l *list) insertBefore(p, at *Pending) {
+	if at == nil {
+		l.push(p)
+		return
+	}
+	p.list, p.prev, p.next = l, at.prev, at
+	if at.prev != nil {
+		at.prev.next = p
+	} else {
+		l.head = p
+	}
+	at.prev = p
 	l.n++
 	if int64(l.n) > l.max {
 		l.max = int64(l.n)
@@ -255,6 +284,40 @@ func (q *Queues) serveLocked(i int, s Slots) {
 			p.Wake.SetReadDeadline(time.Unix(1, 0))
 		}
 	}
+}
+
+// Redistribute moves every request waiting in server i's queue to the
+// backend queue, where any usable server may serve it, and returns how
+// many moved. The backend calls it when i stops taking traffic (DOWN,
+// NOLB, DRAIN or MAINT) and `redispatch` lets its requests go elsewhere,
+// as HAProxy's pendconn_redistribute: they keep their place in arrival
+// order among the backend queue's (a merge by seq), are marked
+// Redistributed, and are served at once where slots are free.
+func (q *Queues) Redistribute(i int, s Slots) int {
+	if q.lens[i].Load() == 0 {
+		return 0
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	from, to := &q.servers[i], &q.backend
+	bi := len(q.servers)
+	n := 0
+	at := to.head // the first backend request younger than the one moved
+	for p := from.head; p != nil; p = from.head {
+		from.remove(p)
+		for at != nil && at.seq < p.seq {
+			at = at.next
+		}
+		to.insertBefore(p, at)
+		p.li, p.moved = bi, true
+		n++
+	}
+	q.lens[i].Store(0)
+	q.lens[bi].Store(int64(to.n))
+	for j := range q.servers {
+		q.serveLocked(j, s)
+	}
+	return n
 }
 
 // Cancel unlinks p if it still waits (timeout, client gone) and returns -1;

@@ -87,6 +87,59 @@ func TestMaxQueue(t *testing.T) {
 	}
 }
 
+// TestRedistribute: the requests waiting in a server's queue move to the
+// backend queue when the server stops taking traffic (with redispatch),
+// keeping their age among the backend's requests, and are served at once
+// where slots are free; the requests of other servers stay.
+func TestRedistribute(t *testing.T) {
+	q, s := newQ(3), &slots{free: []int{0, 0, 1}}
+	now := time.Now()
+	ps := make([]*Pending, 6)
+	for i, srv := range []int{-1, 0, -1, 0, 1, -1} {
+		ps[i] = new(Pending)
+		if !q.Enqueue(ps[i], srv, 0, now, s) {
+			t.Fatal("refused")
+		}
+	}
+	// Server 2's free slot went to the oldest request it may serve: #0.
+	if ps[0].Served() != 2 {
+		t.Fatalf("#0 served by %d, want 2", ps[0].Served())
+	}
+	s.give(2) // one more free slot on server 2, not yet dispatched
+	if n := q.Redistribute(0, s); n != 2 {
+		t.Fatalf("moved %d, want 2", n)
+	}
+	// The slot went to the oldest backend request, #1, moved from server 0.
+	if ps[1].Served() != 2 || ps[2].Served() >= 0 {
+		t.Fatalf("after the move: #1 served by %d, #2 by %d; want 2, none", ps[1].Served(), ps[2].Served())
+	}
+	if q.Len(0) != 0 || q.Len(-1) != 3 || q.Len(1) != 1 || q.Waiting() != 4 {
+		t.Fatalf("lengths: server 0 %d, backend %d, server 1 %d, waiting %d; want 0 3 1 4", q.Len(0), q.Len(-1), q.Len(1), q.Waiting())
+	}
+	// The backend queue is in arrival order: #2, #3 (moved), #5.
+	for _, want := range []int{2, 3, 5} {
+		s.give(2)
+		q.Dispatch(2, s)
+		if ps[want].Served() != 2 {
+			t.Fatalf("next slot: #%d not served (served %d)", want, ps[want].Served())
+		}
+	}
+	if ps[4].Served() >= 0 || q.Len(1) != 1 {
+		t.Fatal("server 1's pinned request moved or was served elsewhere")
+	}
+	for i, p := range ps {
+		if q.Cancel(p) < 0 && i != 4 {
+			t.Fatalf("#%d: not served", i)
+		}
+		if p.Redistributed() != (i == 1 || i == 3) {
+			t.Errorf("#%d: Redistributed %v", i, p.Redistributed())
+		}
+	}
+	if q.Redistribute(0, s) != 0 || q.Max(-1) != 4 {
+		t.Errorf("empty queue: moved something, or backend qmax %d, want 4", q.Max(-1))
+	}
+}
+
 // BenchmarkEnqueueDequeue: one request queues and is handed a slot freed by
 // another, under contention from every P (RunParallel).
 func BenchmarkEnqueueDequeue(b *testing.B) {
