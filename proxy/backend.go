@@ -513,10 +513,12 @@ func (b *Backend) SetOp(s *Server, o OpState) OpState {
 }
 
 // assign picks a server for r (avoiding avoid when another is usable) and
-// starts a session on it: lbtot, the server's scur and stot, and the load
-// the algorithm sees. It returns nil when no server is usable or every
-// usable one is full ("none free": the request queues). Every successful
-// assign is paired with one unassign when the session ends.
+// starts a session on it: lbtot (unless it is avoid again), the server's
+// scur and stot, and the load the algorithm sees. It returns nil when no
+// server is usable, every usable one is full ("none free": the request
+// queues), or a hashing algorithm keeps r on its full key's server
+// (assignOrQueue). Every successful assign is paired with one unassign
+// when the session ends.
 func (b *Backend) assign(r *lb.Request, avoid *Server, now time.Time) *Server {
 	s, _ := b.assignOrQueue(r, avoid, now)
 	return s
@@ -554,16 +556,12 @@ func (b *Backend) assignOrQueue(r *lb.Request, avoid *Server, now time.Time) (sr
 		}
 		s := b.Servers[v.Index]
 		if affine && b.queue.Len(s.ID-1) > 0 {
-			// Older requests wait for the key's server: join them.
-			// HAProxy counts the pick in lbtot, as below.
-			b.countLbtot(s, avoid)
-			return nil, s
+			return nil, s // older requests wait for the key's server: join them
 		}
 		if !reserve(v) {
 			b.countFree(s, -1)
-			if affine { // the key's server is full: wait for it
-				b.countLbtot(s, avoid)
-				return nil, s
+			if affine {
+				return nil, s // the key's server is full: wait for it
 			}
 			continue
 		}
@@ -698,7 +696,9 @@ func (b *Backend) take(r *lb.Request, pin, avoid *Server, now time.Time, wake qu
 		if srv, pin = b.assignOrQueue(r, avoid, now); srv != nil {
 			return srv, -1, nil
 		}
-		if pin == nil && b.usable.Load() == 0 {
+		if pin != nil {
+			b.countLbtot(pin, avoid) // HAProxy counts the pick, queued or not
+		} else if b.usable.Load() == 0 {
 			return nil, -1, errNoServer
 		}
 	}
