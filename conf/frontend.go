@@ -112,18 +112,8 @@ func (f *frontendSection) validate(s scope) {
 		s.at("bind").errorf("needs at least one address")
 	}
 	f.binds = make([]*Bind, len(f.Bind))
-	seen := map[string]int{}
 	for i, b := range f.Bind {
-		item := s.at("bind").item(i)
-		f.binds[i] = parseBind(item, b)
-		if f.binds[i] == nil {
-			continue
-		}
-		if first, dup := seen[f.binds[i].Addr]; dup {
-			item.errorf("address %q is already bound at line %d", f.binds[i].Addr, first)
-			continue
-		}
-		seen[f.binds[i].Addr] = f.binds[i].Line
+		f.binds[i] = parseBind(s.at("bind").item(i), b)
 	}
 	oneOf(s.at("mode"), f.Mode, ModeHTTP, ModeTCP)
 	nonNegative(s.at("maxconn"), f.MaxConn)

@@ -80,7 +80,9 @@ func Parse(file string, data []byte) (*Config, error) {
 	cfg := f.model(c)
 	cfg.ACL = reg
 	cfg.TLS = c.tls
-	cfg.Warnings = c.warns
+	warns := &Errors{List: c.warns}
+	warns.sort()
+	cfg.Warnings = warns.List
 	return cfg, nil
 }
 

@@ -100,8 +100,8 @@ func (l *Loader) Cert(name string) (*Cert, []string, error) {
 	var warnings []string
 	if c.Expired(l.Now) && !l.expired[name] {
 		l.expired[name] = true
-		warnings = append(warnings, fmt.Sprintf("certificate %q expired on %s (notAfter), loaded anyway",
-			name, c.Leaf.NotAfter.UTC().Format("2006-01-02 15:04:05 MST")))
+		warnings = append(warnings, fmt.Sprintf("certificate expired on %s (notAfter), loaded anyway",
+			c.Leaf.NotAfter.UTC().Format("2006-01-02 15:04:05 MST")))
 	}
 	return c, warnings, nil
 }
@@ -173,7 +173,9 @@ func (l *Loader) loadEntries(cl *CrtList) ([]string, error) {
 	var warnings []string
 	for _, e := range cl.Entries {
 		_, w, err := l.Cert(e.Cert)
-		warnings = append(warnings, w...)
+		for _, x := range w {
+			warnings = append(warnings, fmt.Sprintf("%q: %s", e.Cert, x))
+		}
 		if err != nil {
 			if e.Line > 0 {
 				return warnings, fmt.Errorf("line %d: %q: %w", e.Line, e.Cert, err)
