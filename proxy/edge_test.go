@@ -469,3 +469,66 @@ address = "%s"
 	}
 	fe.mu.Unlock()
 }
+
+// TestReloadKeepsCommittedCert: a certificate committed through the store
+// (the Runtime API's commit) is still served after a reload while its file
+// is unchanged on disk; once the file changes, a reload serves the file.
+// The TLS figures of show info carry on across the reload.
+func TestReloadKeepsCommittedCert(t *testing.T) {
+	e := newTLSEnv(t)
+	text := `
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0 ssl crt a.pem"]
+`
+	p := e.start(t, text, nil)
+	addr := p.Frontends[0].Addrs()[0].String()
+	serial := func() int64 {
+		t.Helper()
+		c, err := tls.Dial("tcp", addr, e.clientTLS("a.test"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+	}
+	if got := serial(); got != 0xa1 {
+		t.Fatalf("got serial %x, want a1", got)
+	}
+	next := e.ca.Server(t, testcert.Options{Serial: 0xa2}, "a.test")
+	if _, err := p.Certs().SetCert("a.pem", next.PEM(true)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Certs().Commit("a.pem"); err != nil {
+		t.Fatal(err)
+	}
+	if got := serial(); got != 0xa2 {
+		t.Fatalf("after commit: got serial %x, want a2", got)
+	}
+	reload := func(old *Proxy) *Proxy {
+		t.Helper()
+		cfg, err := conf.Load(filepath.Join(e.dir, "fulcrum.toml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Frontends[0].Binds = []string{addr}
+		np := reloadTo(t, old, cfg)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		np.Retire(ctx, old)
+		t.Cleanup(func() { np.Shutdown(context.Background()) })
+		return np
+	}
+	p2 := reload(p)
+	if got := serial(); got != 0xa2 {
+		t.Fatalf("after a reload, file unchanged: got serial %x, want a2 (the committed one)", got)
+	}
+	testcert.Write(t, e.dir, "a.pem", e.ca.Server(t, testcert.Options{Serial: 0xa3}, "a.test").PEM(true))
+	p3 := reload(p2)
+	if got := serial(); got != 0xa3 {
+		t.Fatalf("after a reload, file changed: got serial %x, want a3 (the file's)", got)
+	}
+	if got := p3.ssl.Cum.Load(); got != 4 {
+		t.Fatalf("CumSslConns: got %d, want 4 across the reloads", got)
+	}
+}

@@ -135,6 +135,22 @@ func LoadCert(name, fsPath string) (*Cert, error) {
 // ParseCert parses data, a PEM bundle of a certificate, its chain and its
 // private key (PKCS#1, PKCS#8 or SEC 1), as the certificate named name.
 func ParseCert(name string, data []byte) (*Cert, error) {
+	c, keyErr, err := parseBundle(name, data)
+	if err != nil {
+		return nil, err
+	}
+	if keyErr != nil {
+		return nil, keyErr
+	}
+	return c, nil
+}
+
+// parseBundle parses data as ParseCert does, but returns the certificate
+// even when the key is missing or does not match (keyErr, ErrNoKey or
+// ErrKeyMismatch; c.TLS is then nil): a `set ssl cert` payload is taken
+// so, and its commit refused, as HAProxy does. err is for data without a
+// usable certificate.
+func parseBundle(name string, data []byte) (c *Cert, keyErr, err error) {
 	var certs []*x509.Certificate
 	var key crypto.Signer
 	rest := data
@@ -148,21 +164,21 @@ func ParseCert(name string, data []byte) (*Cert, error) {
 		sawPEM = true
 		switch {
 		case b.Type == "CERTIFICATE":
-			c, err := x509.ParseCertificate(b.Bytes)
+			x, err := x509.ParseCertificate(b.Bytes)
 			if err != nil {
-				return nil, fmt.Errorf("bad certificate: %v", err)
+				return nil, nil, fmt.Errorf("bad certificate: %v", err)
 			}
-			certs = append(certs, c)
+			certs = append(certs, x)
 		case strings.HasSuffix(b.Type, "PRIVATE KEY"):
 			if key != nil {
-				return nil, errors.New("more than one private key")
+				return nil, nil, errors.New("more than one private key")
 			}
 			if b.Type == "ENCRYPTED PRIVATE KEY" || b.Headers["Proc-Type"] != "" {
-				return nil, errors.New("encrypted private keys are not supported")
+				return nil, nil, errors.New("encrypted private keys are not supported")
 			}
 			k, err := parseKey(b)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			key = k
 		}
@@ -171,22 +187,23 @@ func ParseCert(name string, data []byte) (*Cert, error) {
 	}
 	switch {
 	case !sawPEM:
-		return nil, errors.New("not a PEM file")
+		return nil, nil, errors.New("not a PEM file")
 	case len(certs) == 0:
-		return nil, ErrNoCert
+		return nil, nil, ErrNoCert
+	}
+	c = &Cert{Name: name, Leaf: certs[0], Chain: certs[1:], SHA1: sha1.Sum(certs[0].Raw)}
+	switch {
 	case key == nil:
-		return nil, ErrNoKey
+		return c, ErrNoKey, nil
+	case !publicKeysEqual(certs[0].PublicKey, key.Public()):
+		return c, ErrKeyMismatch, nil
 	}
-	if !publicKeysEqual(certs[0].PublicKey, key.Public()) {
-		return nil, ErrKeyMismatch
-	}
-	c := &Cert{Name: name, Leaf: certs[0], Chain: certs[1:], SHA1: sha1.Sum(certs[0].Raw)}
 	tc := &tls.Certificate{PrivateKey: key, Leaf: certs[0]}
 	for _, x := range certs {
 		tc.Certificate = append(tc.Certificate, x.Raw)
 	}
 	c.TLS = tc
-	return c, nil
+	return c, nil, nil
 }
 
 // parseKey decodes a private key block.

@@ -26,6 +26,9 @@ type CrtList struct {
 	// names) when loaded: a runtime change survives a reload while it
 	// stays the same.
 	Disk []byte
+	// Lines counts the file's lines, then the lines added at runtime,
+	// which are numbered on from it (a directory starts at 0).
+	Lines int
 }
 
 // Entry is one line of a crt-list.
@@ -143,6 +146,10 @@ func ParseCrtList(name string, data []byte, loadCA func(string) (*x509.CertPool,
 	sum := sha256.Sum256(data)
 	l.Disk = sum[:]
 	var warnings []string
+	l.Lines = strings.Count(string(data), "\n")
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		l.Lines++
+	}
 	for i, line := range strings.Split(string(data), "\n") {
 		if strings.HasPrefix(line, "#") {
 			continue

@@ -38,9 +38,11 @@ type Store struct {
 	listChanged map[string][]byte // crt-lists
 	created     map[string]bool   // certificates made by `new ssl cert`
 
-	txn *Cert // the certificate being prepared by `set ssl cert`, nil if none
+	txn    *Cert // the certificate being prepared by `set ssl cert`, nil if none
+	txnErr error // why txn cannot be committed (no key, key mismatch), nil if it can
 
 	tickets [][32]byte // session ticket keys, shared by every bind (and kept by reloads)
+	loader  *Loader    // for the ca-files of crt-list lines added at runtime
 }
 
 // NewStore returns the store of what l loaded. prev, if non-nil, is the
@@ -49,7 +51,7 @@ type Store struct {
 // file wins), certificates created at runtime are kept, and so are the
 // session ticket keys and the ongoing transaction.
 func NewStore(l *Loader, prev *Store) *Store {
-	s := &Store{certs: maps.Clone(l.Certs()), lists: map[string]*CrtList{},
+	s := &Store{certs: maps.Clone(l.Certs()), lists: map[string]*CrtList{}, loader: l,
 		changed: map[string][]byte{}, listChanged: map[string][]byte{}, created: map[string]bool{}}
 	for n, cl := range l.Lists() {
 		s.lists[n] = cl
@@ -95,7 +97,7 @@ func NewStore(l *Loader, prev *Store) *Store {
 	}
 	if prev.txn != nil {
 		if _, ok := s.certs[prev.txn.Name]; ok {
-			s.txn = prev.txn
+			s.txn, s.txnErr = prev.txn, prev.txnErr
 		}
 	}
 	return s
@@ -246,25 +248,15 @@ func (s *Store) SetCert(name string, payload []byte) (created bool, err error) {
 	if _, ok := s.certs[name]; !ok {
 		return false, txnErrorf("Can't replace a certificate which is not referenced by the configuration!\n")
 	}
-	c, perr := ParseCert(name, payload)
+	// A payload without a certificate is refused now; one without a key,
+	// or whose key does not match, at the commit (HAProxy's order).
+	c, keyErr, perr := parseBundle(name, payload)
 	if perr != nil {
-		return false, txnErrorf("%s.\nCan't load the payload\n", loadError(name, perr))
+		return false, txnErrorf("unable to load certificate from file '%s'.\nCan't load the payload\n", name)
 	}
 	created = s.txn == nil
-	s.txn = c
+	s.txn, s.txnErr = c, keyErr
 	return created, nil
-}
-
-// loadError words a payload that cannot be loaded as HAProxy's loader
-// does (ssl_sock_load_pem_into_ckch and ssl_sock_load_files_into_ckch).
-func loadError(name string, err error) string {
-	switch err {
-	case ErrNoKey:
-		return fmt.Sprintf("No Private Key found in '%s'", name)
-	case ErrKeyMismatch:
-		return fmt.Sprintf("inconsistencies between private key and certificate loaded '%s'", name)
-	}
-	return fmt.Sprintf("unable to load certificate from file '%s'", name)
 }
 
 // Commit makes the transaction's certificate the one served under its
@@ -279,6 +271,12 @@ func (s *Store) Commit(name string) (instances int, err error) {
 		return 0, txnErrorf("No ongoing transaction! !\n")
 	case s.txn.Name != name:
 		return 0, txnErrorf("The ongoing transaction is about '%s' but you are trying to set '%s'\n", s.txn.Name, name)
+	}
+	switch s.txnErr {
+	case ErrNoKey:
+		return 0, txnErrorf("The transaction must contain at least a certificate and a private key!\n")
+	case ErrKeyMismatch:
+		return 0, txnErrorf("inconsistencies between private key and certificate loaded '%s'.\n", name)
 	}
 	c := s.txn
 	s.txn = nil
@@ -370,57 +368,79 @@ func (s *Store) listName(name string) string {
 	return name
 }
 
+// ParseLine parses a crt-list line given at runtime (`add ssl
+// crt-list`); a ca-file is read relative to the configuration's directory.
+func (s *Store) ParseLine(line string) (*Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, _, err := ParseCrtLine(line, s.loader.LoadCA)
+	return e, err
+}
+
 // AddEntry appends a line to a crt-list (`add ssl crt-list`): the binds
-// using the list serve its certificate from their next handshake.
-func (s *Store) AddEntry(list string, e *Entry) error {
+// using the list serve its certificate from their next handshake. It
+// returns how many binds got it. Errors carry HAProxy's text, without a
+// final line feed.
+func (s *Store) AddEntry(list string, e *Entry) (binds int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l, ok := s.lists[s.listName(list)]
 	if !ok {
-		return txnErrorf("crt-list '%s' does not exist!\n", list)
+		return 0, txnErrorf("crt-list '%s' does not exist!", strings.TrimRight(list, "/"))
+	}
+	if l.Dir && !strings.HasPrefix(e.Cert, l.Name+"/") {
+		return 0, txnErrorf("'%s' is a directory, certificate path '%s' must contain the directory path", l.Name, e.Cert)
 	}
 	c, ok := s.certs[e.Cert]
 	switch {
 	case !ok:
-		return txnErrorf("certificate '%s' does not exist!\n", e.Cert)
+		return 0, txnErrorf("certificate '%s' does not exist!", e.Cert)
 	case c.Empty():
-		return txnErrorf("certificate '%s' is empty!\n", e.Cert)
-	case l.Dir && !strings.HasPrefix(e.Cert, l.Name+"/"):
-		return txnErrorf("'%s' is a directory, certificate path '%s' must contain the directory path\n", l.Name, e.Cert)
+		return 0, txnErrorf("certificate '%s' is empty!", e.Cert)
+	case l.Dir && (e.Opts != nil || len(e.Filters) > 0):
+		return 0, txnErrorf("this is a directory, SSL configuration and filters are not allowed")
 	}
-	if s.txn != nil && s.txn.Name == e.Cert {
-		return txnErrorf("certificate '%s' is being modified in a transaction, commit or abort it first!\n", e.Cert)
+	if l.Dir {
+		for _, x := range l.Entries {
+			if x.Cert == e.Cert {
+				return 0, txnErrorf("file already exists in this directory!")
+			}
+		}
 	}
 	for _, b := range s.binds {
 		if err := b.checkEntry(l.Name, e); err != nil {
-			return txnErrorf("%s\n", err)
+			return 0, txnErrorf("%s", err)
 		}
 	}
-	last := 0
-	for _, x := range l.Entries {
-		last = max(last, x.Line)
-	}
 	ne := *e
-	ne.Line = last + 1
-	s.setEntries(l, append(slices.Clip(l.Entries), &ne))
-	return nil
+	ne.Line = l.Lines + 1
+	nl := s.setEntries(l, append(slices.Clip(l.Entries), &ne))
+	nl.Lines++
+	for _, b := range s.binds {
+		if b.sourcesList(l.Name) {
+			binds++
+		}
+	}
+	return binds, nil
 }
 
 // DelEntry deletes the line of list naming cert (at line, when line > 0).
-// The bind's default certificate cannot be deleted.
+// A bind's default certificate cannot be deleted (unless the bind has
+// strict-sni). Errors carry HAProxy's text, without a final line feed.
 func (s *Store) DelEntry(list, cert string, line int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	name := strings.TrimRight(list, "/")
 	l, ok := s.lists[s.listName(list)]
 	if !ok {
-		return txnErrorf("crt-list '%s' does not exist!\n", list)
+		return txnErrorf("crt-list '%s' does not exist!", name)
 	}
 	c, ok := s.certs[cert]
 	switch {
 	case !ok:
-		return txnErrorf("certificate '%s' does not exist!\n", cert)
+		return txnErrorf("certificate '%s' does not exist!", cert)
 	case c.Empty():
-		return txnErrorf("certificate '%s' is empty!\n", cert)
+		return txnErrorf("certificate '%s' is empty!", cert)
 	}
 	var idx []int
 	var lines []string
@@ -433,7 +453,7 @@ func (s *Store) DelEntry(list, cert string, line int) error {
 	at := -1
 	switch {
 	case len(idx) == 0:
-		return txnErrorf("certificate '%s' does not exist!\n", cert)
+		return txnErrorf("certificate '%s' can't be found in crt-list '%s'!", cert, name)
 	case line > 0:
 		for _, i := range idx {
 			if l.Entries[i].Line == line {
@@ -441,29 +461,29 @@ func (s *Store) DelEntry(list, cert string, line int) error {
 			}
 		}
 		if at < 0 {
-			return txnErrorf("found a certificate '%s' but the line number is incorrect, please specify a correct line number preceded by colons (%s)!\n", cert, strings.Join(lines, ", "))
+			return txnErrorf("found a certificate '%s' but the line number is incorrect, please specify a correct line number preceded by colons (%s)!", cert, strings.Join(lines, ", "))
 		}
 	case len(idx) > 1:
-		return txnErrorf("found the certificate '%s' in several entries, please specify a line number preceded by colons (%s)!\n", cert, strings.Join(lines, ", "))
+		return txnErrorf("found the certificate '%s' in several entries, please specify a line number preceded by colons (%s)!", cert, strings.Join(lines, ", "))
 	default:
 		at = idx[0]
 	}
 	var users []string
 	for _, b := range s.binds {
-		if d := b.table.Load().def; d != nil && d.entry == l.Entries[at] {
+		if d := b.table.Load().def; d != nil && d.entry == l.Entries[at] && !b.cfg.StrictSNI {
 			users = append(users, "\t- "+b.cfg.Where+"\n")
 		}
 	}
 	if len(users) > 0 {
-		return txnErrorf("certificate '%s' cannot be deleted, it is used as default certificate by the following frontends:\n%s\n", cert, strings.Join(users, ""))
+		return txnErrorf("certificate '%s' cannot be deleted, it is used as default certificate by the following frontends:\n%s", cert, strings.Join(users, ""))
 	}
 	s.setEntries(l, slices.Delete(slices.Clone(l.Entries), at, at+1))
 	return nil
 }
 
-// setEntries replaces the entries of l, records the change and rebuilds
-// the binds using l. The lock is held.
-func (s *Store) setEntries(l *CrtList, entries []*Entry) {
+// setEntries replaces l by a copy with entries, records the change and
+// rebuilds the binds using l. It returns the copy. The lock is held.
+func (s *Store) setEntries(l *CrtList, entries []*Entry) *CrtList {
 	nl := *l
 	nl.Entries = entries
 	s.lists[l.Name] = &nl
@@ -471,6 +491,7 @@ func (s *Store) setEntries(l *CrtList, entries []*Entry) {
 		s.listChanged[l.Name] = l.Disk
 	}
 	s.rebuild(func(src Source) bool { return src.List == l.Name }, "")
+	return &nl
 }
 
 // sourcesList reports whether b loads list.

@@ -111,26 +111,45 @@ func TestTransaction(t *testing.T) {
 	}
 }
 
+// TestSetCertRefused: a payload without a certificate is refused at set;
+// one without a key, or with another certificate's key, at commit (as
+// HAProxy 2.6), and the served certificate stays.
 func TestSetCertRefused(t *testing.T) {
 	f := newFixture(t)
-	f.cert("a.pem", testcert.Options{}, "a.test")
-	s, _ := f.bind(func(l *Loader, bc *BindConfig) error { _, err := l.AddCrt(bc, "a.pem"); return err })
+	f.cert("a.pem", testcert.Options{Serial: 1}, "a.test")
+	s, b := f.bind(func(l *Loader, bc *BindConfig) error { _, err := l.AddCrt(bc, "a.pem"); return err })
 	other := f.ca.Server(t, testcert.Options{}, "a.test")
 	mismatch := append(append([]byte{}, other.CertPEM...), f.ca.Server(t, testcert.Options{}, "x").KeyPEM...)
 	cases := []struct {
 		name, cert string
 		payload    []byte
-		want       string
+		set        string // reply of set, "" when accepted
+		commit     string
 	}{
-		{"unknown", "nope.pem", other.PEM(true), "Can't replace a certificate which is not referenced by the configuration!\n"},
-		{"no key", "a.pem", other.CertPEM, "No Private Key found in 'a.pem'.\nCan't load the payload\n"},
-		{"mismatch", "a.pem", mismatch, "inconsistencies between private key and certificate loaded 'a.pem'.\nCan't load the payload\n"},
-		{"garbage", "a.pem", []byte("hello\n"), "unable to load certificate from file 'a.pem'.\nCan't load the payload\n"},
+		{"unknown", "nope.pem", other.PEM(true), "Can't replace a certificate which is not referenced by the configuration!\n", ""},
+		{"garbage", "a.pem", []byte("hello\n"), "unable to load certificate from file 'a.pem'.\nCan't load the payload\n", ""},
+		{"key only", "a.pem", other.KeyPEM, "unable to load certificate from file 'a.pem'.\nCan't load the payload\n", ""},
+		{"no key", "a.pem", other.CertPEM, "", "The transaction must contain at least a certificate and a private key!\n"},
+		{"mismatch", "a.pem", mismatch, "", "inconsistencies between private key and certificate loaded 'a.pem'.\n"},
 	}
 	for _, c := range cases {
-		if _, err := s.SetCert(c.cert, c.payload); txnMsg(err) != c.want {
-			t.Errorf("%s: got %q, want %q", c.name, txnMsg(err), c.want)
+		_, err := s.SetCert(c.cert, c.payload)
+		if got := txnMsg(err); got != c.set {
+			t.Errorf("%s: set: got %q, want %q", c.name, got, c.set)
+			continue
 		}
+		if c.set != "" {
+			continue
+		}
+		if _, err := s.Commit(c.cert); txnMsg(err) != c.commit {
+			t.Errorf("%s: commit: got %q, want %q", c.name, txnMsg(err), c.commit)
+		}
+		if err := s.Abort(c.cert); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := serialOf(t, b, f, "a.test"); got != 1 {
+		t.Fatalf("got serial %d, want 1 (unchanged)", got)
 	}
 }
 
@@ -148,7 +167,8 @@ func TestCrtListEdits(t *testing.T) {
 	if got := txnMsg(s.NewCert("n.pem")); got != "Certificate 'n.pem' already exists!\n" {
 		t.Fatalf("new twice: got %q", got)
 	}
-	if got := txnMsg(s.AddEntry("list.txt", &Entry{Cert: "n.pem"})); got != "certificate 'n.pem' is empty!\n" {
+	if _, err := s.AddEntry("list.txt", &Entry{Cert: "n.pem"}); txnMsg(err) != "certificate 'n.pem' is empty!" {
+		got := txnMsg(err)
 		t.Fatalf("add empty: got %q", got)
 	}
 	if _, err := s.SetCert("n.pem", n.PEM(true)); err != nil {
@@ -164,7 +184,7 @@ func TestCrtListEdits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddEntry("list.txt", e); err != nil {
+	if n, err := s.AddEntry("list.txt", e); err != nil || n != 1 {
 		t.Fatal(err)
 	}
 	if got := serialOf(t, b, f, "n.test"); got != 9 {
@@ -181,11 +201,11 @@ func TestCrtListEdits(t *testing.T) {
 		t.Fatalf("del used: got %q", got)
 	}
 	if got := txnMsg(s.DelEntry("list.txt", "a.pem", 0)); got !=
-		"certificate 'a.pem' cannot be deleted, it is used as default certificate by the following frontends:\n\t- test.toml:1\n\n" {
+		"certificate 'a.pem' cannot be deleted, it is used as default certificate by the following frontends:\n\t- test.toml:1\n" {
 		t.Fatalf("del default: got %q", got)
 	}
 	if got := txnMsg(s.DelEntry("list.txt", "n.pem", 5)); got !=
-		"found a certificate 'n.pem' but the line number is incorrect, please specify a correct line number preceded by colons (2)!\n" {
+		"found a certificate 'n.pem' but the line number is incorrect, please specify a correct line number preceded by colons (2)!" {
 		t.Fatalf("del bad line: got %q", got)
 	}
 	if err := s.DelEntry("list.txt", "n.pem", 2); err != nil {
