@@ -85,4 +85,3 @@ func handshake(t *testing.T, b *Bind, cfg *tls.Config) (tls.ConnectionState, err
 func (f *fixture) client(name string) *tls.Config {
 	return &tls.Config{RootCAs: f.ca.Pool(), ServerName: name}
 }
-
