@@ -165,3 +165,43 @@ func (fe *Frontend) logEdgeError(cc *clientConn, reason string, err error) {
 // edgeOf returns the edge of the listener that accepted cc, nil for a
 // plain one.
 func (fe *Frontend) edgeOf(cc *clientConn) *edge { return fe.edgeAt[cc.bind] }
+
+// SSLSnapshot is the process's TLS figures at one instant, as show info
+// names them.
+type SSLSnapshot struct {
+	CurrConns       int64 // CurrSslConns: TLS client connections open
+	CumConns        int64 // CumSslConns: since start
+	Rate, RateMax   int64 // SslRate, MaxSslRate: TLS connections accepted per second
+	KeyRate         int64 // SslFrontendKeyRate: full handshakes per second
+	KeyRateMax      int64 // SslFrontendMaxKeyRate
+	ReusePct        int64 // SslFrontendSessionReuse_pct
+	Resumed         int64 // handshakes that resumed a session, since start
+	FailedHandshake int64 // failed handshakes, since start
+}
+
+// CertSnapshot is one certificate of the binds, for the expiry figures.
+type CertSnapshot struct {
+	Name     string
+	Serial   string
+	NotAfter time.Time
+}
+
+// edgeSnapshot fills snap's TLS figures and certificates.
+func (p *Proxy) edgeSnapshot(snap *Snapshot, now time.Time) {
+	ssl := p.ssl
+	s := SSLSnapshot{
+		CurrConns: ssl.Cur.Load(), CumConns: ssl.Cum.Load(),
+		Rate: ssl.Rate.Rate(now), RateMax: ssl.RateMax.Load(),
+		KeyRate: ssl.KeyRate.Rate(now), KeyRateMax: ssl.KeyRateMax.Load(),
+		Resumed: ssl.Resumed.Load(), FailedHandshake: ssl.Failed.Load(),
+	}
+	// HAProxy's ratio (stats.c): the share of TLS connections over the
+	// last second that did not compute a key.
+	if s.KeyRate < s.Rate {
+		s.ReusePct = 100 - (100*s.KeyRate+(s.Rate-1))/s.Rate
+	}
+	snap.SSL = s
+	for _, c := range p.certs.Certs() {
+		snap.Certs = append(snap.Certs, CertSnapshot{Name: c.Name, Serial: c.Serial(), NotAfter: c.Leaf.NotAfter})
+	}
+}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,10 +103,15 @@ bind = ["127.0.0.1:0 ssl crt site.pem"]
 
 	stop := make(chan struct{})
 	loop := startHandshakeLoop(addr, cfg, stop)
-	defer func() {
-		close(stop)
-		<-loop.done
-	}()
+	stopped := false
+	stopLoop := func() {
+		if !stopped {
+			stopped = true
+			close(stop)
+			<-loop.done
+		}
+	}
+	defer stopLoop()
 	waitFor(t, 10*time.Second, "handshakes on the old certificate", func() bool { return loop.count() >= 20 })
 	if got := socatRun(t, socat, sock, "set ssl cert site.pem <<\n"+string(next.PEM(true))+"\n"); got != "Transaction created for certificate site.pem!\n\n" {
 		t.Fatalf("set: got %q", got)
@@ -130,8 +136,19 @@ bind = ["127.0.0.1:0 ssl crt site.pem"]
 	aborted := loop.count()
 	waitFor(t, 10*time.Second, "handshakes after the abort", func() bool { return loop.count() >= aborted+20 })
 
-	loop.mu.Lock()
-	defer loop.mu.Unlock()
+	stopLoop()
+	// show info counted every handshake, all full ones (no resumption);
+	// the server side of the last connections may take a moment to close.
+	var info string
+	waitFor(t, 10*time.Second, "CurrSslConns: 0", func() bool {
+		info = dialRun(t, "unix", sock, "show info\n")
+		return strings.Contains(info, "\nCurrSslConns: 0\n")
+	})
+	for _, want := range []string{fmt.Sprintf("\nCumSslConns: %d\n", len(loop.serials)), "\nCurrSslConns: 0\n", "\nSslFrontendSessionReuse_pct: 0\n"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("show info: no %q in\n%s", strings.TrimSpace(want), info)
+		}
+	}
 	if len(loop.fails) > 0 {
 		t.Fatalf("%d failed handshakes, first: %v", len(loop.fails), loop.fails[0])
 	}
