@@ -71,35 +71,40 @@ func ParseCrtLine(line string, loadCA func(string) (*x509.CertPool, error)) (e *
 	// Words, with '[' and ']' as separators of their own.
 	var words []string
 	bOpen, bClose := -1, -1
-	cur := -1
+	start := -1 // of the current word
+	end := func(i int) {
+		if start >= 0 {
+			words = append(words, line[start:i])
+			start = -1
+		}
+	}
 	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
+		switch c := line[i]; {
 		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
-			cur = -1
+			end(i)
 		case c == '[':
+			end(i)
 			if bOpen >= 0 {
 				return nil, nil, fmt.Errorf("too many '['")
 			}
 			if len(words) == 0 {
 				return nil, nil, fmt.Errorf("file must start with a cert")
 			}
-			bOpen, cur = len(words), -1
+			bOpen = len(words)
 		case c == ']':
+			end(i)
 			if bClose >= 0 {
 				return nil, nil, fmt.Errorf("too many ']'")
 			}
 			if bOpen < 0 {
 				return nil, nil, fmt.Errorf("missing '['")
 			}
-			bClose, cur = len(words), -1
-		case cur < 0:
-			words = append(words, string(c))
-			cur = len(words) - 1
-		default:
-			words[cur] += string(c)
+			bClose = len(words)
+		case start < 0:
+			start = i
 		}
 	}
+	end(len(line))
 	if len(words) == 0 {
 		return nil, nil, nil
 	}
