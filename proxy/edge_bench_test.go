@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"io"
 	"net"
+	"net/http"
 	"testing"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
@@ -32,17 +33,15 @@ func edgeBenchProxy(b *testing.B, acceptProxy bool, tlsCfg *tlsx.BindConfig, loa
 
 // oneRequest sends the bench request on c and reads the response.
 func oneRequest(b *testing.B, c net.Conn) {
-	var h head
 	if _, err := io.WriteString(c, benchRequest); err != nil {
 		b.Fatal(err)
 	}
-	br := bufio.NewReader(c)
-	if err := h.readHead(br, true); err != nil {
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
 		b.Fatal(err)
 	}
-	if err := h.parse(true); err != nil {
-		b.Fatal(err)
-	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
 }
 
 // BenchmarkEdgeTLSNewConn: a new TLS connection per request through the

@@ -18,8 +18,8 @@ import (
 	ucli "github.com/urfave/cli/v2"
 )
 
-// certCommand returns the `cert` verb; connect opens the session.
-func certCommand(connect func(*ucli.Context) *cli.Client, code *int) *ucli.Command {
+// certCommand returns the `cert` verb.
+func (x *fulcrumctl) certCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "cert",
 		Usage: "show the certificates, or replace one live",
@@ -36,12 +36,12 @@ A refused payload is aborted, leaving the served certificate as it was.`,
 					if c.NArg() != 2 {
 						return ucli.Exit("fulcrumctl cert update: give NAME and FILE", cli.ExitError)
 					}
-					cl := connect(c)
+					cl, release := x.connect(c)
 					if cl == nil {
 						return nil
 					}
-					defer cl.Sess.Close()
-					*code = certUpdate(cl, c.Args().Get(0), c.Args().Get(1))
+					defer release()
+					x.code = certUpdate(cl, c.Args().Get(0), c.Args().Get(1))
 					return nil
 				},
 			},
@@ -49,12 +49,12 @@ A refused payload is aborted, leaving the served certificate as it was.`,
 				Name:  "show",
 				Usage: "the certificates as a table: status, serial, expiry and days left",
 				Action: func(c *ucli.Context) error {
-					cl := connect(c)
+					cl, release := x.connect(c)
 					if cl == nil {
 						return nil
 					}
-					defer cl.Sess.Close()
-					*code = certTable(cl, time.Now())
+					defer release()
+					x.code = certTable(cl, time.Now())
 					return nil
 				},
 			},
