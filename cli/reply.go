@@ -47,6 +47,21 @@ var errorPrefixes = []string{
 	"Missing ",
 	"Failed to ",
 	"Unable to ",
+	// The certificate commands' (ssl_ckch.c, ssl_crtlist.c).
+	"No ongoing transaction",
+	"The ongoing transaction is about",
+	"The transaction must contain",
+	"inconsistencies between private key",
+	"unable to load certificate",
+	"didn't find the specified filename",
+	"'set ssl cert expects",
+	"'commit ssl cert expects",
+	"'abort ssl cert' expects",
+	"'new ssl cert' expects",
+	"'del ssl cert' expects",
+	"'show ssl crt-list -n' expects",
+	"'add ssl crtlist' expects",
+	"'del ssl crtlist' expects",
 	"usage: ",                      // a command given without its subcommand
 	"no need to change the addr, ", // set server addr with a bad port
 	"Success=0",                    // reload refused (HAProxy's master CLI)

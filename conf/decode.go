@@ -15,12 +15,15 @@ package conf
 import (
 	"cmp"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/tlsx"
 )
 
 // checker holds what every step of loading one file shares: the file name,
@@ -31,6 +34,26 @@ type checker struct {
 	pos    positions
 	errs   []Error
 	failed map[string]bool // path keys that already have a problem
+	warns  []Error         // what loads but deserves a look (an expired certificate)
+	tls    *tlsx.Loader    // the binds' certificates, read once (tlsLoader)
+}
+
+// tlsLoader returns the loader of the binds' TLS files, which resolves
+// relative paths against the configuration file's directory.
+func (c *checker) tlsLoader() *tlsx.Loader {
+	if c.tls == nil {
+		c.tls = tlsx.NewLoader(filepath.Dir(c.file))
+	}
+	return c.tls
+}
+
+// where returns "FILE:LINE" for line of the file.
+func (c *checker) where(line int) string {
+	file := c.file
+	if file == "" {
+		file = "config"
+	}
+	return fmt.Sprintf("%s:%d", file, line)
 }
 
 // scope is a place in the file that checks report problems about: a section,
@@ -64,6 +87,16 @@ func (s scope) errorf(format string, args ...any) {
 		msg = d + ": " + msg
 	}
 	s.c.errs = append(s.c.errs, Error{File: s.c.file, Line: s.line(), Msg: msg})
+}
+
+// warnf records a warning about the value at s, as `FILE:LINE: PATH:
+// msg`: the file loads, but the operator should know.
+func (s scope) warnf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if d := s.c.describe(s.p); d != "" {
+		msg = d + ": " + msg
+	}
+	s.c.warns = append(s.c.warns, Error{File: s.c.file, Line: s.line(), Msg: msg})
 }
 
 // labelKeys names the key whose value labels an element of an array of

@@ -66,6 +66,11 @@ type defaultsSection struct {
 	// (frontends, HTTP mode). Default "10s".
 	TimeoutHTTPRequest *Duration `toml:"timeout_http_request"`
 
+	// TimeoutClientHS is how long a client may take for its TLS handshake
+	// and its PROXY protocol header (frontends; HAProxy's timeout
+	// client-hs). "0s" means timeout_client applies. Default "0s".
+	TimeoutClientHS *Duration `toml:"timeout_client_hs"`
+
 	// TimeoutCheck is how long a health check may wait for its response once
 	// connected (backends). "0s" means use the check's inter, as HAProxy.
 	// Default "0s".
@@ -103,6 +108,7 @@ func (d *defaultsSection) setDefaults() {
 	orDefault(&d.TimeoutQueue, 0)
 	orDefault(&d.TimeoutHTTPRequest, Duration(10*time.Second))
 	orDefault(&d.TimeoutCheck, 0)
+	orDefault(&d.TimeoutClientHS, 0)
 	orDefault(&d.Retries, 3)
 	orDefault(&d.Redispatch, false)
 	orDefault(&d.ForwardFor, false)

@@ -28,6 +28,13 @@ func (e Error) Error() string {
 	return fmt.Sprintf("%s:%d: %s", file, e.Line, e.Msg)
 }
 
+// Warning returns e as a warning line: `FILE:LINE: warning: msg`.
+func (e Error) Warning() string {
+	w := e
+	w.Msg = "warning: " + e.Msg
+	return w.Error()
+}
+
 // Errors is every problem found in one configuration, in file order. Load and
 // Parse return it (as *Errors) whenever they fail, so a caller can print each
 // problem on its own line or look at them one by one.

@@ -14,7 +14,12 @@ type frontendSection struct {
 
 	// Bind lists the addresses to listen on, as "host:port". An empty host
 	// or "*" means all addresses; ":0" picks a free port. Required, at least
-	// one.
+	// one. HAProxy's bind options may follow the address, as in
+	// haproxy.cfg: "127.0.0.1:8443 ssl crt /etc/fulcrum/certs/ alpn
+	// http/1.1" (TLS: ssl, crt FILE|DIR (repeatable), crt-list FILE, alpn,
+	// ssl-min-ver, ssl-max-ver, ciphers, ciphersuites, curves, verify
+	// none|optional|required, ca-file, no-tls-tickets, strict-sni; and
+	// accept-proxy for the PROXY protocol). See README "TLS".
 	Bind []string `toml:"bind"`
 
 	// Mode is "http" or "tcp"; it must be the mode of every backend the
@@ -65,6 +70,12 @@ type frontendSection struct {
 	// [defaults]; default "10s".
 	TimeoutHTTPRequest *Duration `toml:"timeout_http_request"`
 
+	// TimeoutClientHS is how long a client may take for its TLS handshake
+	// and its PROXY protocol header (HAProxy's timeout client-hs); past
+	// it the connection is closed. "0s" means timeout_client applies.
+	// Inherited from [defaults]; default "0s".
+	TimeoutClientHS *Duration `toml:"timeout_client_hs"`
+
 	// ForwardFor adds an X-Forwarded-For header with the client's address to
 	// each request (HTTP mode). A request gets it when its frontend or its
 	// backend sets it. Inherited from [defaults]; default false.
@@ -75,6 +86,7 @@ type frontendSection struct {
 	Stats *statsPageSection `toml:"stats"`
 
 	rules *acl.Rules // compiled by compileRules
+	binds []*Bind    // Bind parsed by validate (nil elements: errors)
 }
 
 // setDefaults gives every unset key of a frontend its value from [defaults],
@@ -84,6 +96,7 @@ func (f *frontendSection) setDefaults(d *defaultsSection) {
 	inherit(&f.MaxConn, d.MaxConn)
 	inherit(&f.TimeoutClient, d.TimeoutClient)
 	inherit(&f.TimeoutHTTPRequest, d.TimeoutHTTPRequest)
+	inherit(&f.TimeoutClientHS, d.TimeoutClientHS)
 	inherit(&f.ForwardFor, d.ForwardFor)
 	if f.Stats != nil {
 		f.Stats.setDefaults()
@@ -98,8 +111,9 @@ func (f *frontendSection) validate(s scope) {
 	if len(f.Bind) == 0 {
 		s.at("bind").errorf("needs at least one address")
 	}
+	f.binds = make([]*Bind, len(f.Bind))
 	for i, b := range f.Bind {
-		checkHostPort(s.at("bind").item(i), b, true)
+		f.binds[i] = parseBind(s.at("bind").item(i), b)
 	}
 	oneOf(s.at("mode"), f.Mode, ModeHTTP, ModeTCP)
 	nonNegative(s.at("maxconn"), f.MaxConn)

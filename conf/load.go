@@ -67,6 +67,7 @@ func Parse(file string, data []byte) (*Config, error) {
 	f.validate(root)
 	f.setDefaults()
 	f.checkLinks(root)
+	f.checkALPN(root)
 	reg := f.compileRules(root)
 	f.checkTables(root)
 	c.checkSupport()
@@ -78,6 +79,10 @@ func Parse(file string, data []byte) (*Config, error) {
 	}
 	cfg := f.model(c)
 	cfg.ACL = reg
+	cfg.TLS = c.tls
+	warns := &Errors{List: c.warns}
+	warns.sort()
+	cfg.Warnings = warns.List
 	return cfg, nil
 }
 
@@ -210,10 +215,20 @@ func (f *fileSection) model(c *checker) *Config {
 		})
 	}
 	for i, fe := range f.Frontends {
+		var addrs []string
+		for _, b := range fe.binds {
+			addrs = append(addrs, b.Addr)
+		}
+		hs := fe.TimeoutClientHS.Std()
+		if hs == 0 {
+			hs = fe.TimeoutClient.Std()
+		}
 		cfg.Frontends = append(cfg.Frontends, &Frontend{
 			Name:               fe.Name,
 			Line:               c.pos.line(path{"frontend"}.index(i)),
-			Binds:              fe.Bind,
+			Binds:              addrs,
+			BindOptions:        fe.binds,
+			TimeoutClientHS:    hs,
 			Mode:               *fe.Mode,
 			MaxConn:            *fe.MaxConn,
 			DefaultBackend:     fe.DefaultBackend,

@@ -3,6 +3,7 @@ package conf
 import (
 	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
 	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
+	"github.com/fulcrum-proxy/fulcrum/proxy/tlsx"
 	"os"
 	"time"
 )
@@ -29,6 +30,13 @@ type Config struct {
 	// ACL numbers every pattern set of the ACLs (inline patterns and -f
 	// files) as HAProxy's `show acl`; the Runtime API changes them live.
 	ACL *acl.Registry
+	// TLS holds the certificates and crt-lists the binds loaded (nil
+	// without any ssl bind); the proxy builds its certificate store from
+	// it.
+	TLS *tlsx.Loader
+	// Warnings are what loads but deserves a look (an expired
+	// certificate), as `FILE:LINE: message`.
+	Warnings []Error
 }
 
 // Global holds process-wide settings ([global]).
@@ -59,14 +67,19 @@ type StatsSocket struct {
 
 // Frontend is one [[frontend]].
 type Frontend struct {
-	Name               string
-	Line               int // line of the [[frontend]] header
-	Binds              []string
+	Name  string
+	Line  int      // line of the [[frontend]] header
+	Binds []string // addresses, as "host:port"
+	// BindOptions are the binds with their options, one per address of
+	// Binds, in order. A configuration built by hand may leave it nil:
+	// plain binds.
+	BindOptions        []*Bind
 	Mode               Mode
 	MaxConn            int
 	DefaultBackend     string
 	TimeoutClient      time.Duration
 	TimeoutHTTPRequest time.Duration
+	TimeoutClientHS    time.Duration // TLS handshake and PROXY header: timeout_client_hs, else timeout_client
 	ForwardFor         bool
 	Stats              *StatsPage  // nil unless [frontend.stats] enable = true
 	Rules              *acl.Rules  // tcp_request, http_request and use_backend, compiled

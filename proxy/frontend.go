@@ -12,6 +12,7 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
+	"github.com/fulcrum-proxy/fulcrum/proxy/tlsx"
 )
 
 // Frontend accepts client connections on its binds and hands each to the
@@ -33,6 +34,12 @@ type Frontend struct {
 	slots     limiter      // maxconn (set maxconn frontend changes it)
 	local     []localRoute // requests answered by the frontend itself
 
+	// edges are the PROXY protocol and TLS of each bind (edge.go), nil
+	// for a plain one; edgeAt finds them by listener address once
+	// listening (set by listen, read-only after).
+	edges  []*edge
+	edgeAt map[string]*edge
+
 	mu    sync.Mutex
 	conns map[*clientConn]struct{}
 
@@ -43,6 +50,11 @@ type Frontend struct {
 	// DeniedConn counts connections closed by a tcp_request connection
 	// reject rule (HAProxy's dcon).
 	DeniedConn atomic.Int64
+	// ProxyErrors counts connections of accept-proxy binds closed for a
+	// missing, malformed or late PROXY header; SslFailedHandshake those
+	// of ssl binds whose handshake failed (edge.go).
+	ProxyErrors        atomic.Int64
+	SslFailedHandshake atomic.Int64
 
 	// successor is the frontend of the same name in the proxy that
 	// replaced this one's at a reload, when its keep-alive connections may
@@ -61,6 +73,13 @@ type clientConn struct {
 	bind      string          // the address of the listener that accepted it
 	st        tracker         // entries tracked by tcp_request connection rules (stick.go)
 	httpState                 // http mode (httpconn.go)
+
+	// The edge (edge.go): dst is the destination a PROXY header gave
+	// (invalid: the socket's own); ssl is set once a TLS handshake
+	// started, tls once it succeeded (c is then the TLS connection).
+	dst netip.AddrPort
+	ssl bool
+	tls *tlsx.ConnInfo
 
 	// owner is the frontend that accounts for the connection: the one
 	// that accepted it, or its successor after a reload (handoff.go).
@@ -151,9 +170,10 @@ func (fe *Frontend) listen(inherited map[string]net.Listener) error {
 	// only with option clitcpka): it also saves setsockopt calls per accept.
 	lc := net.ListenConfig{KeepAlive: -1}
 	var opened []*acceptor
-	for _, addr := range fe.Conf.Binds {
+	for i, addr := range fe.Conf.Binds {
 		if l := inherited[addr]; l != nil {
 			opened = append(opened, fe.newAcceptor(l))
+			fe.setEdge(opened[len(opened)-1].addr, i)
 			continue
 		}
 		l, err := lc.Listen(fe.p.ctx, "tcp", addr)
@@ -166,6 +186,7 @@ func (fe *Frontend) listen(inherited map[string]net.Listener) error {
 			return err
 		}
 		opened = append(opened, fe.newAcceptor(l))
+		fe.setEdge(opened[len(opened)-1].addr, i)
 	}
 	fe.mu.Lock()
 	fe.listeners = opened
@@ -261,11 +282,21 @@ func (fe *Frontend) serve(cc *clientConn) {
 		o.p.releaseSlots(o)
 		o.p.wg.Done()
 	}()
+	e := fe.edgeOf(cc)
+	if e != nil && e.acceptProxy && !fe.readProxyHeader(cc) { // edge.go
+		return
+	}
 	if !fe.acceptConn(cc) { // tcp_request connection rules (rules.go)
 		return
 	}
 	fe.Counters.sessionStart(cc.accepted)
 	defer func() { cc.owner.Load().Counters.sessionEnd() }()
+	if e != nil && e.tls != nil {
+		defer fe.p.ssl.Cur.Add(-1)
+		if !fe.handshake(cc, e) { // edge.go
+			return
+		}
+	}
 	if fe.Conf.Mode == conf.ModeTCP {
 		cc.state.Store(connActive)
 		fe.serveTCP(cc)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
+	"github.com/fulcrum-proxy/fulcrum/proxy/tlsx"
 )
 
 // Proxy is a running configuration: its frontends, backends and servers.
@@ -26,10 +27,12 @@ type Proxy struct {
 	cancel  context.CancelFunc
 	started time.Time
 
-	tables      tables    // stick tables (stick.go)
-	globalSlots limiter   // global maxconn (set maxconn global changes it)
-	fds         *fdBudget // the process's descriptors, shared across reloads (fds.go)
-	work        chan work // accepted connections for idle worker goroutines
+	tables      tables       // stick tables (stick.go)
+	certs       *tlsx.Store  // the binds' certificates (edge.go)
+	ssl         *sslCounters // TLS figures, shared along a chain of reloads
+	globalSlots limiter      // global maxconn (set maxconn global changes it)
+	fds         *fdBudget    // the process's descriptors, shared across reloads (fds.go)
+	work        chan work    // accepted connections for idle worker goroutines
 	stopping    atomic.Bool
 	wg          sync.WaitGroup // accept loops and connections
 
@@ -74,6 +77,16 @@ func build(cfg *conf.Config, log zerolog.Logger, prev *Proxy) (*Proxy, error) {
 		byName[b.Name] = b
 	}
 	p.globalSlots.setMax(cfg.Global.MaxConn)
+	loaded := cfg.TLS
+	if loaded == nil {
+		loaded = tlsx.NewLoader("")
+	}
+	var prevCerts *tlsx.Store
+	p.ssl = &sslCounters{}
+	if prev != nil {
+		prevCerts, p.ssl = prev.certs, prev.ssl
+	}
+	p.certs = tlsx.NewStore(loaded, prevCerts)
 	for i, fc := range cfg.Frontends {
 		fe := &Frontend{
 			Name: fc.Name, ID: i + 1, Conf: fc, p: p,
@@ -97,6 +110,7 @@ func build(cfg *conf.Config, log zerolog.Logger, prev *Proxy) (*Proxy, error) {
 			return nil, err
 		}
 		fe.slots.setMax(fc.MaxConn)
+		fe.buildEdges()
 		p.Frontends = append(p.Frontends, fe)
 	}
 	p.numberProxies()
@@ -240,6 +254,10 @@ func (p *Proxy) sweepPools() {
 		}
 	}
 }
+
+// Certs returns the certificate store of the binds, which the Runtime
+// API's ssl commands change live.
+func (p *Proxy) Certs() *tlsx.Store { return p.certs }
 
 // Frontend returns the frontend named name, or nil.
 func (p *Proxy) Frontend(name string) *Frontend {

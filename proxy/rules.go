@@ -37,9 +37,14 @@ func (fe *Frontend) buildRules(byName map[string]*Backend) error {
 	return nil
 }
 
-// localAddr returns the address a client connected to (dst).
-func localAddr(c net.Conn) (ap acl.Request) {
-	if a, ok := c.LocalAddr().(*net.TCPAddr); ok {
+// localAddr returns the address a client connected to (dst): the
+// socket's, or the one a PROXY header gave (edge.go).
+func localAddr(cc *clientConn) (ap acl.Request) {
+	if cc.dst.IsValid() {
+		ap.Dst = cc.dst
+		return ap
+	}
+	if a, ok := cc.c.LocalAddr().(*net.TCPAddr); ok {
 		ap.Dst = a.AddrPort()
 	}
 	return ap
@@ -57,7 +62,7 @@ func (fe *Frontend) acceptConn(cc *clientConn) bool {
 	if rs == nil || len(rs.TCPConnection) == 0 {
 		return true
 	}
-	r := localAddr(cc.c)
+	r := localAddr(cc)
 	r.Src = cc.src
 	cc.st.p, cc.st.connStage = fe.p, true
 	r.Tracker = &cc.st

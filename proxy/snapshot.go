@@ -62,6 +62,11 @@ type Snapshot struct {
 
 	MaxConn  int  // global maxconn, 0 = unlimited
 	Stopping bool // the proxy is stopping (frontends print STOP)
+
+	// SSL is the process's TLS figures and Certs the binds' certificates
+	// (edge.go).
+	SSL   SSLSnapshot
+	Certs []CertSnapshot
 }
 
 // FrontendSnapshot is one frontend's state.
@@ -73,6 +78,9 @@ type FrontendSnapshot struct {
 	// DeniedConn is the connections closed by a tcp_request connection
 	// reject rule (HAProxy's dcon).
 	DeniedConn int64
+	// ProxyErrors counts connections closed for a missing, malformed or
+	// late PROXY header; SslFailedHandshake failed TLS handshakes.
+	ProxyErrors, SslFailedHandshake int64
 	CounterValues
 }
 
@@ -253,9 +261,11 @@ func (s *ServerSnapshot) Status() string {
 func (p *Proxy) Snapshot() *Snapshot {
 	now := time.Now()
 	snap := &Snapshot{Taken: now, Started: p.started, MaxConn: p.MaxConn(), Stopping: p.stopping.Load()}
+	p.edgeSnapshot(snap, now) // edge.go
 	for _, fe := range p.Frontends {
 		fs := FrontendSnapshot{Name: fe.Name, ID: fe.ID, Mode: string(fe.Conf.Mode), MaxConn: fe.MaxConn(),
-			DeniedConn: fe.DeniedConn.Load(), CounterValues: fe.Counters.values(now)}
+			DeniedConn: fe.DeniedConn.Load(), CounterValues: fe.Counters.values(now),
+			ProxyErrors: fe.ProxyErrors.Load(), SslFailedHandshake: fe.SslFailedHandshake.Load()}
 		fs.Slim = int64(fs.MaxConn)
 		snap.Frontends = append(snap.Frontends, fs)
 	}

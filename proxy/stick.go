@@ -506,7 +506,7 @@ func (p *Proxy) tcpPersist(be *Backend, cc *clientConn) (*Server, *tracker) {
 	if bs == nil || len(bs.rules) == 0 {
 		return nil, nil
 	}
-	r := localAddr(cc.c)
+	r := localAddr(cc)
 	r.Src = cc.src
 	tr := &cc.st
 	tr.p = p

@@ -80,7 +80,7 @@ func (x *Stream) bind(fe *Frontend, cc *clientConn) {
 	x.fe, x.cc = fe, cc
 	x.trk.p = fe.p
 	x.lbreq = lb.Request{Src: cc.src}
-	x.areq = localAddr(cc.c)
+	x.areq = localAddr(cc)
 }
 
 // Begin starts a request whose first byte arrived at t0 (zero: none did,
@@ -171,6 +171,8 @@ func (x *Stream) Route(r *stream.Request, tHead time.Time) stream.Route {
 func (x *Stream) fillRuleView() {
 	r := &x.areq
 	r.Src = x.cc.src
+	r.TLS = x.cc.tls // edge.go
+	r.SSL = x.cc.tls != nil
 	r.HTTP = true
 	r.Method = x.req.Method
 	r.URI = x.req.URI

@@ -23,5 +23,6 @@ func init() {
 		sessionCommands, // sess.go: sessions
 		tableCommands,   // table.go: stick tables
 		queueCommands,   // queue.go: show queue
+		sslCommands,     // ssl.go: certificates and crt-lists
 	)
 }

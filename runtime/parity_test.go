@@ -197,6 +197,7 @@ var levelDeviations = []struct {
 	{regexp.MustCompile(`^set server \S+ (weight|state|health|agent)( |$)`), LevelOperator, "issue 8: operator may change weights and server states (2.6: admin)"},
 	{regexp.MustCompile(`^(enable|disable) server `), LevelOperator, "issue 8: operator may change server states (2.6: admin)"},
 	{regexp.MustCompile(`^(add|del|clear) acl `), LevelOperator, "issue 8: user may only read (2.6 does not check ACL edits)"},
+	{regexp.MustCompile(`^show ssl cert`), LevelOperator, "2.6 refuses a user too, but with the reply \"Can't allocate memory!\" (cli_parse_show_cert); fulcrum says Permission denied"},
 }
 
 // levelDeviation returns the least level fulcrum asks for cmd when it

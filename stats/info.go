@@ -45,6 +45,8 @@ type Info struct {
 	Tasks       int
 	Stopping    bool
 	BytesOut    int64 // bytes sent to clients since start
+
+	SSL proxy.SSLSnapshot // TLS figures (CurrSslConns, SslRate...)
 }
 
 // NewInfo sums snap's frontends and adds the process facts.
@@ -52,7 +54,7 @@ func NewInfo(snap *proxy.Snapshot, p ProcessFacts) Info {
 	in := Info{
 		Name: "fulcrum", Version: p.Version, ReleaseDate: p.ReleaseDate, BuildInfo: p.BuildInfo,
 		Nbthread: p.Nbthread, Pid: p.Pid, Node: p.Node, Tasks: p.Tasks, UlimitN: p.UlimitN,
-		Started: snap.Started, MaxConn: snap.MaxConn, Stopping: snap.Stopping,
+		Started: snap.Started, MaxConn: snap.MaxConn, Stopping: snap.Stopping, SSL: snap.SSL,
 	}
 	if !snap.Started.IsZero() {
 		in.Uptime = snap.Taken.Sub(snap.Started)
@@ -107,8 +109,8 @@ var infoFields = []infoField{
 	{18, "CumConns", "MCP", tU32, "connections_total", "Total number of connections on this worker process since started", func(in *Info) value { return num(in.CumConns) }},
 	{19, "CumReq", "MCP", tU32, "requests_total", "Total number of requests on this worker process since started", func(in *Info) value { return num(in.CumReq) }},
 	{20, "MaxSslConns", "MMP", tU32, "max_ssl_connections", "Hard limit on the number of per-process SSL endpoints (front+back), 0=unlimited", infoZero},
-	{21, "CurrSslConns", "MGP", tU32, "current_ssl_connections", "Current number of SSL endpoints on this worker process (front+back)", infoZero},
-	{22, "CumSslConns", "MCP", tU32, "ssl_connections_total", "Total number of SSL endpoints on this worker process since started (front+back)", infoZero},
+	{21, "CurrSslConns", "MGP", tU32, "current_ssl_connections", "Current number of SSL endpoints on this worker process (front+back)", func(in *Info) value { return num(in.SSL.CurrConns) }},
+	{22, "CumSslConns", "MCP", tU32, "ssl_connections_total", "Total number of SSL endpoints on this worker process since started (front+back)", func(in *Info) value { return num(in.SSL.CumConns) }},
 	{23, "Maxpipes", "CLP", tU32, "max_pipes", "Hard limit on the number of pipes for splicing, 0=unlimited", infoZero},
 	{24, "PipesUsed", "MGP", tU32, "pipes_used_total", "Current number of pipes in use in this worker process", infoZero},
 	{25, "PipesFree", "MGP", tU32, "pipes_free_total", "Current number of allocated and available pipes in this worker process", infoZero},
@@ -116,9 +118,19 @@ var infoFields = []infoField{
 	{27, "ConnRateLimit", "CLP", tU32, "limit_connection_rate", "Hard limit for ConnRate (global.maxconnrate)", infoZero},
 	{29, "SessRate", "MRP", tU32, "current_session_rate", "Number of sessions created on this worker process over the last second", func(in *Info) value { return num(in.SessRate) }},
 	{30, "SessRateLimit", "CLP", tU32, "limit_session_rate", "Hard limit for SessRate (global.maxsessrate)", infoZero},
-	{32, "SslRate", "MRP", tU32, "current_ssl_rate", "Number of SSL connections created on this worker process over the last second", infoZero},
+	{32, "SslRate", "MRP", tU32, "current_ssl_rate", "Number of SSL connections created on this worker process over the last second", func(in *Info) value { return num(in.SSL.Rate) }},
 	{33, "SslRateLimit", "CLP", tU32, "limit_ssl_rate", "Hard limit for SslRate (global.maxsslrate)", infoZero},
-	{34, "MaxSslRate", "MMP", tU32, "max_ssl_rate", "Highest SslRate reached on this worker process since started (in connections per second)", infoZero},
+	{34, "MaxSslRate", "MMP", tU32, "max_ssl_rate", "Highest SslRate reached on this worker process since started (in connections per second)", func(in *Info) value { return num(in.SSL.RateMax) }},
+	// TLS to servers comes with the TLS issue's second round: the backend
+	// key rates stay 0 until then. There is no session cache (sessions
+	// resume from tickets), so its lookups and misses stay 0.
+	{35, "SslFrontendKeyRate", "MGP", tU32, "current_frontend_ssl_key_rate", "Number of SSL keys created on frontends in this worker process over the last second", func(in *Info) value { return num(in.SSL.KeyRate) }},
+	{36, "SslFrontendMaxKeyRate", "MMP", tU32, "max_frontend_ssl_key_rate", "Highest SslFrontendKeyRate reached on this worker process since started (in SSL keys per second)", func(in *Info) value { return num(in.SSL.KeyRateMax) }},
+	{37, "SslFrontendSessionReuse_pct", "MGP", tU32, "frontend_ssl_reuse", "Percent of frontend SSL connections which did not require a new key", func(in *Info) value { return num(in.SSL.ReusePct) }},
+	{38, "SslBackendKeyRate", "MRP", tU32, "current_backend_ssl_key_rate", "Number of SSL keys created on backends in this worker process over the last second", infoZero},
+	{39, "SslBackendMaxKeyRate", "MMP", tU32, "max_backend_ssl_key_rate", "Highest SslBackendKeyRate reached on this worker process since started (in SSL keys per second)", infoZero},
+	{40, "SslCacheLookups", "MCP", tU32, "ssl_cache_lookups_total", "Total number of SSL session ID lookups in the SSL session cache on this worker since started", infoZero},
+	{41, "SslCacheMisses", "MCP", tU32, "ssl_cache_misses_total", "Total number of SSL session ID lookups that didn't find a session in the SSL session cache on this worker since started", infoZero},
 	{42, "CompressBpsIn", "MRP", tU32, "http_comp_bytes_in_total", "Number of bytes submitted to the HTTP compressor in this worker process over the last second", infoZero},
 	{43, "CompressBpsOut", "MRP", tU32, "http_comp_bytes_out_total", "Number of bytes emitted by the HTTP compressor in this worker process over the last second", infoZero},
 	{44, "CompressBpsRateLim", "CLP", tU32, "limit_http_comp", "Limit of CompressBpsOut beyond which HTTP compression is automatically disabled", infoZero},

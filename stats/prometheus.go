@@ -89,6 +89,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.descs {
 		ch <- d
 	}
+	describeTLS(ch) // prometheus_tls.go
 }
 
 // Server states of haproxy_server_status and check codes of
@@ -120,6 +121,7 @@ func promServerState(s *proxy.ServerSnapshot) string {
 // Collect takes one snapshot and sends every series.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	snap := c.snapshot()
+	collectTLS(ch, snap) // prometheus_tls.go
 	f := AllRows()
 	eachRow(snap, &f, func(r *row) error {
 		labels := []string{r.pxname}

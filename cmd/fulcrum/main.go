@@ -106,7 +106,7 @@ func newApp(stdout, stderr io.Writer, fallback string) *cli.App {
 					if err != nil {
 						return cli.Exit("fulcrum: "+err.Error(), 2)
 					}
-					_, notes, err := loadConfigNotes(path)
+					cfg, notes, err := loadConfigNotes(path)
 					for _, n := range notes {
 						if !n.Kind.Blocking() {
 							fmt.Fprintf(stderr, "%s:%s\n", path, n)
@@ -114,6 +114,9 @@ func newApp(stdout, stderr io.Writer, fallback string) *cli.App {
 					}
 					if err != nil {
 						return cli.Exit(err.Error(), 1)
+					}
+					for _, w := range cfg.Warnings {
+						fmt.Fprintln(stderr, w.Warning())
 					}
 					fmt.Fprintln(stdout, "configuration is valid")
 					return nil
@@ -222,6 +225,7 @@ func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serve
 	fds := startFDLimit(perConn)
 	budget := fds.size(cfg, log)
 	startedAt := time.Now()
+	logWarnings(cfg, log)
 	p, err := proxy.New(cfg, log)
 	if err != nil {
 		return cli.Exit("fulcrum: "+err.Error(), 1)
@@ -305,6 +309,14 @@ wait:
 	saveState(cfg, p, startedAt, log)
 	log.Info().Msg("stopped")
 	return nil
+}
+
+// logWarnings logs what the configuration loaded with a warning (an
+// expired certificate), at start and at each reload.
+func logWarnings(cfg *conf.Config, log zerolog.Logger) {
+	for _, w := range cfg.Warnings {
+		log.Warn().Str("file", w.File).Int("line", w.Line).Msg(w.Msg)
+	}
 }
 
 type sigString struct{ s os.Signal }

@@ -95,6 +95,7 @@ func (r *reloader) reload() error {
 	old := r.cur.Load()
 	log := newLogger(cfg.Global, r.logw)
 	budget := r.fds.size(cfg, log)
+	logWarnings(cfg, log)
 	var p *proxy.Proxy
 	swap := func() {
 		r.swapMu.Lock()

@@ -241,6 +241,8 @@ func (x *fulcrumctl) app() *ucli.App {
 			}
 			defer release()
 			switch {
+			case strings.Join(strings.Fields(line), " ") == "show ssl cert" && cl.Format == cli.FormatAuto:
+				x.code = certTable(cl, time.Now()) // cert.go
 			case line != "":
 				x.code = report(x.stderr, cl.Do(line))
 			case isTTY(x.stdin):
@@ -254,6 +256,7 @@ func (x *fulcrumctl) app() *ucli.App {
 			return nil
 		},
 		Commands: []*ucli.Command{
+			x.certCommand(), // cert.go
 			{
 				Name:      "drain",
 				Usage:     "put servers in DRAIN, optionally wait until they are empty",

@@ -54,6 +54,7 @@ const (
 	argNameOcc          // a name and an optional occurrence: hdr(host,-1)
 	argOptional         // an optional name: req.hdr_cnt, req.hdr_cnt(x-a)
 	argSlot             // a tracking counter number 0..2: sc_http_req_rate(0)
+	argDN               // [entry[,occ[,format]]]: ssl_c_s_dn(CN), ssl_c_i_dn(,0,rfc2253)
 )
 
 // fetchDef is one row of the fetches table.
@@ -95,8 +96,17 @@ const (
 	fCook
 	fVer
 	fSSL
-	fConst // TRUE and FALSE: the fetch's occ holds the value
-	fSC    // sc_*, scN_*: a data type of a tracked entry
+	fSSLSNI      // ssl_fc_sni
+	fSSLProtocol // ssl_fc_protocol
+	fSSLCipher   // ssl_fc_cipher
+	fSSLALPN     // ssl_fc_alpn
+	fSSLCUsed    // ssl_c_used
+	fSSLCVerify  // ssl_c_verify
+	fSSLCSDN     // ssl_c_s_dn
+	fSSLCIDN     // ssl_c_i_dn
+	fSSLCSerial  // ssl_c_serial
+	fConst       // TRUE and FALSE: the fetch's occ holds the value
+	fSC          // sc_*, scN_*: a data type of a tracked entry
 )
 
 // stringSuffixes are the ACL keyword suffixes of string fetches.
@@ -124,6 +134,18 @@ var fetches = []*fetchDef{
 	{name: "req.ver", out: typeStr, l7: true, id: fVer},
 	{name: "req_ver", out: typeStr, l7: true, id: fVer},
 	{name: "ssl_fc", out: typeBool, id: fSSL},
+	{name: "ssl_fc_sni", out: typeStr, derive: "end reg", id: fSSLSNI},
+	{name: "ssl_fc_protocol", out: typeStr, id: fSSLProtocol},
+	{name: "ssl_fc_cipher", out: typeStr, id: fSSLCipher},
+	{name: "ssl_fc_alpn", out: typeStr, id: fSSLALPN},
+	{name: "ssl_c_used", out: typeBool, id: fSSLCUsed},
+	{name: "ssl_c_verify", out: typeInt, id: fSSLCVerify},
+	{name: "ssl_c_s_dn", out: typeStr, args: argDN, id: fSSLCSDN},
+	{name: "ssl_c_i_dn", out: typeStr, args: argDN, id: fSSLCIDN},
+	// ssl_c_serial is binary in HAProxy; fulcrum has no binary samples
+	// and gives its upper-case hex (what HAProxy's ssl_c_serial,hex
+	// gives), which is also how HAProxy's ACL patterns write it.
+	{name: "ssl_c_serial", out: typeStr, id: fSSLCSerial},
 }
 
 // fetchByName finds a fetch by its exact name.
@@ -140,8 +162,9 @@ func fetchByName(name string) *fetchDef {
 type fetch struct {
 	def  *fetchDef
 	text string // as written, for messages
-	name []byte // argument name (header, parameter, cookie)
+	name []byte // argument name (header, parameter, cookie; DN entry)
 	occ  int    // hdr occurrence: 0 all, n>0 the n-th, n<0 the n-th from the end
+	rfc  bool   // ssl_c_*_dn: the rfc2253 format
 }
 
 // parseFetch parses "name" or "name(args)" with the definition def.
@@ -158,6 +181,9 @@ func parseFetch(def *fetchDef, text, args string, hasArgs bool) (*fetch, error) 
 			return nil, fmt.Errorf("fetch '%s' takes no argument, got %q", def.name, text)
 		}
 		return f, nil
+	}
+	if def.args == argDN {
+		return parseDNArgs(f, args)
 	}
 	if def.args == argSlot {
 		n, err := strconv.Atoi(strings.TrimSpace(args))
@@ -221,6 +247,8 @@ func (f *fetch) next(r *Request, it *iter) (sample, bool) {
 		return fetchVer(r, f, it)
 	case fSSL:
 		return fetchSSL(r, f, it)
+	case fSSLSNI, fSSLProtocol, fSSLCipher, fSSLALPN, fSSLCUsed, fSSLCVerify, fSSLCSDN, fSSLCIDN, fSSLCSerial:
+		return fetchTLS(r, f, it)
 	case fConst:
 		return once(it, sample{t: typeBool, n: int64(f.occ)})
 	case fSC:
@@ -280,7 +308,7 @@ func fetchVer(r *Request, _ *fetch, it *iter) (sample, bool) {
 
 func fetchSSL(r *Request, _ *fetch, it *iter) (sample, bool) {
 	v := int64(0)
-	if r.SSL {
+	if r.SSL || r.TLS != nil {
 		v = 1
 	}
 	return once(it, sample{t: typeBool, n: v})

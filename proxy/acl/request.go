@@ -1,6 +1,10 @@
 package acl
 
-import "net/netip"
+import (
+	"net/netip"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/tlsx"
+)
 
 // Headers is the header list of a request as the HTTP engine holds it.
 // Names and values are the bytes as received (values without surrounding
@@ -27,7 +31,11 @@ type Request struct {
 	URI      []byte // as on the request line: origin-form or absolute-form
 	Version  []byte // "1.1" or "1.0", without "HTTP/"
 	Headers  Headers
-	SSL      bool // the client connection is TLS (never yet: ssl_fc is false)
+	SSL      bool // the client connection is TLS (ssl_fc)
+	// TLS is the client connection's TLS once its handshake is done, nil
+	// on a plain connection (and at tcp_request connection, which runs
+	// before the handshake): the ssl_fc_* and ssl_c_* fetches read it.
+	TLS *tlsx.ConnInfo
 
 	// Edits are the header and path changes made by the rules run so far
 	// (set-header, add-header, del-header, set-path). Fetches see them, as

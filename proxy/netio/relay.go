@@ -1,6 +1,7 @@
 package netio
 
 import (
+	"crypto/tls"
 	"io"
 	"net"
 	"sync"
@@ -138,17 +139,28 @@ func Relay(client, server net.Conn, clientIdle, serverIdle time.Duration) (in, o
 	return
 }
 
-// CloseWrite shuts c's write half (or closes c when it has none).
+// CloseWrite shuts c's write half (or closes c when it has none). A TLS
+// connection sends its close_notify, then shuts its TCP write half as a
+// plain relay does: the peer sees the end of the stream and may still send.
 func CloseWrite(c net.Conn) {
-	if tc, ok := c.(*net.TCPConn); ok {
+	switch tc := c.(type) {
+	case *net.TCPConn:
 		tc.CloseWrite()
-		return
+	case *tls.Conn:
+		tc.CloseWrite()
+		if raw, ok := tc.NetConn().(*net.TCPConn); ok {
+			raw.CloseWrite()
+		}
+	default:
+		c.Close()
 	}
-	c.Close()
 }
 
-// CloseRead shuts c's read half, if it has one.
+// CloseRead shuts c's read half (a TLS connection's TCP one), if it has one.
 func CloseRead(c net.Conn) {
+	if t, ok := c.(*tls.Conn); ok {
+		c = t.NetConn()
+	}
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.CloseRead()
 	}
