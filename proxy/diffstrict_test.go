@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // Strict HTTP/1.1 framing (RFC 9112) for the differential test: the
@@ -475,4 +476,94 @@ func clip(b []byte) []byte {
 		return append(b[:80:80], "..."...)
 	}
 	return b
+}
+
+// TestStrictReader pins the framer the differential test's verdicts rest
+// on: what it accepts (and the body it frames), what it refuses as a
+// violation, and an aborted message.
+func TestStrictReader(t *testing.T) {
+	const h = "POST / HTTP/1.1\r\nHost: a\r\n"
+	cases := []struct {
+		name, in string
+		body     string // framed body, when accepted
+		err      string // "violation", "incomplete" or "" (accepted)
+	}{
+		{"plain", "GET / HTTP/1.1\r\nHost: a\r\n\r\n", "", ""},
+		{"length", h + "Content-Length: 5\r\n\r\nhello", "hello", ""},
+		{"length list of equal values", h + "Content-Length: 5, 005\r\n\r\nhello", "hello", ""},
+		{"chunked with extensions and a trailer", h + "Transfer-Encoding: chunked\r\n\r\n5 ;a=\"b;c\"\r\nhello\r\n0\r\nX: y\r\n\r\n", "hello", ""},
+		{"codings ending in chunked", h + "Transfer-Encoding: gzip, chunked,\r\n\r\n0\r\n\r\n", "", ""},
+		{"control byte kept in a value", h + "X: a\x0bb\r\n\r\n", "", ""},
+		{"bare LF", "GET / HTTP/1.1\nHost: a\r\n\r\n", "", "violation"},
+		{"bare CR", h + "X: a\rb\r\n\r\n", "", "violation"},
+		{"NUL", h + "X: a\x00\r\n\r\n", "", "violation"},
+		{"obs-fold", h + "X: a\r\n b\r\n\r\n", "", "violation"},
+		{"space before colon", h + "Content-Length : 5\r\n\r\nhello", "", "violation"},
+		{"length and chunked", h + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "", "violation"},
+		{"lengths differ", h + "Content-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", "", "violation"},
+		{"length with sign", h + "Content-Length: +5\r\n\r\nhello", "", "violation"},
+		{"coding not chunked last", h + "Transfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n", "", "violation"},
+		{"xchunked", h + "Transfer-Encoding: xchunked\r\n\r\n0\r\n\r\n", "", "violation"},
+		{"chunked on HTTP/1.0", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "", "violation"},
+		{"chunk size with sign", h + "Transfer-Encoding: chunked\r\n\r\n+5\r\nhello\r\n0\r\n\r\n", "", "violation"},
+		{"chunk size after a space", h + "Transfer-Encoding: chunked\r\n\r\n 5\r\nhello\r\n0\r\n\r\n", "", "violation"},
+		{"chunk size of 17 digits", h + "Transfer-Encoding: chunked\r\n\r\n00000000000000005\r\nhello\r\n0\r\n\r\n", "", "violation"},
+		{"chunk data without CRLF", h + "Transfer-Encoding: chunked\r\n\r\n1\r\nA\n105\r\n", "", "violation"},
+		{"unclosed quote in an extension", h + "Transfer-Encoding: chunked\r\n\r\n5;a=\"b\r\nhello\r\n0\r\n\r\n", "", "violation"},
+		{"trailer line of a bare CR", h + "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\r\n\r\n", "", "violation"},
+		{"length in the trailers", h + "Transfer-Encoding: chunked\r\n\r\n0\r\nContent-Length: 5\r\n\r\n", "", "violation"},
+		{"fragment in the target", "GET /#a HTTP/1.1\r\nHost: a\r\n\r\n", "", "violation"},
+		{"raw byte in the target", "GET /\xe9 HTTP/1.1\r\nHost: a\r\n\r\n", "", "violation"},
+		{"two spaces in the request line", "GET  / HTTP/1.1\r\nHost: a\r\n\r\n", "", "violation"},
+		{"version 1.2", "GET / HTTP/1.2\r\nHost: a\r\n\r\n", "", "violation"},
+		{"body cut short", h + "Content-Length: 5\r\n\r\nhel", "", "incomplete"},
+		{"last chunk missing", h + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n", "", "incomplete"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := &strictReader{br: bufio.NewReader(strings.NewReader(c.in))}
+			m, err := r.readRequest()
+			got := ""
+			switch {
+			case isViolation(err):
+				got = "violation"
+			case err == errStrictIncomplete:
+				got = "incomplete"
+			case err != nil:
+				t.Fatalf("got error %v", err)
+			}
+			if got != c.err {
+				t.Fatalf("got %q (%v), want %q", got, err, c.err)
+			}
+			if got == "" && string(m.body) != c.body {
+				t.Errorf("got body %q, want %q", m.body, c.body)
+			}
+		})
+	}
+	resp := []struct {
+		name, method, in string
+		body             string
+		err              string
+		tunnel, until    bool
+	}{
+		{"HEAD has no body", "HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", "", "", false, false},
+		{"204 has no body", "GET", "HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n", "", "", false, false},
+		{"delimited by the close", "GET", "HTTP/1.1 200 OK\r\n\r\nbody", "body", "", false, true},
+		{"not chunked last: delimited by the close", "GET", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nbody", "body", "", false, true},
+		{"101 starts a tunnel", "GET", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\nraw", "", "", true, false},
+		{"status line without its second space", "GET", "HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n", "", "violation", false, false},
+		{"four-digit status", "GET", "HTTP/1.1 2000 OK\r\nContent-Length: 0\r\n\r\n", "", "violation", false, false},
+	}
+	for _, c := range resp {
+		t.Run(c.name, func(t *testing.T) {
+			r := &strictReader{br: bufio.NewReader(strings.NewReader(c.in))}
+			m, err := r.readResponse(c.method)
+			if got := isViolation(err); got != (c.err == "violation") || (!got && err != nil) {
+				t.Fatalf("got error %v, want %q", err, c.err)
+			}
+			if c.err == "" && (string(m.body) != c.body || m.tunnel != c.tunnel || m.untilClose != c.until) {
+				t.Errorf("got body %q tunnel %v until close %v, want %q %v %v", m.body, m.tunnel, m.untilClose, c.body, c.tunnel, c.until)
+			}
+		})
+	}
 }
