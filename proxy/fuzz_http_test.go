@@ -9,10 +9,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httputil"
+	"os"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,7 +31,9 @@ const (
 
 // FuzzHTTPRequest writes arbitrary bytes to a real frontend, on a new TCP
 // connection each, half-closes it and reads the reply. One proxy and one
-// upstream serve every input of a fuzzing process. Invariants:
+// strict recording upstream (diffupstream_test.go) serve every input of a
+// fuzzing process; the frontend denies /admin and tags each request it
+// parsed with its client's port (X-Fuzz-Src). Invariants:
 //
 //   - the proxy answers with well-formed HTTP/1.x responses, or closes;
 //   - it never holds the connection past fuzzReplyDeadline (its own
@@ -41,19 +41,29 @@ const (
 //   - it never panics (that would end the process) and still serves a
 //     normal request (checked every fuzzCheckEvery inputs and at the end);
 //   - a request it answers 400 never reached the upstream whole: the
-//     upstream read to their end exactly the requests whose answers came
-//     from it (a 400 for a broken chunked body may follow a head the
-//     upstream saw, but never a request it could answer);
-//   - every request the upstream sees carries the X-Fuzz-Src header that
-//     the frontend sets, once, naming a fuzz client: a request without it
-//     was smuggled inside another one's body.
+//     upstream framed exactly the requests whose answers came from it (a
+//     400 for a broken chunked body may follow a head the upstream saw,
+//     but never a request it could answer);
+//   - the upstream frames only requests the proxy parsed (issue 16 point
+//     13's invariant (a)): each carries one X-Fuzz-Src naming a fuzz
+//     client, none asks for /admin; one without it was smuggled inside
+//     another one's bytes;
+//   - the strict upstream never has to refuse what the proxy sent: a
+//     proxy forwards only unambiguous HTTP/1.1.
+//
+// Inputs that are a knownBroken shape of the differential test are
+// skipped: they fail today, and TestDifferential tracks them. With
+// FUZZ_SKIP_KNOWN=1 in the environment, an input that smuggles or is
+// refused upstream in a way an open issue 16 point explains is skipped
+// too (knownRequestFault), so that a fuzzing run looks for new faults.
 func FuzzHTTPRequest(f *testing.F) {
-	up := startFuzzUpstream(f)
+	up := startRecUpstream(f, "fuzz", "X-Fuzz-Src", nil)
 	addr := startFuzzProxy(f, up.addr())
 
 	for _, seed := range fuzzHTTPSeeds {
 		f.Add([]byte(seed))
 	}
+	broken := knownBrokenInputs(true)
 	var n int
 	f.Cleanup(func() {
 		if !f.Failed() {
@@ -61,11 +71,35 @@ func FuzzHTTPRequest(f *testing.F) {
 		}
 	})
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if name, ok := broken[string(data)]; ok {
+			t.Skipf("known broken: %s (%s)", name, knownBroken[name])
+		}
 		exchangeFuzz(t, addr, up, data)
 		if n++; n%fuzzCheckEvery == 0 {
 			checkProxyServes(t, addr, up)
 		}
 	})
+}
+
+// knownBrokenInputs returns the names of the knownBroken shapes of the
+// request corpus (requests), by their bytes, or of the response corpus
+// answering a GET, by their closeAfter (as "true" or "false") and bytes.
+func knownBrokenInputs(requests bool) map[string]string {
+	out := map[string]string{}
+	if requests {
+		for _, sh := range diffRequestShapes {
+			if _, ok := knownBroken[sh.name]; ok {
+				out[sh.raw] = sh.name
+			}
+		}
+		return out
+	}
+	for _, sh := range diffResponseShapes {
+		if _, ok := knownBroken[sh.name]; ok && sh.req == "" {
+			out[fmt.Sprint(sh.closeAfter)+sh.resp] = sh.name
+		}
+	}
+	return out
 }
 
 // fuzzHTTPSeeds are valid requests, keep-alive pipelines and request
@@ -112,7 +146,8 @@ var fuzzHTTPSeeds = []string{
 }
 
 // startFuzzProxy starts one frontend in front of upstream at addr, with
-// short timeouts and a rule that tags each request with its client port.
+// short timeouts, a rule that denies /admin and one that tags each request
+// with its client port.
 func startFuzzProxy(tb testing.TB, upstream string) string {
 	tb.Helper()
 	cfg, err := conf.Parse("fuzz.toml", []byte(fmt.Sprintf(`
@@ -120,7 +155,7 @@ func startFuzzProxy(tb testing.TB, upstream string) string {
 name = "www"
 bind = ["127.0.0.1:0"]
 default_backend = "web"
-http_request = ["set-header X-Fuzz-Src %%[src_port]"]
+http_request = ["deny if { path_beg /admin }", "set-header X-Fuzz-Src %%[src_port]"]
 [[backend]]
 name = "web"
 [[backend.server]]
@@ -161,7 +196,7 @@ type fuzzResp struct {
 }
 
 // exchangeFuzz sends data on a new connection and checks the reply.
-func exchangeFuzz(t *testing.T, addr string, up *fuzzUpstream, data []byte) {
+func exchangeFuzz(t *testing.T, addr string, up *recUpstream, data []byte) {
 	c, err := net.DialTimeout("tcp", addr, fuzzReplyDeadline)
 	if err != nil {
 		t.Fatalf("dial: %v", err)
@@ -194,9 +229,31 @@ func exchangeFuzz(t *testing.T, addr string, up *fuzzUpstream, data []byte) {
 	reply.resps = parseFuzzReplies(t, raw, reply.reset)
 	t.Logf("responses %+v (reset %v)", reply.resps, reply.reset)
 
+	// The upstream reads on its own: once it is inside no request (a
+	// request the proxy forwarded in part ends when the proxy closes, by
+	// its timeouts), everything this input made it frame is recorded.
+	if !up.waitQuiet(fuzzReplyDeadline) {
+		t.Fatalf("the upstream is still inside a request %v after the exchange", fuzzReplyDeadline)
+	}
+	stray, rejects := up.take()
+	var msg string
+	switch {
+	case len(stray) > 0:
+		// A request smuggled by an earlier input may show only now.
+		msg = fmt.Sprintf("the upstream framed requests the proxy did not parse (smuggled, by this input or an earlier one?) or past its deny rule: %q", stray)
+	case len(rejects) > 0:
+		msg = fmt.Sprintf("the proxy forwarded bytes a strict HTTP/1.1 server refuses: %q", rejects)
+	}
+	if msg != "" {
+		if point := knownRequestFault(data, msg); point != "" && os.Getenv("FUZZ_SKIP_KNOWN") == "1" {
+			t.Skipf("fails as issue 16 point %s explains: %s", point, msg)
+		}
+		t.Fatalf("%s\ninput %q\nreply %q", msg, data, raw)
+	}
+
 	// A proxy-made 400 ends the connection, and its request never reached
-	// the upstream whole: once the upstream is done with this client's
-	// requests, it has read exactly those it answered before the 400.
+	// the upstream whole: the upstream framed exactly the requests of this
+	// client that it answered before the 400.
 	answered := 0
 	for i, r := range reply.resps {
 		if r.upstream {
@@ -208,18 +265,10 @@ func exchangeFuzz(t *testing.T, addr string, up *fuzzUpstream, data []byte) {
 		if i != len(reply.resps)-1 {
 			t.Fatalf("responses %+v: the proxy's 400 is not the last", reply.resps)
 		}
-		if !up.waitIdle(port, fuzzReplyDeadline) {
-			t.Fatalf("the upstream is still reading a request of this client %v after the proxy's 400", fuzzReplyDeadline)
-		}
-		if got := up.read(port); got != answered {
-			t.Fatalf("the proxy answered 400 after %d upstream responses, but the upstream read %d whole requests from this client\ninput %q\nreply %q",
+		if got := len(up.framed(port)); got != answered {
+			t.Fatalf("the proxy answered 400 after %d upstream responses, but the upstream framed %d whole requests from this client\ninput %q\nreply %q",
 				answered, got, data, raw)
 		}
-	}
-	if bad := up.strays(); len(bad) > 0 {
-		// The upstream reads on its own: a request smuggled by an earlier
-		// input may show only now.
-		t.Fatalf("the upstream saw requests without one valid X-Fuzz-Src (smuggled, by this input or an earlier one?) or with forbidden bytes: %q\ninput %q\nreply %q", bad, data, raw)
 	}
 }
 
@@ -256,7 +305,7 @@ func parseFuzzReplies(t *testing.T, raw []byte, reset bool) []fuzzResp {
 }
 
 // checkProxyServes sends one normal request and wants the upstream's 200.
-func checkProxyServes(tb testing.TB, addr string, up *fuzzUpstream) {
+func checkProxyServes(tb testing.TB, addr string, up *recUpstream) {
 	tb.Helper()
 	c, err := net.DialTimeout("tcp", addr, fuzzReplyDeadline)
 	if err != nil {
@@ -274,265 +323,7 @@ func checkProxyServes(tb testing.TB, addr string, up *fuzzUpstream) {
 		tb.Fatalf("the proxy no longer serves a normal request: %v", err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("X-Upstream") == "" || up.read(port) != 1 {
-		tb.Fatalf("normal request: status %d, X-Upstream %q, upstream read %d requests", resp.StatusCode, resp.Header.Get("X-Upstream"), up.read(port))
+	if resp.StatusCode != 200 || resp.Header.Get("X-Upstream") == "" || len(up.framed(port)) != 1 {
+		tb.Fatalf("normal request: status %d, X-Upstream %q, upstream framed %v", resp.StatusCode, resp.Header.Get("X-Upstream"), up.framed(port))
 	}
-}
-
-// fuzzUpstream is a raw HTTP/1.1 server that counts the requests it reads
-// by their X-Fuzz-Src header and answers each with an empty 200 carrying
-// X-Upstream. It reads the head itself, so that it sees every request the
-// proxy sends, also those Go's parser would refuse.
-type fuzzUpstream struct {
-	ln      net.Listener
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	conns   map[net.Conn]struct{}
-	ports   map[string]*fuzzClient // by client port, for its last connection
-	stray   []string               // heads without one known X-Fuzz-Src, or invalid
-	changed chan struct{}          // closed and replaced when a request ends
-}
-
-// fuzzClient counts the requests of one client connection.
-type fuzzClient struct {
-	busy int // heads read whose request has not ended
-	read int // requests read whole (then answered)
-}
-
-func startFuzzUpstream(tb testing.TB) *fuzzUpstream {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	u := &fuzzUpstream{ln: ln, conns: map[net.Conn]struct{}{}, ports: map[string]*fuzzClient{}, changed: make(chan struct{})}
-	u.wg.Add(1)
-	go u.accept()
-	tb.Cleanup(u.close)
-	return u
-}
-
-func (u *fuzzUpstream) addr() string { return u.ln.Addr().String() }
-
-func (u *fuzzUpstream) accept() {
-	defer u.wg.Done()
-	for {
-		c, err := u.ln.Accept()
-		if err != nil {
-			return
-		}
-		u.mu.Lock()
-		if u.conns == nil { // closed
-			u.mu.Unlock()
-			c.Close()
-			return
-		}
-		u.conns[c] = struct{}{}
-		u.wg.Add(1)
-		u.mu.Unlock()
-		go u.serve(c)
-	}
-}
-
-// close stops the listener and every connection, and waits for their
-// goroutines.
-func (u *fuzzUpstream) close() {
-	u.ln.Close()
-	u.mu.Lock()
-	for c := range u.conns {
-		c.Close()
-	}
-	u.conns = nil
-	u.mu.Unlock()
-	u.wg.Wait()
-}
-
-// expect starts counting the requests of a new client connection from
-// port. Ports stay known after their connection ends: the upstream may
-// read an aborted request's head only after its client is gone.
-func (u *fuzzUpstream) expect(port string) {
-	u.mu.Lock()
-	u.ports[port] = &fuzzClient{}
-	u.mu.Unlock()
-}
-
-// read returns how many requests of port's connection the upstream read
-// whole.
-func (u *fuzzUpstream) read(port string) int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.ports[port].read
-}
-
-// waitIdle waits until no request of port's connection is being read, at
-// most d.
-func (u *fuzzUpstream) waitIdle(port string, d time.Duration) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	for {
-		u.mu.Lock()
-		busy, changed := u.ports[port].busy, u.changed
-		u.mu.Unlock()
-		if busy == 0 {
-			return true
-		}
-		select {
-		case <-changed:
-		case <-timer.C:
-			return false
-		}
-	}
-}
-
-// end ends a request of client c (nil for a stray), read whole or not.
-func (u *fuzzUpstream) end(c *fuzzClient, whole bool) {
-	if c == nil {
-		return
-	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	c.busy--
-	if whole {
-		c.read++
-	}
-	close(u.changed)
-	u.changed = make(chan struct{})
-}
-
-// strays returns the heads recorded without one expected X-Fuzz-Src and
-// forgets them.
-func (u *fuzzUpstream) strays() []string {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	bad := u.stray
-	u.stray = nil
-	return bad
-}
-
-// record finds the client of one request head by its X-Fuzz-Src header
-// and marks the request busy; end must follow. A head without one known
-// X-Fuzz-Src is a stray, and so is a head that holds a byte RFC 9110
-// section 5.5 and RFC 9112 section 3 forbid a proxy to forward (NUL or CR
-// inside a line, a control character in the request line): record
-// returns nil for them.
-func (u *fuzzUpstream) record(head []byte) *fuzzClient {
-	if msg := forbiddenInHead(head); msg != "" {
-		u.mu.Lock()
-		u.stray = append(u.stray, msg+": "+string(head))
-		u.mu.Unlock()
-		return nil
-	}
-	var srcs []string
-	for _, line := range bytes.Split(head, []byte("\n"))[1:] {
-		name, value, ok := bytes.Cut(line, []byte(":"))
-		if ok && strings.EqualFold(string(name), "X-Fuzz-Src") {
-			srcs = append(srcs, string(bytes.TrimSpace(value)))
-		}
-	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if len(srcs) == 1 {
-		if c := u.ports[srcs[0]]; c != nil {
-			c.busy++
-			return c
-		}
-	}
-	u.stray = append(u.stray, string(head))
-	return nil
-}
-
-// forbiddenInHead says what a forwarded head holds that it must not.
-func forbiddenInHead(head []byte) string {
-	lines := bytes.Split(bytes.TrimSuffix(head, []byte("\n")), []byte("\n"))
-	for i, line := range lines {
-		line = bytes.TrimSuffix(line, []byte("\r"))
-		if bytes.ContainsAny(line, "\x00\r") {
-			return fmt.Sprintf("NUL or CR in line %d", i+1)
-		}
-		if i == 0 && bytes.ContainsFunc(line, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-			return "control character in the request line"
-		}
-	}
-	return ""
-}
-
-const fuzzUpstreamOK = "HTTP/1.1 200 OK\r\nX-Upstream: 1\r\nContent-Length: 0\r\n\r\n"
-
-func (u *fuzzUpstream) serve(c net.Conn) {
-	defer u.wg.Done()
-	defer func() {
-		c.Close()
-		u.mu.Lock()
-		if u.conns != nil {
-			delete(u.conns, c)
-		}
-		u.mu.Unlock()
-	}()
-	br := bufio.NewReader(c)
-	for u.serveOne(c, br) {
-	}
-}
-
-// serveOne reads one request from c and answers it. It returns false when
-// the connection is to be closed.
-func (u *fuzzUpstream) serveOne(c net.Conn, br *bufio.Reader) bool {
-	head, err := readFuzzHead(br)
-	if len(head) == 0 {
-		return false
-	}
-	// The request ends before its answer is written, so that a client
-	// that has the answer finds it counted.
-	client, ended := u.record(head), false
-	finish := func(whole bool) {
-		if !ended {
-			ended = true
-			u.end(client, whole)
-		}
-	}
-	defer finish(false)
-	if err != nil {
-		return false
-	}
-	req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(head)))
-	if err != nil {
-		// Still answered: the proxy relays it like any response.
-		finish(true)
-		io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nX-Upstream: bad\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-		return false
-	}
-	// The body, framed as the proxy sent it.
-	switch {
-	case len(req.TransferEncoding) > 0:
-		_, err = io.Copy(io.Discard, httputil.NewChunkedReader(br))
-		if err == nil { // trailers, up to the empty line
-			_, err = readFuzzHead(br)
-		}
-	case req.ContentLength > 0:
-		_, err = io.CopyN(io.Discard, br, req.ContentLength)
-	}
-	if err != nil {
-		return false
-	}
-	finish(true)
-	_, err = io.WriteString(c, fuzzUpstreamOK)
-	return err == nil && !req.Close
-}
-
-// readFuzzHead reads up to and including an empty line, at most 64 kB.
-func readFuzzHead(br *bufio.Reader) ([]byte, error) {
-	var head []byte
-	for len(head) < 64<<10 {
-		line, err := br.ReadSlice('\n')
-		head = append(head, line...)
-		if err != nil {
-			if errors.Is(err, bufio.ErrBufferFull) {
-				continue
-			}
-			return head, err
-		}
-		if len(bytes.TrimRight(line, "\r\n")) == 0 {
-			return head, nil
-		}
-	}
-	return head, errors.New("head too large")
 }
