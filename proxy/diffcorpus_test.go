@@ -393,11 +393,14 @@ var diffRequestShapes = func() []reqShape {
 	return out
 }()
 
-// fuzzFoundShapes are inputs FuzzHTTPRequest found, minimised.
+// fuzzFoundShapes are inputs FuzzHTTPRequest found, minimised, or quoted
+// in issue 16.
 func fuzzFoundShapes() []reqShape {
 	return []reqShape{
-		// Issue 16 point 2: a trailer line "\r\r\n" after a request line
-		// made of zeros.
+		// A target "#" (issue 16 point 6), found in 12 s.
+		{"fuzz-hash-target-http10", "0 # HTTP/1.0\n\n", 1},
+		// Issue 16 point 2 quotes this input: it smuggles only after its
+		// predecessors left a server connection desynchronised.
 		{"fuzz-issue16-trailer-cr", "0000 * HTTP/1.1\r\n0000:00000000000000000100009Transfer-Encoding: chunked\r\n\r\n0\r\n\r\r\n\r\n", 1},
 	}
 }
@@ -497,6 +500,15 @@ var diffResponseShapes = []respShape{
 	{name: "resp-nul-in-field", resp: "HTTP/1.1 200 OK\r\nX: a\x00b\r\nContent-Length: 2\r\n\r\nok"},
 	{name: "resp-space-before-colon", resp: "HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\nok" + poison},
 	{name: "resp-many-fields", resp: "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-F: 1\r\n", 200) + "Content-Length: 2\r\n\r\nok"},
+	{name: "resp-interim-bare-lf", resp: "HTTP/1.1 100 Continue\nX: y\n\n" + okCL},
+	{name: "resp-te-not-a-token", resp: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked x\r\n\r\n2\r\nok\r\n0\r\n\r\n", closeAfter: true},
+	{name: "resp-te-xchunked", resp: "HTTP/1.1 200 OK\r\nTransfer-Encoding: xchunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", closeAfter: true},
+	// Found by FuzzHTTPResponse, minimised: an interim response is relayed
+	// as received, its bad version and bare LF included (in 6 s); a
+	// Transfer-Encoding that is not a coding is relayed as received (in 4
+	// minutes, with the known faults skipped).
+	{name: "fuzz-resp-interim-bad-version", resp: "HTTP/1. 100\n\r\n0", closeAfter: true},
+	{name: "fuzz-resp-te-not-a-token", resp: "HTTP/1. 200 \nTrAnsfer-EnCoding:C 00000\n\n000", closeAfter: true},
 }
 
 // diffScript is the upstream's answer to the response corpus's requests,
@@ -568,6 +580,10 @@ var knownBroken = map[string]string{
 	"resp-trailer-no-colon":                kb2,
 	"resp-trailer-folded":                  kb2,
 	"resp-trailer-nul":                     kb2,
+	"resp-interim-bare-lf":                 kb2i,
+	"resp-te-not-a-token":                  kb2t,
+	"fuzz-resp-te-not-a-token":             kb2t,
+	"fuzz-resp-interim-bad-version":        kb2i,
 	"resp-trailer-content-length":          kb2,
 	// point 3: a server connection is reused only at a response boundary.
 	"resp-extra-bytes":          kb3,
@@ -588,14 +604,17 @@ var knownBroken = map[string]string{
 	"rl-high-byte-query":        kb6,
 	"rl-absolute-no-path-query": kb6,
 	"rl-http09":                 kb6,
+	"fuzz-hash-target-http10":   kb6,
 	"rl-tls-client-hello":       kb6,
 }
 
 const (
-	kb1 = "issue 16 point 1: framing headers are never connection options; header count capped"
-	kb2 = "issue 16 point 2: chunked bodies parsed strictly and re-emitted"
-	kb3 = "issue 16 point 3: a server connection is reused only at a response boundary"
-	kb6 = "issue 16 point 6: request-line and URL strictness as HAProxy 2.6"
+	kb1  = "issue 16 point 1: framing headers are never connection options; header count capped"
+	kb2  = "issue 16 point 2: chunked bodies parsed strictly and re-emitted"
+	kb2i = "issue 16 point 2: never relay broken framing (1xx heads are relayed as received)"
+	kb2t = "issue 16 point 2: never relay broken framing (a Transfer-Encoding that is no list of codings is relayed as received)"
+	kb3  = "issue 16 point 3: a server connection is reused only at a response boundary"
+	kb6  = "issue 16 point 6: request-line and URL strictness as HAProxy 2.6"
 )
 
 // diffDeparture documents a shape where fulcrum's verdict is deliberately
@@ -660,6 +679,7 @@ var diffDepartures = map[string]diffDeparture{
 	"upg-websocket-no-key":       {"fwd=1 4xx", "fwd=0 4xx", whyWebSocketKey},
 	"resp-length-and-chunked":    {"refused", "relayed 200", whyRespCLTE},
 	"resp-gzip-not-chunked":      {"relayed 200", "refused", whyRespGzip},
+	"resp-te-xchunked":           {"relayed 200", "refused", whyRespGzip},
 	"resp-http10-chunked":        {"relayed 200", "malformed", whyRespHTTP10Chunked},
 	"resp-status-four-digits":    {"refused", "malformed", whyRespStatus},
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -56,7 +57,7 @@ func FuzzHTTPResponse(f *testing.F) {
 		s := cur.Load()
 		return string(s.resp), s.closeAfter, true
 	})
-	addr := startFuzzResponseProxy(f, up.addr())
+	addr, srv := startFuzzResponseProxy(f, up.addr())
 	broken := knownBrokenInputs(false)
 	skipKnown := os.Getenv("FUZZ_SKIP_KNOWN") == "1"
 	f.Fuzz(func(t *testing.T, resp []byte, closeAfter bool) {
@@ -64,6 +65,7 @@ func FuzzHTTPResponse(f *testing.F) {
 			t.Skipf("known broken: %s (%s)", name, knownBroken[name])
 		}
 		cur.Store(&script{resp, closeAfter})
+		defer srv.CloseIdle() // each input starts with an empty pool
 		problems := exchangeFuzzResponse(addr, up)
 		if len(problems) == 0 {
 			return
@@ -114,8 +116,9 @@ func exchangeFuzzResponse(addr string, up *recUpstream) []string {
 }
 
 // startFuzzResponseProxy starts one frontend and a backend with one server
-// at upstream, http_reuse always, and the response fuzzer's timeouts.
-func startFuzzResponseProxy(tb testing.TB, upstream string) string {
+// at upstream, http_reuse always, and the response fuzzer's timeouts. It
+// returns the frontend's address and the server.
+func startFuzzResponseProxy(tb testing.TB, upstream string) (string, *Server) {
 	tb.Helper()
 	cfg, err := conf.Parse("fuzzresp.toml", []byte(fmt.Sprintf(`
 [[frontend]]
@@ -149,21 +152,33 @@ address = %q
 		defer cancel()
 		p.Shutdown(ctx)
 	})
-	return p.Frontends[0].Addrs()[0].String()
+	return p.Frontends[0].Addrs()[0].String(), p.Backends[0].Servers[0]
 }
 
 // connListsFraming finds a Connection field that lists a framing or
 // routing field (issue 16 point 1).
 var connListsFraming = regexp.MustCompile(`(?i)\nconnection[ \t]*:[^\n]*(content-length|transfer-encoding|host)`)
 
+// interimHead finds a response that starts with an interim (1xx) head
+// that is not strictly well-formed.
+var interimHead = regexp.MustCompile(`^HTTP/1\.[^ ]* 1[0-9][0-9][^\n]*\n((?:[^\n]*[^\r\n]\n)|(?:\n))|^HTTP/1\.[^1 ]* 1[0-9][0-9]`)
+
 // knownResponseFault says which open issue 16 point explains a failure
 // with server response resp ("" if none): bytes beyond the first final
-// response, or a 101 (point 3); broken chunk framing or trailers (point
-// 2); a Connection field listing a framing field, or more than 101
-// fields (point 1).
+// response as a lenient reader frames it, or a 101 (point 3); broken
+// chunk framing or trailers, an interim head with a bare LF or an odd
+// version, or a Transfer-Encoding that is no list of tokens, relayed as
+// received (point 2); a Connection field listing a
+// framing field, or more than 101 fields (point 1).
 func knownResponseFault(resp []byte) string {
 	if connListsFraming.Match(resp) || bytes.Count(resp, []byte("\n")) > 102 {
 		return "1"
+	}
+	if interimHead.Match(resp) || badCodings(resp) {
+		return "2"
+	}
+	if status, left := lenientLeftover(resp); status == 101 || left > 0 {
+		return "3"
 	}
 	r := &strictReader{br: bufio.NewReader(bytes.NewReader(resp))}
 	for {
@@ -171,17 +186,113 @@ func knownResponseFault(resp []byte) string {
 		switch {
 		case err != nil && m != nil && (m.chunked || len(m.trailers) > 0):
 			return "2" // the head was fine: the body or trailers broke
-		case err != nil:
-			return ""
-		case m.status == 101:
-			return "3"
-		case m.status < 200:
+		case err == nil && m.status < 200 && m.status != 101:
 			continue
 		}
-		if _, err := r.br.Peek(1); err == nil {
-			return "3" // bytes beyond the response
-		}
 		return ""
+	}
+}
+
+// teField finds the values of Transfer-Encoding fields.
+var teField = regexp.MustCompile(`(?i)\ntransfer-encoding[ \t]*:([^\r\n]*)`)
+
+// badCodings reports whether a Transfer-Encoding field of resp is not a
+// list of tokens: relayed as received, a client may frame the body
+// otherwise.
+func badCodings(resp []byte) bool {
+	for _, m := range teField.FindAllSubmatch(resp, -1) {
+		for _, c := range strings.Split(string(m[1]), ",") {
+			if c = strings.Trim(c, " \t"); c != "" && !isToken([]byte(c)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lenientLeftover frames resp as a lenient HTTP/1.x reader would (bare LF
+// allowed, any version, chunk sizes after spaces) and returns the final
+// status and how many bytes follow the final response (-1 when its end is
+// not found).
+func lenientLeftover(resp []byte) (status, left int) {
+	rest := resp
+	for {
+		end := bytes.Index(rest, []byte("\n\n"))
+		if e := bytes.Index(rest, []byte("\n\r\n")); e >= 0 && (end < 0 || e < end) {
+			end = e + 1
+		}
+		if end < 0 {
+			return 0, -1
+		}
+		head, body := rest[:end], rest[end+2:]
+		lines := strings.Split(string(head), "\n")
+		f := strings.Fields(lines[0])
+		if len(f) < 2 {
+			return 0, -1
+		}
+		status, _ = strconv.Atoi(f[1])
+		cl, chunked := -1, false
+		for _, l := range lines[1:] {
+			name, value, _ := strings.Cut(strings.TrimRight(l, "\r"), ":")
+			value = strings.TrimSpace(value)
+			switch strings.ToLower(strings.TrimSpace(name)) {
+			case "content-length":
+				cl, _ = strconv.Atoi(value)
+			case "transfer-encoding":
+				chunked = strings.HasSuffix(strings.ToLower(value), "chunked")
+			}
+		}
+		switch {
+		case status >= 100 && status < 200 && status != 101:
+			rest = body
+			continue
+		case status == 101 || status == 204 || status == 304:
+			return status, len(body)
+		case chunked:
+			return status, lenientChunkedLeftover(body)
+		case cl >= 0:
+			if cl > len(body) {
+				return status, -1
+			}
+			return status, len(body) - cl
+		}
+		return status, 0 // delimited by the close
+	}
+}
+
+// lenientChunkedLeftover returns how many bytes follow a chunked body, or
+// -1 when its end is not found.
+func lenientChunkedLeftover(b []byte) int {
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return -1
+		}
+		line := strings.TrimSpace(string(b[:i]))
+		line, _, _ = strings.Cut(line, ";")
+		size, err := strconv.ParseInt(strings.TrimSpace(line), 16, 64)
+		if err != nil || size < 0 {
+			return -1
+		}
+		b = b[i+1:]
+		if size == 0 {
+			for { // trailers, up to an empty line
+				j := bytes.IndexByte(b, '\n')
+				if j < 0 {
+					return -1
+				}
+				empty := len(bytes.TrimRight(b[:j], "\r")) == 0
+				b = b[j+1:]
+				if empty {
+					return len(b)
+				}
+			}
+		}
+		if int64(len(b)) < size {
+			return -1
+		}
+		b = b[size:]
+		b = bytes.TrimPrefix(bytes.TrimPrefix(b, []byte("\r")), []byte("\n"))
 	}
 }
 
