@@ -509,6 +509,12 @@ var diffResponseShapes = []respShape{
 	// minutes, with the known faults skipped).
 	{name: "fuzz-resp-interim-bad-version", resp: "HTTP/1. 100\n\r\n0", closeAfter: true},
 	{name: "fuzz-resp-te-not-a-token", resp: "HTTP/1. 200 \nTrAnsfer-EnCoding:C 00000\n\n000", closeAfter: true},
+	// Found by FuzzHTTPResponse (2 minutes, known faults skipped): fulcrum
+	// reads "chunked," as not chunked (RFC 9110 section 5.6.1: an empty
+	// element is ignored), relays the body as delimited by the close, and
+	// the client, which reads it chunked, gets what follows as well.
+	{name: "fuzz-resp-te-chunked-comma", resp: "HTTP/1.1 200 \r\nTrAnsfer-EnCoding:Chunked,\n\r\nX00\n", closeAfter: true},
+	{name: "resp-te-chunked-comma-then-response", resp: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked,\r\n\r\n2\r\nok\r\n0\r\n\r\n" + poison},
 }
 
 // diffScript is the upstream's answer to the response corpus's requests,
@@ -583,6 +589,8 @@ var knownBroken = map[string]string{
 	"resp-interim-bare-lf":                 kb2i,
 	"resp-te-not-a-token":                  kb2t,
 	"fuzz-resp-te-not-a-token":             kb2t,
+	"fuzz-resp-te-chunked-comma":           kb2c,
+	"resp-te-chunked-comma-then-response":  kb2c,
 	"fuzz-resp-interim-bad-version":        kb2i,
 	"resp-trailer-content-length":          kb2,
 	// point 3: a server connection is reused only at a response boundary.
@@ -613,6 +621,7 @@ const (
 	kb2  = "issue 16 point 2: chunked bodies parsed strictly and re-emitted"
 	kb2i = "issue 16 point 2: never relay broken framing (1xx heads are relayed as received)"
 	kb2t = "issue 16 point 2: never relay broken framing (a Transfer-Encoding that is no list of codings is relayed as received)"
+	kb2c = "issue 16 point 2: never relay broken framing (a response Transfer-Encoding \"chunked,\" is read as not chunked)"
 	kb3  = "issue 16 point 3: a server connection is reused only at a response boundary"
 	kb6  = "issue 16 point 6: request-line and URL strictness as HAProxy 2.6"
 )
