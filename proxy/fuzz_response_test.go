@@ -183,29 +183,16 @@ var connListsFraming = regexp.MustCompile(`(?i)\nconnection[ \t]*:[^\n]*(content
 // interimStart finds a response that starts with an interim (1xx) head.
 var interimStart = regexp.MustCompile(`^HTTP/[^ ]* 1[0-9][0-9]`)
 
-// badInterim reports whether resp starts with an interim head that is
-// not strictly well-formed (a bare LF, a version other than HTTP/1.x), as
-// fulcrum relays it as received.
+// badInterim reports whether resp starts with an interim head that the
+// strict framer refuses (a bare LF, an odd version, no space after the
+// code...), as fulcrum relays it as received.
 func badInterim(resp []byte) bool {
 	if !interimStart.Match(resp) {
 		return false
 	}
-	if !bytes.HasPrefix(resp, []byte("HTTP/1.1 ")) && !bytes.HasPrefix(resp, []byte("HTTP/1.0 ")) {
-		return true
-	}
-	end := len(resp)
-	if e := bytes.Index(resp, []byte("\n\n")); e >= 0 {
-		end = e + 1
-	}
-	if e := bytes.Index(resp, []byte("\n\r\n")); e >= 0 && e+1 < end {
-		end = e + 1
-	}
-	for i, c := range resp[:end] {
-		if c == '\n' && (i == 0 || resp[i-1] != '\r') {
-			return true
-		}
-	}
-	return false
+	r := &strictReader{br: bufio.NewReader(bytes.NewReader(resp))}
+	_, err := r.readResponse("GET")
+	return isViolation(err)
 }
 
 // knownResponseFault says which open issue 16 point explains a failure
