@@ -20,6 +20,7 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 	"github.com/rs/zerolog"
 )
 
@@ -391,7 +392,7 @@ func clientEnd(err error) string {
 	switch {
 	case err == nil || errors.Is(err, io.EOF):
 		return "eof"
-	case isTimeout(err):
+	case netio.IsTimeout(err):
 		return "hang"
 	default:
 		return "reset"

@@ -537,93 +537,26 @@ func diffScript(m *strictMsg) (string, bool, bool) {
 // what happens) and fails when one of them passes: the table only
 // shrinks.
 var knownBroken = map[string]string{
-	// point 1: framing headers are never connection options; header count capped.
-	"conn-content-length":               kb1,
-	"conn-content-length-after":         kb1,
-	"conn-close-content-length":         kb1,
-	"conn-keep-alive-content-length":    kb1,
-	"conn-content-length-http10":        kb1,
-	"conn-transfer-encoding":            kb1,
-	"conn-transfer-encoding-empty-body": kb1,
-	"conn-upgrade-content-length":       kb1,
-	"hdr-count-101":                     kb1,
-	"hdr-count-102":                     kb1,
-	"hdr-count-200":                     kb1,
-	"hdr-count-2000":                    kb1,
-	"hdr-many-connection-listed":        kb1,
-	"resp-conn-content-length":          kb1,
-	"resp-conn-transfer-encoding":       kb1,
-	"resp-many-fields":                  kb1,
-	// point 2: chunked bodies parsed strictly and re-emitted.
-	"chunk-data-lf-then-size":              kb2,
-	"chunk-size-plus":                      kb2,
-	"chunk-size-leading-space":             kb2,
-	"chunk-size-bare-cr":                   kb2,
-	"chunk-size-bare-lf":                   kb2,
-	"chunk-ext-quote-unclosed":             kb2,
-	"chunk-ext-no-name":                    kb2,
-	"chunk-ext-bare-lf":                    kb2,
-	"chunk-ext-space-in-value":             kb2,
-	"chunk-ext-ctl":                        kb2,
-	"chunk-trailer-cr-cr-lf":               kb2,
-	"chunk-trailer-bare-lf-end":            kb2,
-	"chunk-trailer-folded":                 kb2,
-	"chunk-trailer-no-colon":               kb2,
-	"chunk-trailer-content-length":         kb2,
-	"chunk-trailer-transfer-encoding":      kb2,
-	"chunk-trailer-host":                   kb2,
-	"chunk-trailer-nul":                    kb2,
-	"chunk-trailer-space-before-colon":     kb2,
-	"chunk-trailer-bare-cr":                kb2,
-	"chunk-trailer-cr-cr-lf-hides-request": kb2,
-	"chunk-trailer-lf-cr-hides-request":    kb2,
-	"resp-chunk-size-plus":                 kb2,
-	"resp-chunk-size-leading-space":        kb2,
-	"resp-chunk-size-bare-cr":              kb2,
-	"resp-chunk-size-bare-lf":              kb2,
-	"resp-chunk-ext-unclosed-quote":        kb2,
-	"resp-trailer-cr-cr-lf":                kb2,
-	"resp-trailer-no-colon":                kb2,
-	"resp-trailer-folded":                  kb2,
-	"resp-trailer-nul":                     kb2,
-	"resp-interim-bare-lf":                 kb2i,
-	"resp-te-not-a-token":                  kb2t,
-	"fuzz-resp-te-not-a-token":             kb2t,
-	"fuzz-resp-te-chunked-comma":           kb2c,
-	"resp-te-chunked-comma-then-response":  kb2c,
-	"fuzz-resp-interim-bad-version":        kb2i,
-	"resp-trailer-content-length":          kb2,
-	// point 3: a server connection is reused only at a response boundary.
-	"resp-extra-bytes":          kb3,
-	"resp-second-response":      kb3,
-	"resp-second-after-chunked": kb3,
-	"resp-204-then-response":    kb3,
-	"resp-204-with-length-body": kb3,
-	"resp-204-chunked-body":     kb3,
-	"resp-304-then-response":    kb3,
-	"resp-head-with-body":       kb3,
-	"resp-head-chunked-body":    kb3,
-	"resp-interim-then-extra":   kb3,
-	"resp-101-without-upgrade":  kb3,
-	// point 6: request-line and URL strictness as HAProxy 2.6.
-	"rl-hash-in-target":         kb6,
-	"rl-hash-only":              kb6,
-	"rl-high-byte-path":         kb6,
-	"rl-high-byte-query":        kb6,
-	"rl-absolute-no-path-query": kb6,
-	"rl-http09":                 kb6,
-	"fuzz-hash-target-http10":   kb6,
-	"rl-tls-client-hello":       kb6,
+	"resp-interim-bare-lf":                kb2i,
+	"fuzz-resp-interim-bad-version":       kb2i,
+	"resp-te-not-a-token":                 kb2t,
+	"fuzz-resp-te-not-a-token":            kb2t,
+	"fuzz-resp-te-chunked-comma":          kb2c,
+	"resp-te-chunked-comma-then-response": kb2c,
+	"rl-tls-client-hello":                 kb6,
 }
 
+// The issue points that fix the knownBroken shapes. Point 2 asks that
+// broken framing never be relayed: an interim (1xx) head is still relayed
+// as received, and so is a response Transfer-Encoding that is not a list
+// of codings, or whose list ends in an empty element ("chunked," read as
+// not chunked: the body is relayed as delimited by the close, with the
+// field that makes the client read it chunked).
 const (
-	kb1  = "issue 16 point 1: framing headers are never connection options; header count capped"
-	kb2  = "issue 16 point 2: chunked bodies parsed strictly and re-emitted"
 	kb2i = "issue 16 point 2: never relay broken framing (1xx heads are relayed as received)"
 	kb2t = "issue 16 point 2: never relay broken framing (a Transfer-Encoding that is no list of codings is relayed as received)"
 	kb2c = "issue 16 point 2: never relay broken framing (a response Transfer-Encoding \"chunked,\" is read as not chunked)"
-	kb3  = "issue 16 point 3: a server connection is reused only at a response boundary"
-	kb6  = "issue 16 point 6: request-line and URL strictness as HAProxy 2.6"
+	kb6  = "issue 16 point 6: an immediate 400 for a request line that cannot be HTTP (not a 408 after the timeout)"
 )
 
 // diffDeparture documents a shape where fulcrum's verdict is deliberately
@@ -636,78 +569,90 @@ type diffDeparture struct {
 
 // diffDepartures lists the documented departures by shape name.
 var diffDepartures = map[string]diffDeparture{
-	"clte-plain":                 {"fwd=0 4xx", "fwd=1 served", whyCLTE},
-	"tecl-plain":                 {"fwd=0 4xx", "fwd=1 served", whyCLTE},
-	"clte-value-upper":           {"fwd=0 4xx", "fwd=1 served", whyCLTE},
-	"tecl-value-upper":           {"fwd=0 4xx", "fwd=1 served", whyCLTE},
-	"clte-name-mixed-case":       {"fwd=0 4xx", "fwd=1 served", whyCLTE},
-	"tecl-name-mixed-case":       {"fwd=0 4xx", "fwd=1 served", whyCLTE},
-	"clte-no-space":              {"fwd=0 4xx", "fwd=1 served", whyCLTE},
-	"tecl-no-space":              {"fwd=0 4xx", "fwd=1 served", whyCLTE},
-	"clte-tab-value":             {"fwd=0 4xx", "fwd=1 served", whyCLTE},
-	"tecl-tab-value":             {"fwd=0 4xx", "fwd=1 served", whyCLTE},
-	"clte-trailing-space":        {"fwd=0 4xx", "fwd=1 served", whyCLTE},
-	"tecl-trailing-space":        {"fwd=0 4xx", "fwd=1 served", whyCLTE},
-	"clte-comma-last":            {"fwd=0 4xx", "fwd=1 served", whyCLTE},
-	"tecl-comma-last":            {"fwd=0 4xx", "fwd=1 served", whyCLTE},
-	"clte-bare-lf-line":          {"fwd=0 4xx", "fwd=1 served", whyCLTE},
-	"tecl-bare-lf-line":          {"fwd=0 4xx", "fwd=1 served", whyCLTE},
-	"te-line-folded-onto-host":   {"fwd=0 4xx", "fwd=1 4xx", whyFold},
-	"tecl-line-folded-onto-host": {"fwd=0 4xx", "fwd=1 4xx", whyFold},
-	"te-value-folded":            {"fwd=0 4xx", "fwd=1 4xx", whyFold},
-	"clte-value-folded":          {"fwd=0 4xx", "fwd=1 served", whyFold},
-	"tecl-value-folded":          {"fwd=0 4xx", "fwd=1 served", whyFold},
-	"te-tab-folded-after-x":      {"fwd=0 4xx", "fwd=1 4xx", whyFold},
-	"clte-tab-folded-after-x":    {"fwd=0 4xx", "fwd=1 served", whyFold},
-	"tecl-tab-folded-after-x":    {"fwd=0 4xx", "fwd=1 4xx", whyFold},
-	"cl-value-folded":            {"fwd=0 4xx", "fwd=1 4xx", whyFold},
-	"hdr-obs-fold":               {"fwd=0 4xx", "fwd=1 served", whyFold},
-	"resp-obs-fold":              {"refused", "relayed 200", whyFold},
-	"te-comma-last":              {"fwd=0 4xx", "fwd=1 4xx", whyTEExact},
-	"te-http10":                  {"fwd=0 4xx", "fwd=1 5xx", whyTEHTTP10},
-	"te-http10-keepalive":        {"fwd=0 4xx", "fwd=1 5xx", whyTEHTTP10},
-	"te-http10-cl":               {"fwd=0 4xx", "fwd=1 5xx", whyTEHTTP10},
-	"cl-list-same":               {"fwd=0 4xx", "fwd=1 4xx", whyCLList},
-	"cl-list-same-space":         {"fwd=0 4xx", "fwd=1 4xx", whyCLList},
-	"resp-length-list-same":      {"refused", "relayed 200", whyCLList},
-	"cl-many-leading-zeros":      {"fwd=0 4xx", "fwd=1 4xx", whyLongNumber},
-	"chunk-size-many-zeros":      {"fwd=0 4xx", "fwd=1 4xx", whyLongNumber},
-	"cl-short-body":              {"fwd=0 close", "fwd=0 5xx", whyBodyTimeout},
-	"chunk-no-last-chunk":        {"fwd=0 close", "fwd=0 5xx", whyBodyTimeout},
-	"chunk-eof-in-data":          {"fwd=0 close", "fwd=0 5xx", whyBodyTimeout},
-	"chunk-all-bare-lf":          {"fwd=0 4xx", "fwd=1 4xx", whyChunkLF},
-	"chunk-data-bare-lf":         {"fwd=0 4xx", "fwd=1 4xx", whyChunkLF},
-	"rl-double-space":            {"fwd=0 4xx", "fwd=1 served", whyRequestLine},
-	"rl-tab-separators":          {"fwd=0 4xx", "fwd=1 served", whyRequestLine},
-	"rl-version-12":              {"fwd=0 4xx", "fwd=1 served", whyRequestLine},
-	"rl-version-20":              {"fwd=0 4xx", "fwd=1 served", whyRequestLine},
-	"rl-connect":                 {"fwd=1 4xx", "fwd=1 served", whyConnect},
-	"hdr-host-two-same":          {"fwd=0 4xx", "fwd=1 served", whyTwoHost},
-	"hdr-nul-in-value":           {"fwd=0 4xx", "fwd=1 5xx", whyNUL},
-	"resp-nul-in-field":          {"refused", "malformed", whyNUL},
-	"upg-websocket-no-key":       {"fwd=1 4xx", "fwd=0 4xx", whyWebSocketKey},
-	"resp-length-and-chunked":    {"refused", "relayed 200", whyRespCLTE},
-	"resp-gzip-not-chunked":      {"relayed 200", "refused", whyRespGzip},
-	"resp-te-xchunked":           {"relayed 200", "refused", whyRespGzip},
-	"resp-http10-chunked":        {"relayed 200", "malformed", whyRespHTTP10Chunked},
-	"resp-status-four-digits":    {"refused", "malformed", whyRespStatus},
+	"chunk-data-lf-then-size":           {"fwd=0 4xx", "fwd=0 5xx", whyChunkLF},
+	"chunk-size-bare-lf":                {"fwd=0 4xx", "fwd=1 4xx", whyChunkLF},
+	"chunk-ext-bare-lf":                 {"fwd=0 4xx", "fwd=1 4xx", whyChunkLF},
+	"chunk-trailer-bare-lf-end":         {"fwd=0 4xx", "fwd=1 4xx", whyChunkLF},
+	"chunk-trailer-lf-cr-hides-request": {"fwd=0 4xx", "fwd=1 4xx", whyChunkLF},
+	"resp-chunk-size-bare-lf":           {"refused", "relayed 200", whyChunkLF},
+	"chunk-ext-ctl":                     {"fwd=0 4xx", "fwd=1 4xx", whyChunkExt},
+	"chunk-trailer-folded":              {"fwd=0 4xx", "fwd=1 4xx", whyFold},
+	"resp-trailer-folded":               {"refused", "relayed 200", whyFold},
+	"chunk-trailer-nul":                 {"fwd=0 4xx", "fwd=1 5xx", whyNUL},
+	"resp-trailer-nul":                  {"refused", "malformed", whyNUL},
+	"clte-plain":                        {"fwd=0 4xx", "fwd=1 served", whyCLTE},
+	"tecl-plain":                        {"fwd=0 4xx", "fwd=1 served", whyCLTE},
+	"clte-value-upper":                  {"fwd=0 4xx", "fwd=1 served", whyCLTE},
+	"tecl-value-upper":                  {"fwd=0 4xx", "fwd=1 served", whyCLTE},
+	"clte-name-mixed-case":              {"fwd=0 4xx", "fwd=1 served", whyCLTE},
+	"tecl-name-mixed-case":              {"fwd=0 4xx", "fwd=1 served", whyCLTE},
+	"clte-no-space":                     {"fwd=0 4xx", "fwd=1 served", whyCLTE},
+	"tecl-no-space":                     {"fwd=0 4xx", "fwd=1 served", whyCLTE},
+	"clte-tab-value":                    {"fwd=0 4xx", "fwd=1 served", whyCLTE},
+	"tecl-tab-value":                    {"fwd=0 4xx", "fwd=1 served", whyCLTE},
+	"clte-trailing-space":               {"fwd=0 4xx", "fwd=1 served", whyCLTE},
+	"tecl-trailing-space":               {"fwd=0 4xx", "fwd=1 served", whyCLTE},
+	"clte-comma-last":                   {"fwd=0 4xx", "fwd=1 served", whyCLTE},
+	"tecl-comma-last":                   {"fwd=0 4xx", "fwd=1 served", whyCLTE},
+	"clte-bare-lf-line":                 {"fwd=0 4xx", "fwd=1 served", whyCLTE},
+	"tecl-bare-lf-line":                 {"fwd=0 4xx", "fwd=1 served", whyCLTE},
+	"te-line-folded-onto-host":          {"fwd=0 4xx", "fwd=1 4xx", whyFold},
+	"tecl-line-folded-onto-host":        {"fwd=0 4xx", "fwd=1 4xx", whyFold},
+	"te-value-folded":                   {"fwd=0 4xx", "fwd=1 4xx", whyFold},
+	"clte-value-folded":                 {"fwd=0 4xx", "fwd=1 served", whyFold},
+	"tecl-value-folded":                 {"fwd=0 4xx", "fwd=1 served", whyFold},
+	"te-tab-folded-after-x":             {"fwd=0 4xx", "fwd=1 4xx", whyFold},
+	"clte-tab-folded-after-x":           {"fwd=0 4xx", "fwd=1 served", whyFold},
+	"tecl-tab-folded-after-x":           {"fwd=0 4xx", "fwd=1 4xx", whyFold},
+	"cl-value-folded":                   {"fwd=0 4xx", "fwd=1 4xx", whyFold},
+	"hdr-obs-fold":                      {"fwd=0 4xx", "fwd=1 served", whyFold},
+	"resp-obs-fold":                     {"refused", "relayed 200", whyFold},
+	"te-comma-last":                     {"fwd=0 4xx", "fwd=1 4xx", whyTEExact},
+	"te-http10":                         {"fwd=0 4xx", "fwd=1 5xx", whyTEHTTP10},
+	"te-http10-keepalive":               {"fwd=0 4xx", "fwd=1 5xx", whyTEHTTP10},
+	"te-http10-cl":                      {"fwd=0 4xx", "fwd=1 5xx", whyTEHTTP10},
+	"cl-list-same":                      {"fwd=0 4xx", "fwd=1 4xx", whyCLList},
+	"cl-list-same-space":                {"fwd=0 4xx", "fwd=1 4xx", whyCLList},
+	"resp-length-list-same":             {"refused", "relayed 200", whyCLList},
+	"cl-many-leading-zeros":             {"fwd=0 4xx", "fwd=1 4xx", whyLongNumber},
+	"chunk-size-many-zeros":             {"fwd=0 4xx", "fwd=1 4xx", whyLongNumber},
+	"cl-short-body":                     {"fwd=0 close", "fwd=0 5xx", whyBodyTimeout},
+	"chunk-no-last-chunk":               {"fwd=0 close", "fwd=0 5xx", whyBodyTimeout},
+	"chunk-eof-in-data":                 {"fwd=0 close", "fwd=0 5xx", whyBodyTimeout},
+	"chunk-all-bare-lf":                 {"fwd=0 4xx", "fwd=1 4xx", whyChunkLF},
+	"chunk-data-bare-lf":                {"fwd=0 4xx", "fwd=1 4xx", whyChunkLF},
+	"rl-double-space":                   {"fwd=0 4xx", "fwd=1 served", whyRequestLine},
+	"rl-tab-separators":                 {"fwd=0 4xx", "fwd=1 served", whyRequestLine},
+	"rl-version-12":                     {"fwd=0 4xx", "fwd=1 served", whyRequestLine},
+	"rl-version-20":                     {"fwd=0 4xx", "fwd=1 served", whyRequestLine},
+	"rl-connect":                        {"fwd=1 4xx", "fwd=1 served", whyConnect},
+	"hdr-host-two-same":                 {"fwd=0 4xx", "fwd=1 served", whyTwoHost},
+	"hdr-nul-in-value":                  {"fwd=0 4xx", "fwd=1 5xx", whyNUL},
+	"resp-nul-in-field":                 {"refused", "malformed", whyNUL},
+	"upg-websocket-no-key":              {"fwd=1 4xx", "fwd=0 4xx", whyWebSocketKey},
+	"resp-length-and-chunked":           {"refused", "relayed 200", whyRespCLTE},
+	"resp-gzip-not-chunked":             {"relayed 200", "refused", whyRespGzip},
+	"resp-te-xchunked":                  {"relayed 200", "refused", whyRespGzip},
+	"resp-http10-chunked":               {"relayed 200", "malformed", whyRespHTTP10Chunked},
+	"resp-status-four-digits":           {"refused", "malformed", whyRespStatus},
 }
 
 // The reasons for the departures, each explained in README.md, "Where
 // fulcrum refuses more, or less, than HAProxy".
 const (
 	whyCLTE              = "both Content-Length and Transfer-Encoding: fulcrum answers 400, HAProxy 2.6 drops the length and forwards the chunked body"
-	whyFold              = "folded lines (obs-fold): fulcrum answers 400 (502 from a server), HAProxy 2.6 unfolds them"
+	whyFold              = "folded lines (obs-fold), in a head or the trailers: fulcrum answers 400 (502 from a server), HAProxy 2.6 unfolds them"
 	whyTEExact           = "a request Transfer-Encoding other than exactly chunked: fulcrum answers 400, HAProxy 2.6 accepts an empty list element"
 	whyTEHTTP10          = "Transfer-Encoding on HTTP/1.0: fulcrum answers 400 (RFC 9112 section 6.1), HAProxy 2.6 forwards the field to the server"
 	whyCLList            = "a Content-Length list (5, 5): fulcrum answers 400 (502 from a server), HAProxy 2.6 merges it; two equal fields pass"
 	whyLongNumber        = "a Content-Length over 18 digits or a chunk size over 15 hex digits, leading zeros included: fulcrum answers 400"
 	whyBodyTimeout       = "a request body that stops coming: fulcrum closes after timeout_client (cD), HAProxy 2.6 waits for timeout server and answers 504"
-	whyChunkLF           = "a bare LF in chunked framing: fulcrum answers 400, HAProxy 2.6 accepts it"
+	whyChunkLF           = "a bare LF in chunked framing (size line, after the data, trailers): fulcrum answers 400 (502 from a server), HAProxy 2.6 accepts it"
+	whyChunkExt          = "a chunk extension that is not ;name[=token or quoted string]: fulcrum answers 400, HAProxy 2.6 drops extensions unread"
 	whyRequestLine       = "a request line with two spaces, tabs or a version other than HTTP/1.0 or HTTP/1.1: fulcrum answers 400, HAProxy 2.6 rewrites it"
 	whyConnect           = "CONNECT: fulcrum has no tunnel for it and reads what follows as requests (the smuggled /admin is denied), HAProxy 2.6 tunnels after the server's 200"
 	whyTwoHost           = "two Host fields, even equal: fulcrum answers 400, HAProxy 2.6 merges equal ones"
-	whyNUL               = "a NUL in a field value: fulcrum answers 400 (502 from a server), HAProxy 2.6 forwards it"
+	whyNUL               = "a NUL in a field value, in a head or the trailers: fulcrum answers 400 (502 from a server), HAProxy 2.6 forwards it"
 	whyWebSocketKey      = "a WebSocket upgrade without Sec-WebSocket-Key: fulcrum leaves it to the server (it tunnels only after a 101), HAProxy 2.6 answers 400"
 	whyRespCLTE          = "a response with both Content-Length and Transfer-Encoding: fulcrum answers 502, HAProxy 2.6 relays it chunked"
 	whyRespGzip          = "a response whose last transfer coding is not chunked: fulcrum relays it delimited by the close (RFC 9112 section 6.3), HAProxy 2.6 answers 502"

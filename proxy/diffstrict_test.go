@@ -23,8 +23,7 @@ import (
 // last, never beside Content-Length, never on HTTP/1.0), chunk-size
 // `1*HEXDIG` of at most 16 digits followed by well-formed extensions and
 // CRLF, chunk data followed by CRLF, and trailer fields that are valid
-// field lines and do not frame or route (Content-Length,
-// Transfer-Encoding, Host).
+// field lines.
 
 // strictField is one field line, the value trimmed of OWS.
 type strictField struct{ name, value string }
@@ -163,7 +162,7 @@ func parseStrictField(l string) (strictField, error) {
 		return strictField{}, violation("obs-fold line %q", clip([]byte(l)))
 	}
 	name, value, ok := strings.Cut(l, ":")
-	if !ok || !isToken([]byte(name)) {
+	if !ok || !strictToken([]byte(name)) {
 		return strictField{}, violation("bad field name in %q", clip([]byte(l)))
 	}
 	// NUL, CR and LF never pass line(); other control characters in a
@@ -186,7 +185,7 @@ func (r *strictReader) readRequest() (*strictMsg, error) {
 		return m, violation("request line %q is not three parts", clip([]byte(l)))
 	}
 	m.method, m.target, m.proto = parts[0], parts[1], parts[2]
-	if !isToken([]byte(m.method)) {
+	if !strictToken([]byte(m.method)) {
 		return m, violation("method %q", m.method)
 	}
 	for i := 0; i < len(m.target); i++ {
@@ -253,7 +252,7 @@ func (m *strictMsg) frame(isResp bool, method string) error {
 			if c == "" {
 				continue // empty list elements are allowed (RFC 9110 section 5.6.1)
 			}
-			if !isToken([]byte(c)) {
+			if !strictToken([]byte(c)) {
 				return violation("transfer coding %q in %q", c, v)
 			}
 			codings = append(codings, strings.ToLower(c))
@@ -348,19 +347,13 @@ func (r *strictReader) chunked(m *strictMsg) error {
 			return err
 		}
 		if size == 0 {
+			// Trailer fields are checked as field lines. One that frames
+			// or routes (Content-Length, Host) is not refused: a server
+			// must not merge it into the header section (RFC 9110
+			// section 6.5.1), so it frames nothing.
 			tr, err := r.fields(&budget)
 			m.trailers = tr
-			if err != nil {
-				return err
-			}
-			for _, f := range tr {
-				for _, bad := range []string{"Content-Length", "Transfer-Encoding", "Host"} {
-					if strings.EqualFold(f.name, bad) {
-						return violation("%s in the trailer section", f.name)
-					}
-				}
-			}
-			return nil
+			return err
 		}
 		data := make([]byte, size)
 		if _, err := io.ReadFull(r.br, data); err != nil {
@@ -431,7 +424,7 @@ func parseStrictChunkSize(l string) (int64, error) {
 // tokenPrefix returns the length of the token at the start of s.
 func tokenPrefix(s string) int {
 	n := 0
-	for n < len(s) && tokenChars[s[n]] {
+	for n < len(s) && strictTokenChars[s[n]] {
 		n++
 	}
 	return n
@@ -455,6 +448,27 @@ func quotedEnd(s string) int {
 	}
 	return -1
 }
+
+// strictToken reports whether b is an RFC 9110 token (section 5.6.2).
+func strictToken(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if !strictTokenChars[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// strictTokenChars[c] is true when c may appear in a token.
+var strictTokenChars = func() (t [256]bool) {
+	for c := '!'; c < 0x7f; c++ {
+		t[c] = !strings.ContainsRune(`"(),/:;<=>?@[\]{}`, c)
+	}
+	return t
+}()
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
@@ -509,7 +523,7 @@ func TestStrictReader(t *testing.T) {
 		{"chunk data without CRLF", h + "Transfer-Encoding: chunked\r\n\r\n1\r\nA\n105\r\n", "", "violation"},
 		{"unclosed quote in an extension", h + "Transfer-Encoding: chunked\r\n\r\n5;a=\"b\r\nhello\r\n0\r\n\r\n", "", "violation"},
 		{"trailer line of a bare CR", h + "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\r\n\r\n", "", "violation"},
-		{"length in the trailers", h + "Transfer-Encoding: chunked\r\n\r\n0\r\nContent-Length: 5\r\n\r\n", "", "violation"},
+		{"length in the trailers frames nothing", h + "Transfer-Encoding: chunked\r\n\r\n0\r\nContent-Length: 5\r\n\r\n", "", ""},
 		{"fragment in the target", "GET /#a HTTP/1.1\r\nHost: a\r\n\r\n", "", "violation"},
 		{"raw byte in the target", "GET /\xe9 HTTP/1.1\r\nHost: a\r\n\r\n", "", "violation"},
 		{"two spaces in the request line", "GET  / HTTP/1.1\r\nHost: a\r\n\r\n", "", "violation"},

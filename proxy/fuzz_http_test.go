@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -52,10 +51,7 @@ const (
 //     proxy forwards only unambiguous HTTP/1.1.
 //
 // Inputs that are a knownBroken shape of the differential test are
-// skipped: they fail today, and TestDifferential tracks them. With
-// FUZZ_SKIP_KNOWN=1 in the environment, an input that smuggles or is
-// refused upstream in a way an open issue 16 point explains is skipped
-// too (knownRequestFault), so that a fuzzing run looks for new faults.
+// skipped: they fail today, and TestDifferential tracks them.
 func FuzzHTTPRequest(f *testing.F) {
 	up := startRecUpstream(f, "fuzz", "X-Fuzz-Src", nil)
 	addr, srv := startFuzzProxy(f, up.addr())
@@ -242,19 +238,11 @@ func exchangeFuzz(t *testing.T, addr string, up *recUpstream, data []byte) {
 		t.Fatalf("the upstream is still inside a request %v after the exchange", fuzzReplyDeadline)
 	}
 	stray, rejects := up.take()
-	var msg string
-	switch {
-	case len(stray) > 0:
-		// A request smuggled by an earlier input may show only now.
-		msg = fmt.Sprintf("the upstream framed requests the proxy did not parse (smuggled, by this input or an earlier one?) or past its deny rule: %q", stray)
-	case len(rejects) > 0:
-		msg = fmt.Sprintf("the proxy forwarded bytes a strict HTTP/1.1 server refuses: %q", rejects)
+	if len(stray) > 0 {
+		t.Fatalf("the upstream framed requests the proxy did not parse (smuggled) or past its deny rule: %q\ninput %q\nreply %q", stray, data, raw)
 	}
-	if msg != "" {
-		if point := knownRequestFault(data, msg); point != "" && os.Getenv("FUZZ_SKIP_KNOWN") == "1" {
-			t.Skipf("fails as issue 16 point %s explains: %s", point, msg)
-		}
-		t.Fatalf("%s\ninput %q\nreply %q", msg, data, raw)
+	if len(rejects) > 0 {
+		t.Fatalf("the proxy forwarded bytes a strict HTTP/1.1 server refuses: %q\ninput %q\nreply %q", rejects, data, raw)
 	}
 
 	// A proxy-made 400 ends the connection, and its request never reached

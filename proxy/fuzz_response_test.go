@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -176,10 +175,6 @@ address = %q
 	return p.Frontends[0].Addrs()[0].String(), p.Backends[0].Servers[0]
 }
 
-// connListsFraming finds a Connection field that lists a framing or
-// routing field (issue 16 point 1).
-var connListsFraming = regexp.MustCompile(`(?i)\nconnection[ \t]*:[^\n]*(content-length|transfer-encoding|host)`)
-
 // interimStart finds a response that starts with an interim (1xx) head.
 var interimStart = regexp.MustCompile(`^HTTP/[^ ]* 1[0-9][0-9]`)
 
@@ -196,34 +191,14 @@ func badInterim(resp []byte) bool {
 }
 
 // knownResponseFault says which open issue 16 point explains a failure
-// with server response resp ("" if none): bytes beyond the first final
-// response as a lenient reader frames it, or a 101 (point 3); broken
-// chunk framing or trailers, an interim head with a bare LF or an odd
-// version, or a Transfer-Encoding that is no list of tokens, relayed as
-// received (point 2); a Connection field listing a
-// framing field, or more than 101 fields (point 1).
+// with server response resp ("" if none): an interim head the strict
+// framer refuses, or a Transfer-Encoding that is not a list of tokens or
+// has an empty element ("chunked,"), relayed as received (point 2).
 func knownResponseFault(resp []byte) string {
-	if connListsFraming.Match(resp) || bytes.Count(resp, []byte("\n")) > 102 {
-		return "1"
-	}
 	if badInterim(resp) || badCodings(resp) {
 		return "2"
 	}
-	status, left, chunked := lenientLeftover(resp)
-	if status == 101 || left > 0 {
-		return "3"
-	}
-	r := &strictReader{br: bufio.NewReader(bytes.NewReader(resp))}
-	for {
-		m, err := r.readResponse("GET")
-		switch {
-		case err != nil && chunked:
-			return "2" // chunk lines and trailers are relayed as received
-		case err == nil && m.status < 200 && m.status != 101:
-			continue
-		}
-		return ""
-	}
+	return ""
 }
 
 // teField finds the values of Transfer-Encoding fields.
@@ -235,112 +210,10 @@ var teField = regexp.MustCompile(`(?i)\ntransfer-encoding[ \t]*:([^\r\n]*)`)
 func badCodings(resp []byte) bool {
 	for _, m := range teField.FindAllSubmatch(resp, -1) {
 		for _, c := range strings.Split(string(m[1]), ",") {
-			if c = strings.Trim(c, " \t"); !isToken([]byte(c)) {
+			if c = strings.Trim(c, " \t"); !strictToken([]byte(c)) {
 				return true // an empty element included: fulcrum misreads "chunked,"
 			}
 		}
 	}
 	return false
-}
-
-// lenientLeftover frames resp as a lenient HTTP/1.x reader would (bare LF
-// allowed, any version, chunk sizes after spaces) and returns the final
-// status and how many bytes follow the final response (-1 when its end is
-// not found), and whether its body is chunked.
-func lenientLeftover(resp []byte) (status, left int, chunked bool) {
-	rest := resp
-	for {
-		end := bytes.Index(rest, []byte("\n\n"))
-		if e := bytes.Index(rest, []byte("\n\r\n")); e >= 0 && (end < 0 || e < end) {
-			end = e + 1
-		}
-		if end < 0 {
-			return 0, -1, false
-		}
-		head, body := rest[:end], rest[end+2:]
-		lines := strings.Split(string(head), "\n")
-		f := strings.Fields(lines[0])
-		if len(f) < 2 {
-			return 0, -1, false
-		}
-		status, _ = strconv.Atoi(f[1])
-		cl := -1
-		chunked = false
-		for _, l := range lines[1:] {
-			name, value, _ := strings.Cut(strings.TrimRight(l, "\r"), ":")
-			value = strings.TrimSpace(value)
-			switch strings.ToLower(strings.TrimSpace(name)) {
-			case "content-length":
-				cl, _ = strconv.Atoi(value)
-			case "transfer-encoding":
-				chunked = strings.HasSuffix(strings.ToLower(value), "chunked")
-			}
-		}
-		switch {
-		case status >= 100 && status < 200 && status != 101:
-			rest = body
-			continue
-		case status == 101 || status == 204 || status == 304:
-			return status, len(body), false
-		case chunked:
-			return status, lenientChunkedLeftover(body), true
-		case cl >= 0:
-			if cl > len(body) {
-				return status, -1, false
-			}
-			return status, len(body) - cl, false
-		}
-		return status, 0, false // delimited by the close
-	}
-}
-
-// lenientChunkedLeftover returns how many bytes follow a chunked body, or
-// -1 when its end is not found.
-func lenientChunkedLeftover(b []byte) int {
-	for {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			return -1
-		}
-		line := strings.TrimSpace(string(b[:i]))
-		line, _, _ = strings.Cut(line, ";")
-		size, err := strconv.ParseInt(strings.TrimSpace(line), 16, 64)
-		if err != nil || size < 0 {
-			return -1
-		}
-		b = b[i+1:]
-		if size == 0 {
-			for { // trailers, up to an empty line
-				j := bytes.IndexByte(b, '\n')
-				if j < 0 {
-					return -1
-				}
-				empty := len(bytes.TrimRight(b[:j], "\r")) == 0
-				b = b[j+1:]
-				if empty {
-					return len(b)
-				}
-			}
-		}
-		if int64(len(b)) < size {
-			return -1
-		}
-		b = b[size:]
-		b = bytes.TrimPrefix(bytes.TrimPrefix(b, []byte("\r")), []byte("\n"))
-	}
-}
-
-// knownRequestFault says which open issue 16 point explains a fuzz
-// failure of FuzzHTTPRequest with input data and failure message msg (""
-// if none).
-func knownRequestFault(data []byte, msg string) string {
-	switch {
-	case connListsFraming.Match(data) || bytes.Count(data, []byte("\n")) > 102:
-		return "1"
-	case strings.Contains(msg, "in request target"):
-		return "6"
-	case strings.Contains(msg, "refuses") && bytes.Contains(bytes.ToLower(data), []byte("chunked")):
-		return "2" // the proxy forwards chunk lines and trailers as received
-	}
-	return ""
 }
