@@ -535,29 +535,9 @@ func diffScript(m *strictMsg) (string, bool, bool) {
 // knownBroken lists the shapes fulcrum fails today, each with the issue
 // point whose fix makes it pass. TestDifferential skips them (logging
 // what happens) and fails when one of them passes: the table only
-// shrinks.
-var knownBroken = map[string]string{
-	"resp-interim-bare-lf":                kb2i,
-	"fuzz-resp-interim-bad-version":       kb2i,
-	"resp-te-not-a-token":                 kb2t,
-	"fuzz-resp-te-not-a-token":            kb2t,
-	"fuzz-resp-te-chunked-comma":          kb2c,
-	"resp-te-chunked-comma-then-response": kb2c,
-	"rl-tls-client-hello":                 kb6,
-}
-
-// The issue points that fix the knownBroken shapes. Point 2 asks that
-// broken framing never be relayed: an interim (1xx) head is still relayed
-// as received, and so is a response Transfer-Encoding that is not a list
-// of codings, or whose list ends in an empty element ("chunked," read as
-// not chunked: the body is relayed as delimited by the close, with the
-// field that makes the client read it chunked).
-const (
-	kb2i = "issue 16 point 2: never relay broken framing (1xx heads are relayed as received)"
-	kb2t = "issue 16 point 2: never relay broken framing (a Transfer-Encoding that is no list of codings is relayed as received)"
-	kb2c = "issue 16 point 2: never relay broken framing (a response Transfer-Encoding \"chunked,\" is read as not chunked)"
-	kb6  = "issue 16 point 6: an immediate 400 for a request line that cannot be HTTP (not a 408 after the timeout)"
-)
+// shrinks. It is empty: every shape of issue 16 passes. A new fault found
+// later goes here, with the point or issue that will fix it, until then.
+var knownBroken = map[string]string{}
 
 // diffDeparture documents a shape where fulcrum's verdict is deliberately
 // not HAProxy's; README, "Where fulcrum refuses more, or less, than

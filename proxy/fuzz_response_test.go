@@ -1,13 +1,9 @@
 package proxy
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -49,10 +45,7 @@ func fuzzing() bool {
 //   - the upstream frames only the two requests, whole.
 //
 // Inputs that are a knownBroken shape of the differential test are
-// skipped. With FUZZ_SKIP_KNOWN=1 in the environment, an input that
-// fails in a way an open issue 16 point explains is skipped too
-// (knownResponseFault), so that a fuzzing run looks for new faults
-// rather than finding the known ones again.
+// skipped.
 func FuzzHTTPResponse(f *testing.F) {
 	type script struct {
 		resp       []byte
@@ -69,7 +62,6 @@ func FuzzHTTPResponse(f *testing.F) {
 	})
 	addr, srv := startFuzzResponseProxy(f, up.addr())
 	broken := knownBrokenInputs(false)
-	skipKnown := os.Getenv("FUZZ_SKIP_KNOWN") == "1"
 	f.Fuzz(func(t *testing.T, resp []byte, closeAfter bool) {
 		if name, ok := broken[fmt.Sprint(closeAfter)+string(resp)]; ok {
 			t.Skipf("known broken: %s (%s)", name, knownBroken[name])
@@ -85,9 +77,6 @@ func FuzzHTTPResponse(f *testing.F) {
 			// innocent request may meet it (the input passes with the
 			// normal timeout).
 			t.Skipf("the innocent client's request timed out: %q", problems)
-		}
-		if point := knownResponseFault(resp); skipKnown && point != "" {
-			t.Skipf("fails as issue 16 point %s explains: %q", point, problems)
 		}
 		t.Fatalf("server response %q (close after: %v):\n  %s", resp, closeAfter, strings.Join(problems, "\n  "))
 	})
@@ -173,47 +162,4 @@ address = %q
 		p.Shutdown(ctx)
 	})
 	return p.Frontends[0].Addrs()[0].String(), p.Backends[0].Servers[0]
-}
-
-// interimStart finds a response that starts with an interim (1xx) head.
-var interimStart = regexp.MustCompile(`^HTTP/[^ ]* 1[0-9][0-9]`)
-
-// badInterim reports whether resp starts with an interim head that the
-// strict framer refuses (a bare LF, an odd version, no space after the
-// code...), as fulcrum relays it as received.
-func badInterim(resp []byte) bool {
-	if !interimStart.Match(resp) {
-		return false
-	}
-	r := &strictReader{br: bufio.NewReader(bytes.NewReader(resp))}
-	_, err := r.readResponse("GET")
-	return isViolation(err)
-}
-
-// knownResponseFault says which open issue 16 point explains a failure
-// with server response resp ("" if none): an interim head the strict
-// framer refuses, or a Transfer-Encoding that is not a list of tokens or
-// has an empty element ("chunked,"), relayed as received (point 2).
-func knownResponseFault(resp []byte) string {
-	if badInterim(resp) || badCodings(resp) {
-		return "2"
-	}
-	return ""
-}
-
-// teField finds the values of Transfer-Encoding fields.
-var teField = regexp.MustCompile(`(?i)\ntransfer-encoding[ \t]*:([^\r\n]*)`)
-
-// badCodings reports whether a Transfer-Encoding field of resp is not a
-// list of tokens, or has an empty element: relayed as received, a client
-// may frame the body otherwise than fulcrum did.
-func badCodings(resp []byte) bool {
-	for _, m := range teField.FindAllSubmatch(resp, -1) {
-		for _, c := range strings.Split(string(m[1]), ",") {
-			if c = strings.Trim(c, " \t"); !strictToken([]byte(c)) {
-				return true // an empty element included: fulcrum misreads "chunked,"
-			}
-		}
-	}
-	return false
 }

@@ -231,3 +231,57 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// A response's Transfer-Encoding is a list of codings; empty elements
+// are ignored ("chunked," is chunked: read as not chunked, the body was
+// relayed until the close with the field that makes a client read it
+// chunked); anything else is refused.
+func TestLastCodingChunked(t *testing.T) {
+	for _, tc := range []struct {
+		in          string
+		chunked, ok bool
+	}{
+		{"chunked", true, true},
+		{"Chunked,", true, true},
+		{"gzip, chunked", true, true},
+		{" , gzip ,, chunked , ", true, true},
+		{"chunked;q=1", true, true},
+		{"chunked, gzip", false, true},
+		{"gzip", false, true},
+		{"chunked x", false, false},
+		{"C 00000", false, false},
+		{",", false, false},
+		{"", false, false},
+		{";x=1", false, false},
+		{"chunked;\x01", false, false},
+	} {
+		chunked, ok := lastCodingChunked([]byte(tc.in))
+		if chunked != tc.chunked || ok != tc.ok {
+			t.Errorf("%q: got %v %v, want %v %v", tc.in, chunked, ok, tc.chunked, tc.ok)
+		}
+	}
+}
+
+// The start of a request line is judged as soon as it arrives: a TLS
+// ClientHello or binary junk gets a 400 at once.
+func TestPlausibleRequestStart(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{"GET / HTTP/1.1\r\n", true},
+		{"GE", true},
+		{"\r\n\r\nGET /", true},
+		{"POST /a?b=c HTTP/1.1\r", true},
+		{"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03", false},
+		{" GET / HTTP/1.1", false},
+		{"G(T / HTTP/1.1", false},
+		{"GET /\x00 HTTP/1.1", false},
+		{"GET /\ra HTTP/1.1", false},
+		{"GET /\xc3\xa9", false},
+	} {
+		if got := plausibleRequestStart([]byte(tc.in)); got != tc.want {
+			t.Errorf("%q: got %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}

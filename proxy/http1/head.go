@@ -109,6 +109,18 @@ var (
 func (h *head) readHead(br *bufio.Reader, isResp bool) error {
 	h.buf = h.buf[:0]
 	started := false
+	if !isResp {
+		// What has arrived of the request line is checked before waiting
+		// for its end: bytes that no request line holds (a TLS
+		// ClientHello on a plaintext port, binary junk) get a 400 at once,
+		// as HAProxy's, instead of a 408 once the head timeout passes.
+		if _, err := br.Peek(1); err == nil {
+			p, _ := br.Peek(br.Buffered())
+			if !plausibleRequestStart(p) {
+				return errBadHead
+			}
+		}
+	}
 	for {
 		line, err := br.ReadSlice('\n')
 		if len(h.buf)+len(line) > maxHeaderBytes {
@@ -145,6 +157,39 @@ func (h *head) readHead(br *bufio.Reader, isResp bool) error {
 			return nil
 		}
 	}
+}
+
+// plausibleRequestStart reports whether p, the first bytes received of a
+// request (possibly after empty lines), can begin a request line: a
+// method of token characters, then a space, then visible characters and
+// spaces, a CR only before the LF.
+func plausibleRequestStart(p []byte) bool {
+	for len(p) > 0 && (p[0] == '\r' || p[0] == '\n') {
+		p = p[1:] // empty lines before a request are ignored
+	}
+	inMethod := true
+	for i, c := range p {
+		switch {
+		case c == '\n':
+			return true // the line is whole: parseStart judges it
+		case c == '\r':
+			if i+1 < len(p) && p[i+1] != '\n' {
+				return false
+			}
+		case inMethod && c == ' ':
+			if i == 0 {
+				return false
+			}
+			inMethod = false
+		case inMethod:
+			if !tokenChars[c] {
+				return false
+			}
+		case c < ' ' || c >= 0x7f:
+			return false
+		}
+	}
+	return true
 }
 
 // parse splits h.buf into the start line and headers and derives the
@@ -230,12 +275,14 @@ func (h *head) parse(isResp bool) error {
 				break
 			}
 			sawTE = true
-			// Only "chunked" as the final coding frames a response.
-			v := value
-			if j := bytes.LastIndexByte(v, ','); j >= 0 {
-				v = trimOWS(v[j+1:])
+			// Only "chunked" as the final coding frames a response; a
+			// value that is not a list of codings is refused (502), as
+			// HAProxy: a client could frame it either way.
+			chunked, ok := lastCodingChunked(value)
+			if !ok {
+				return errSmuggling
 			}
-			h.chunked = bytes.EqualFold(v, tokChunked)
+			h.chunked = chunked
 		case bytes.EqualFold(name, hdrConnection):
 			kind = hdrHop
 			forEachToken(value, func(t []byte) {
@@ -301,6 +348,43 @@ func (h *head) parse(isResp bool) error {
 		h.markListed()
 	}
 	return nil
+}
+
+// lastCodingChunked checks a response's Transfer-Encoding value, a list of
+// transfer-codings (token *(OWS ";" OWS parameter), RFC 9112 section 6.1)
+// where empty elements are ignored (RFC 9110 section 5.6.1: "chunked," is
+// chunked). It reports whether the last coding is chunked, and ok false
+// when an element is not a coding or there is none ("chunked x").
+func lastCodingChunked(v []byte) (chunked, ok bool) {
+	for len(v) > 0 {
+		el := v
+		if i := bytes.IndexByte(v, ','); i >= 0 {
+			el, v = v[:i], v[i+1:]
+		} else {
+			v = nil
+		}
+		name := el
+		if i := bytes.IndexByte(el, ';'); i >= 0 {
+			name = el[:i]
+			for _, c := range el[i+1:] {
+				if (c < ' ' && c != '\t') || c == 0x7f {
+					return false, false
+				}
+			}
+		}
+		name = trimOWS(name)
+		if len(name) == 0 {
+			if len(trimOWS(el)) != 0 {
+				return false, false // parameters without a coding
+			}
+			continue
+		}
+		if !isToken(name) {
+			return false, false
+		}
+		chunked, ok = bytes.EqualFold(name, tokChunked), true
+	}
+	return chunked, ok
 }
 
 // neverListed are the fields that a Connection field cannot make
@@ -391,7 +475,7 @@ func (h *head) parseStart(line []byte, isResp bool) error {
 		if sp2 := bytes.IndexByte(rest, ' '); sp2 >= 0 {
 			code, reason = rest[:sp2], rest[sp2+1:]
 		}
-		if !bytes.HasPrefix(a, []byte("HTTP/1.")) || len(code) != 3 {
+		if len(a) != 8 || !bytes.HasPrefix(a, []byte("HTTP/1.")) || a[7] < '0' || a[7] > '9' || len(code) != 3 {
 			return errBadHead
 		}
 		n, ok := parseDecimal(code)

@@ -640,11 +640,35 @@ func (s *session) readResponseHead(uc *upConn) error {
 		if s.req.expect100 && s.resp.status == 100 {
 			continue // already answered locally
 		}
-		s.bw.Write(s.resp.buf)
+		// An interim response is written anew, as the final one: its
+		// status line and checked fields with CRLFs, never the bytes as
+		// received (issue 16: a bare-LF 100 head reached the client).
+		s.writeInterimHead()
 		if err := s.flushClient(); err != nil {
 			return err
 		}
 	}
+}
+
+// writeInterimHead writes an interim (1xx) response head for the client:
+// its status line and its end-to-end fields.
+func (s *session) writeInterimHead() {
+	r := &s.resp
+	w := s.bw
+	w.WriteString("HTTP/1.1 ")
+	w.Write(r.line[1])
+	w.WriteByte(' ')
+	w.Write(r.line[2])
+	w.WriteString("\r\n")
+	for i := range r.headers {
+		if h := &r.headers[i]; !h.isHopByHop(false) {
+			w.Write(h.name)
+			w.WriteString(": ")
+			w.Write(h.value)
+			w.WriteString("\r\n")
+		}
+	}
+	w.WriteString("\r\n")
 }
 
 // writeResponseHead writes the status line and headers for the client and
