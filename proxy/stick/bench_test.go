@@ -96,3 +96,29 @@ func TestMemoryPerEntry(t *testing.T) {
 	}
 	runtime.KeepAlive(tb)
 }
+
+// BenchmarkRateShared is BenchmarkRate on a table shared with peers, with
+// a replication layer draining its pending changes every millisecond: the
+// request path's cost of replication.
+func BenchmarkRateShared(b *testing.B) {
+	runSizes(b, func(tb *Table, keys []Key) []*Entry {
+		tb.SetShared(true)
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					tb.DrainUpdates(func(*Entry) {})
+				}
+			}
+		}()
+		b.Cleanup(func() { close(stop); <-done })
+		return entries(tb, keys)
+	}, func(tb *Table, es []*Entry, i int) { tb.Update(es[i], HTTPReqRate) })
+}

@@ -13,6 +13,7 @@ func (t *Table) Add(e *Entry, d DataType, n uint64) {
 	e.mu.Lock()
 	t.addLocked(e, d, o, n, 0)
 	e.mu.Unlock()
+	t.changed(e)
 }
 
 func (t *Table) addLocked(e *Entry, d DataType, o int8, n uint64, now int64) {
@@ -44,6 +45,7 @@ func (t *Table) Update(e *Entry, ds ...DataType) {
 		}
 	}
 	e.mu.Unlock()
+	t.changed(e)
 }
 
 // Dec decrements counter d of e, not below 0 (conn_cur at a session end).
@@ -57,10 +59,12 @@ func (t *Table) Dec(e *Entry, d DataType) {
 		e.data[o]--
 	}
 	e.mu.Unlock()
+	t.changed(e)
 }
 
 // Value returns data d of e as an integer: a rate read now, a counter, the
-// server id; ok is false when d is not stored (or is server_key).
+// server id; ok is false when d is not stored (or is server_key). In an
+// aggregate table an aggregated field reads as the sum over the instances.
 func (t *Table) Value(e *Entry, d DataType) (v int64, ok bool) {
 	o := t.off[d]
 	if o < 0 || dataTypes[d].kind == kindDict {
@@ -73,6 +77,14 @@ func (t *Table) Value(e *Entry, d DataType) (v int64, ok bool) {
 }
 
 func (t *Table) valueLocked(e *Entry, d DataType, o int8, now int64) int64 {
+	if t.aoff[d] >= 0 {
+		return t.sumLocked(e, d, o, now)
+	}
+	return t.ownLocked(e, d, o, now)
+}
+
+// ownLocked is valueLocked of this instance's own slot.
+func (t *Table) ownLocked(e *Entry, d DataType, o int8, now int64) int64 {
 	w := e.data[o:]
 	switch dataTypes[d].kind {
 	case kindFreq:
@@ -118,6 +130,7 @@ func (t *Table) SetServer(e *Entry, id int, name string) {
 		e.data[o] = key
 	}
 	e.mu.Unlock()
+	t.changed(e)
 }
 
 // Server returns the server id and name stored in e; id is 0 and name ""

@@ -100,6 +100,22 @@ func (d DataType) IsRate() bool { return d < NumDataTypes && dataTypes[d].kind =
 // (every type but server_key).
 func (d DataType) IsCounter() bool { return d < NumDataTypes && dataTypes[d].kind != kindDict }
 
+// Aggregates reports whether d adds up over the instances of an aggregate
+// table (Config.Origins): the counters and the rates. server_id and
+// server_key name a server, gpt0 is a tag, and conn_cur counts this
+// instance's own connections (see Local): they do not add up.
+func (d DataType) Aggregates() bool {
+	switch d {
+	case ServerID, GPT0, ConnCur, ServerKey:
+		return false
+	}
+	return d < NumDataTypes
+}
+
+// Local reports whether d is never learned from a peer: conn_cur, the
+// connections open on this instance (HAProxy's is_local).
+func (d DataType) Local() bool { return d == ConnCur }
+
 // DataTypeByName returns the data type named name, as HAProxy spells it.
 func DataTypeByName(name string) (DataType, bool) {
 	for i := range dataTypes {

@@ -223,6 +223,6 @@ func (t *Table) Set(key Key, values []Assign) bool {
 		}
 	}
 	e.mu.Unlock()
-	t.Release(e)
+	t.Release(e) // queues e for the peers, if shared
 	return true
 }

@@ -26,6 +26,12 @@ func freqUpdate(w []uint64, period, now int64, inc uint64) {
 // 2.6's freq_ctr_total then read_freq_ctr_period: (curr*period +
 // prev*remain) / period, remain being what is left of the current period.
 func freqRead(w []uint64, period, now int64) uint64 {
+	return freqEvents(w, period, now) / uint64(period)
+}
+
+// freqEvents is freqRead before the division by the period, so that the
+// rates of an aggregate table's instances add up before one division.
+func freqEvents(w []uint64, period, now int64) uint64 {
 	tick, curr, past := int64(w[0]), w[1], w[2]
 	remain := tick + period - now
 	if remain < 0 {
@@ -38,7 +44,7 @@ func freqRead(w []uint64, period, now int64) uint64 {
 	if remain > period {
 		remain = period // a clock gone backwards
 	}
-	return (curr*uint64(period) + past*uint64(remain)) / uint64(period)
+	return curr*uint64(period) + past*uint64(remain)
 }
 
 // freqSet sets the counter to v in a period starting now, as `set table`.

@@ -23,6 +23,11 @@ type Config struct {
 	// Shards is the number of shards, rounded up to a power of two;
 	// 0 = 64. Small tables use fewer.
 	Shards int
+	// Origins, above 0, makes the table aggregate (share.go): each
+	// aggregated field (counters and rates, see DataType.Aggregates) keeps
+	// this instance's own count plus one slot per other instance, and reads
+	// as their sum. 0 = an ordinary table.
+	Origins int
 }
 
 // Table is one stick table. It is safe for concurrent use.
@@ -39,6 +44,12 @@ type Table struct {
 	per   [NumDataTypes]int64 // period in ms of each stored rate
 	words int                 // data words per entry
 
+	// Aggregate tables (Origins > 0): aoff is the word offset of the
+	// first other instance's slot of each aggregated type (-1 if none),
+	// the slots of instance i (1..origins) following one another.
+	origins int
+	aoff    [NumDataTypes]int16
+
 	shards []shard
 	shift  uint // hash >> shift picks the shard
 	seed   maphash.Seed
@@ -49,6 +60,13 @@ type Table struct {
 	dictMu sync.RWMutex
 	dict   []string       // server_key values, by id-1
 	dictIx map[string]int // value to id
+
+	// Replication (share.go): when shared, every local change queues its
+	// entry on pending, a lock-free stack the replication layer drains.
+	_       [64]byte // keep pending off the fields above's cache line
+	shared  atomic.Bool
+	pending atomic.Pointer[Entry]
+	_       [48]byte
 }
 
 // shard is a part of a table: the entries whose key hashes to it.
@@ -64,12 +82,15 @@ type shard struct {
 // table's methods (Add, Value, Set...), under the entry's lock.
 type Entry struct {
 	key        Key
-	exp        int64  // ms at which it expires; shard lock
-	ref        int32  // references held; shard lock
-	dead       bool   // removed from its shard; shard lock
-	prev, next *Entry // expiry order in the shard; shard lock
+	exp        int64       // ms at which it expires; shard lock
+	ref        int32       // references held; shard lock
+	dead       bool        // removed from its shard; shard lock
+	queued     atomic.Bool // on the table's pending stack (share.go)
+	prev, next *Entry      // expiry order in the shard; shard lock
 	mu         sync.Mutex
 	data       []uint64
+	qnext      *Entry        // next on the pending stack; see queue
+	syncID     atomic.Uint64 // the replication layer's update id (share.go)
 }
 
 // New builds an empty table.
@@ -87,10 +108,20 @@ func New(c Config) *Table {
 	}
 	for d := range NumDataTypes {
 		t.off[d] = -1
+		t.aoff[d] = -1
 		if c.Store.Has(d) {
 			t.off[d] = int8(t.words)
 			t.words += dataTypes[d].kind.words()
 			t.per[d] = max(1, c.Store.Period(d).Milliseconds())
+		}
+	}
+	if c.Origins > 0 {
+		t.origins = c.Origins
+		for d := range NumDataTypes {
+			if c.Store.Has(d) && d.Aggregates() {
+				t.aoff[d] = int16(t.words)
+				t.words += c.Origins * dataTypes[d].kind.words()
+			}
 		}
 	}
 	n := c.Shards
@@ -246,20 +277,28 @@ func (t *Table) Release(e *Entry) {
 	sh := t.shardOf(e.key)
 	sh.mu.Lock()
 	e.ref--
-	if !e.dead {
+	live := !e.dead
+	if live {
 		t.touchLocked(sh, e, t.nowMS())
 	}
 	sh.mu.Unlock()
+	if live {
+		t.changed(e)
+	}
 }
 
 // Touch re-arms e's expiry without changing its references.
 func (t *Table) Touch(e *Entry) {
 	sh := t.shardOf(e.key)
 	sh.mu.Lock()
-	if !e.dead {
+	live := !e.dead
+	if live {
 		t.touchLocked(sh, e, t.nowMS())
 	}
 	sh.mu.Unlock()
+	if live {
+		t.changed(e)
+	}
 }
 
 // touchLocked moves e to the tail of its shard with a new expiry.
