@@ -1,0 +1,227 @@
+package peers
+
+// HAProxy 2.6 as a real peer, on loopback.
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
+	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
+)
+
+// needHAProxy returns the haproxy binary; a test needing it fails under
+// CI=true when it is missing and is skipped otherwise.
+func needHAProxy(t testing.TB) string {
+	t.Helper()
+	path, err := exec.LookPath("haproxy")
+	if err == nil {
+		return path
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("haproxy not found: the CI must install the Debian package haproxy (.ci/run PKGS)")
+	}
+	t.Skipf("haproxy not found: apt-get install haproxy to run this test")
+	return ""
+}
+
+// hap is a running HAProxy.
+type hap struct {
+	bin  string
+	dir  string
+	cfg  string
+	sock string
+	http string // its frontend's address
+	cmd  *exec.Cmd
+	out  *testutil.SyncBuffer
+}
+
+// startHAProxy runs HAProxy with local peer name local in section
+// "mesh" of peers, and a frontend tracking the source address in table
+// "st" (stored: store), which answers 200 itself. The frontend listens at
+// httpAddr.
+func startHAProxy(t testing.TB, local string, peers []PeerConfig, store, httpAddr string) *hap {
+	t.Helper()
+	h := &hap{bin: needHAProxy(t), dir: t.TempDir(), http: httpAddr}
+	h.sock = filepath.Join(h.dir, "admin.sock")
+	var b strings.Builder
+	fmt.Fprintf(&b, "global\n    stats socket %s level admin\n    localpeer %s\n", h.sock, local)
+	fmt.Fprintf(&b, "peers mesh\n")
+	for _, p := range peers {
+		fmt.Fprintf(&b, "    peer %s %s\n", p.Name, p.Addr)
+	}
+	fmt.Fprintf(&b, `defaults
+    mode http
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind %s
+    http-request track-sc0 src table st
+    http-request return status 200
+backend st
+    stick-table type ip size 1000 expire 1m peers mesh store %s
+`, httpAddr, store)
+	h.cfg = filepath.Join(h.dir, "haproxy.cfg")
+	if err := os.WriteFile(h.cfg, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.start(t)
+	return h
+}
+
+// start runs the configuration; the process is killed at the test's end.
+func (h *hap) start(t testing.TB) {
+	t.Helper()
+	h.out = &testutil.SyncBuffer{}
+	h.cmd = exec.Command(h.bin, "-db", "-f", h.cfg)
+	h.cmd.Stdout, h.cmd.Stderr = h.out, h.out
+	if err := h.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := h.cmd
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	waitFor(t, 5*time.Second, "haproxy's stats socket", func() bool {
+		c, err := net.Dial("unix", h.sock)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+}
+
+// kill stops HAProxy at once (SIGKILL): its peers see the connection end.
+func (h *hap) kill() {
+	h.cmd.Process.Signal(syscall.SIGKILL)
+	h.cmd.Wait()
+}
+
+// cli sends one Runtime API command and returns the reply.
+func (h *hap) cli(t testing.TB, cmd string) string {
+	t.Helper()
+	c, err := net.Dial("unix", h.sock)
+	if err != nil {
+		t.Fatalf("haproxy socket: %v\n%s", err, h.out.String())
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "%s\n", cmd)
+	b, _ := io.ReadAll(bufio.NewReader(c))
+	return string(b)
+}
+
+// get sends a request through HAProxy's frontend.
+func (h *hap) get(t testing.TB) {
+	t.Helper()
+	resp, err := http.Get("http://" + h.http + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
+
+var entryData = regexp.MustCompile(`(\w+(?:\(\d+\))?)=(\S+)`)
+
+// entry returns the data of key's entry in HAProxy's table st, nil when
+// there is none.
+func (h *hap) entry(t testing.TB, key string) map[string]string {
+	t.Helper()
+	out := h.cli(t, "show table st key "+key)
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.Contains(line, " key="+key+" ") {
+			continue
+		}
+		m := map[string]string{}
+		for _, kv := range entryData.FindAllStringSubmatch(line, -1) {
+			m[kv[1]] = kv[2]
+		}
+		return m
+	}
+	return nil
+}
+
+// freePort returns a loopback address nothing listens on.
+func freePort(t testing.TB) string {
+	ln := listen(t)
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestHAProxyBothWays: HAProxy 2.6 and a mesh share a table: an entry
+// made by a request through HAProxy shows in the mesh's table with its
+// data within a second, and an entry changed in the mesh's table shows in
+// HAProxy's `show table` within a second.
+func TestHAProxyBothWays(t *testing.T) {
+	needHAProxy(t)
+	store := "server_id,gpc0,conn_cnt,conn_cur,conn_rate(10s),http_req_cnt,http_req_rate(10s),bytes_out_cnt"
+	ln := listen(t)
+	peers := []PeerConfig{{Name: "hap", Addr: freePort(t)}, {Name: "fulc", Addr: ln.Addr().String()}}
+	h := startHAProxy(t, "hap", peers, store, freePort(t))
+	tb := ipTable(t, "st", 0, strings.Split(store, ",")...)
+	m, err := New(Config{Name: "mesh", Local: "fulc", Peers: peers, Tables: []TableConfig{{Table: tb}}}, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.StartListener(ln)
+	t.Cleanup(m.Stop)
+	waitFor(t, 10*time.Second, "the session with HAProxy", func() bool { return settled(m) })
+
+	// HAProxy to fulcrum.
+	k := ip(t, "127.0.0.1")
+	for range 3 {
+		h.get(t)
+	}
+	start := time.Now()
+	waitFor(t, time.Second, "HAProxy's entry in fulcrum's table", func() bool { return value(tb, k, stick.HTTPReqCnt) == 3 })
+	t.Logf("HAProxy's 3rd request seen after %v", time.Since(start))
+	for _, c := range []struct {
+		d    stick.DataType
+		want int64
+	}{{stick.ConnCnt, 3}, {stick.ConnRate, 3}, {stick.HTTPReqRate, 3}, {stick.ConnCur, 0}} {
+		if v := value(tb, k, c.d); v != c.want {
+			t.Errorf("%s learned from HAProxy: %d, want %d", c.d, v, c.want)
+		}
+	}
+
+	// Fulcrum to HAProxy.
+	k2 := ip(t, "192.0.2.9")
+	e := tb.Get(k2)
+	tb.SetServer(e, 3, "")
+	tb.Update(e, stick.HTTPReqCnt, stick.HTTPReqRate, stick.GPC0, stick.ConnCur)
+	tb.Add(e, stick.BytesOutCnt, 5_000_000_000)
+	tb.Release(e)
+	start = time.Now()
+	var got map[string]string
+	waitFor(t, time.Second, "fulcrum's entry in HAProxy's table", func() bool {
+		got = h.entry(t, "192.0.2.9")
+		return got != nil
+	})
+	t.Logf("fulcrum's entry seen by HAProxy after %v", time.Since(start))
+	want := map[string]string{"server_id": "3", "gpc0": "1", "http_req_cnt": "1", "http_req_rate(10000)": "1",
+		"conn_cur": "0", "bytes_out_cnt": "5000000000"}
+	for name, v := range want {
+		if got[name] != v {
+			t.Errorf("HAProxy's %s: %q, want %q (entry %v)", name, got[name], v, got)
+		}
+	}
+	exp, _ := strconv.Atoi(got["exp"])
+	if exp < 55000 || exp > 60000 {
+		t.Errorf("HAProxy's exp=%d, want about 60000", exp)
+	}
+}
