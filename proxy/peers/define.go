@@ -88,16 +88,16 @@ var wireTypes = [numWireTypes]struct {
 	kind  wireKind
 	array bool
 }{
-	0: {wireSint, false}, // server_id
-	1: {wireUint, false}, // gpt0
-	2: {wireUint, false}, // gpc0
-	3: {wireFreq, false}, // gpc0_rate
-	4: {wireUint, false}, // conn_cnt
-	5: {wireFreq, false}, // conn_rate
-	6: {wireUint, false}, // conn_cur
-	7: {wireUint, false}, // sess_cnt
-	8: {wireFreq, false}, // sess_rate
-	9: {wireUint, false}, // http_req_cnt
+	0:  {wireSint, false}, // server_id
+	1:  {wireUint, false}, // gpt0
+	2:  {wireUint, false}, // gpc0
+	3:  {wireFreq, false}, // gpc0_rate
+	4:  {wireUint, false}, // conn_cnt
+	5:  {wireFreq, false}, // conn_rate
+	6:  {wireUint, false}, // conn_cur
+	7:  {wireUint, false}, // sess_cnt
+	8:  {wireFreq, false}, // sess_rate
+	9:  {wireUint, false}, // http_req_cnt
 	10: {wireFreq, false}, // http_req_rate
 	11: {wireUint, false}, // http_err_cnt
 	12: {wireFreq, false}, // http_err_rate

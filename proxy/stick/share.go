@@ -196,6 +196,12 @@ const learnWalk = 16
 // its aggregated fields go to that instance's slot. With origin 0 (a peer
 // that does not add up, such as HAProxy) aggregated fields are ignored.
 func (t *Table) Learn(k Key, d *Data, expire int64, origin int) bool {
+	return t.learn(k, d, expire, origin, false)
+}
+
+// learn is Learn; own stores aggregated fields in this instance's own
+// slot (Import).
+func (t *Table) learn(k Key, d *Data, expire int64, origin int, own bool) bool {
 	var skey uint64
 	if d.Has(ServerKey) && d.ServerKey != "" && t.off[ServerKey] >= 0 {
 		skey = uint64(t.dictID(d.ServerKey))
@@ -211,7 +217,7 @@ func (t *Table) Learn(k Key, d *Data, expire int64, origin int) bool {
 			continue
 		}
 		w := e.data[t.off[dt]:]
-		if a := t.aoff[dt]; a >= 0 {
+		if a := t.aoff[dt]; a >= 0 && !own {
 			if origin < 1 || origin > t.origins {
 				continue
 			}
@@ -360,4 +366,42 @@ func (t *Table) KeyFromBytes(b []byte) (Key, bool) {
 		}
 	}
 	return StringKey(b, t.keyLen), true
+}
+
+// Live reports whether e is still in the table.
+func (t *Table) Live(e *Entry) bool {
+	sh := t.shardOf(e.key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return !e.dead
+}
+
+// Import copies the entries of from, a table of the same key type that a
+// reload replaces with t, with their expiry: the data types both store,
+// but conn_cur (the connections still open hold from's entries and will
+// end there), and in an aggregate table this instance's own counts only
+// (the other instances send theirs again). Entries are not queued as
+// changed: the peers have them. It returns how many it copied.
+func (t *Table) Import(from *Table) int {
+	if from.typ != t.typ {
+		return 0
+	}
+	var d Data
+	var kb []byte
+	n := 0
+	from.Range(func(e *Entry) bool {
+		exp, ok := from.Export(e, &d, true)
+		if !ok {
+			return true
+		}
+		if from.expire == 0 {
+			exp = -1
+		}
+		kb = from.AppendKeyBytes(kb[:0], e.key)
+		if k, ok := t.KeyFromBytes(kb); ok && t.learn(k, &d, exp, 0, true) {
+			n++
+		}
+		return true
+	})
+	return n
 }
