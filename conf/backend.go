@@ -383,6 +383,20 @@ type stickTableSection struct {
 	// "server_id", "conn_cur", "conn_cnt", "conn_rate(10s)",
 	// "http_req_rate(10s)", "gpc0"...
 	Store []string `toml:"store"`
+
+	// Peers names the [[peers]] section the table is shared through: its
+	// entries are sent to the other members and theirs learned, as
+	// HAProxy's `peers` keyword. Tables pair up across members by name.
+	// conn_cur is never learned. "" means not shared. Default "".
+	Peers string `toml:"peers"`
+
+	// PeersAggregate adds up the counters and rates of the fulcrum
+	// members (fulcrum's own, never sent to HAProxy): each member sends
+	// its own counts, and a member reads the sum, so that
+	// `http_req_rate(10s) gt 100` holds across the cluster. Needs peers.
+	// HAProxy members get the sums and their counts are not added. See
+	// README "Cluster-wide counters". Default false.
+	PeersAggregate bool `toml:"peers_aggregate"`
 }
 
 // validate checks the values set in a backend's stick_table.
@@ -402,6 +416,9 @@ func (st *stickTableSection) validate(s scope) {
 			s.at("store").item(i).errorf("%v", err)
 		}
 	}
+	if st.PeersAggregate && st.Peers == "" {
+		s.at("peers_aggregate").errorf("needs peers (the [[peers]] section to add up with)")
+	}
 }
 
 // model returns the table as the proxy builds it, named name.
@@ -411,7 +428,7 @@ func (st *stickTableSection) model(name string, line int) *StickTable {
 	}
 	store, _ := stick.ParseStore(st.Store)
 	return &StickTable{Name: name, Line: line, Type: st.Type, Len: st.Len, Size: st.Size,
-		Expire: st.Expire.Std(), Store: store}
+		Expire: st.Expire.Std(), Store: store, Peers: st.Peers, PeersAggregate: st.PeersAggregate}
 }
 
 // tableSection is a top-level [[table]]: a stick table of its own, which
@@ -439,11 +456,20 @@ type tableSection struct {
 
 	// Store lists the data kept in each entry, as stick_table's store.
 	Store []string `toml:"store"`
+
+	// Peers names the [[peers]] section the table is shared through, as
+	// stick_table's peers. Default "".
+	Peers string `toml:"peers"`
+
+	// PeersAggregate adds up counters across the fulcrum members, as
+	// stick_table's peers_aggregate. Default false.
+	PeersAggregate bool `toml:"peers_aggregate"`
 }
 
 // stick returns the table's settings as a stick_table.
 func (t *tableSection) stick() *stickTableSection {
-	return &stickTableSection{Type: t.Type, Len: t.Len, Size: t.Size, Expire: t.Expire, Store: t.Store}
+	return &stickTableSection{Type: t.Type, Len: t.Len, Size: t.Size, Expire: t.Expire, Store: t.Store,
+		Peers: t.Peers, PeersAggregate: t.PeersAggregate}
 }
 
 // validate checks a [[table]].

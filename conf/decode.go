@@ -106,6 +106,9 @@ var labelKeys = map[string]string{
 	"backend":      "name",
 	"server":       "name",
 	"stats_socket": "path",
+	"peers":        "name",
+	"peer":         "name",
+	"table":        "name",
 }
 
 // describe returns p the way messages name it: `backend "web": server "s2":

@@ -63,6 +63,8 @@ func defaulted() map[string]any {
 		}(),
 		"stickTableSection": &stickTableSection{}, // no defaults
 		"tableSection":      &tableSection{},      // no defaults
+		"peersSection":      &peersSection{},      // no defaults
+		"peerEntry":         &peerEntry{},         // no defaults
 		"checkSection": func() any {
 			ch := &checkSection{}
 			ch.setDefaults()

@@ -24,6 +24,8 @@ type fileSection struct {
 	Backends []*backendSection `toml:"backend"`
 	// Tables are the standalone stick tables ([[table]]), in file order.
 	Tables []*tableSection `toml:"table"`
+	// Peers are the [[peers]] sections, in file order.
+	Peers []*peersSection `toml:"peers"`
 }
 
 // Load reads, checks and returns the configuration in the file at path.
@@ -70,6 +72,7 @@ func Parse(file string, data []byte) (*Config, error) {
 	f.checkALPN(root)
 	reg := f.compileRules(root)
 	f.checkTables(root)
+	f.checkPeers(root)
 	c.checkSupport()
 
 	if len(c.errs) > 0 {
@@ -137,6 +140,9 @@ func (f *fileSection) validate(s scope) {
 	}
 	for i, t := range f.Tables {
 		t.validate(s.at("table").item(i))
+	}
+	for i, ps := range f.Peers {
+		ps.validate(s.at("peers").item(i))
 	}
 }
 
@@ -242,6 +248,9 @@ func (f *fileSection) model(c *checker) *Config {
 	}
 	for i, t := range f.Tables {
 		cfg.Tables = append(cfg.Tables, t.stick().model(t.Name, c.pos.line(path{"table"}.index(i))))
+	}
+	for i, ps := range f.Peers {
+		cfg.Peers = append(cfg.Peers, ps.model(c, i))
 	}
 	for i, be := range f.Backends {
 		b := &Backend{

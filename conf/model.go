@@ -27,6 +27,8 @@ type Config struct {
 	Backends  []*Backend
 	// Tables are the standalone [[table]]s, in file order.
 	Tables []*StickTable
+	// Peers are the [[peers]] sections, in file order.
+	Peers []*Peers
 	// ACL numbers every pattern set of the ACLs (inline patterns and -f
 	// files) as HAProxy's `show acl`; the Runtime API changes them live.
 	ACL *acl.Registry
@@ -138,6 +140,37 @@ type StickTable struct {
 	Size   int
 	Expire time.Duration // 0 = never
 	Store  stick.Store
+	// Peers is the [[peers]] section the table is shared through, "" =
+	// none; PeersAggregate adds up counters across fulcrum members.
+	Peers          string
+	PeersAggregate bool
+}
+
+// AllTables returns every stick table of the configuration: the
+// frontends', the backends' and the [[table]]s.
+func (c *Config) AllTables() []*StickTable {
+	var out []*StickTable
+	for _, fe := range c.Frontends {
+		if fe.StickTable != nil {
+			out = append(out, fe.StickTable)
+		}
+	}
+	for _, be := range c.Backends {
+		if be.StickTable != nil {
+			out = append(out, be.StickTable)
+		}
+	}
+	return append(out, c.Tables...)
+}
+
+// PeersSection returns the [[peers]] named name, or nil.
+func (c *Config) PeersSection(name string) *Peers {
+	for _, p := range c.Peers {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
 }
 
 // Cookie is a backend's cookie persistence.
