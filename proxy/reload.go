@@ -49,10 +49,11 @@ func NewFrom(old *Proxy, cfg *conf.Config, log zerolog.Logger) (*Proxy, error) {
 }
 
 // keptTable returns prev's table named name when it is defined exactly as
-// a new one would be, for a reload to keep it with its entries; else nil.
-func (prev *Proxy) keptTable(name string, typ stick.KeyType, keyLen, size int, expire time.Duration, store stick.Store) *stick.Table {
+// a new one would be (origins: its aggregate slots), for a reload to keep
+// it with its entries; else nil.
+func (prev *Proxy) keptTable(name string, typ stick.KeyType, keyLen, size int, expire time.Duration, store stick.Store, origins int) *stick.Table {
 	t := prev.tables.byName[name]
-	if t == nil || t.Type() != typ || t.Size() != max(size, 1) || t.ExpireAfter() != expire.Truncate(time.Millisecond) || *t.Store() != store {
+	if t == nil || t.Type() != typ || t.Size() != max(size, 1) || t.ExpireAfter() != expire.Truncate(time.Millisecond) || *t.Store() != store || t.Origins() != origins {
 		return nil
 	}
 	if keyLen <= 0 {

@@ -122,13 +122,23 @@ func (p *Proxy) buildTables(prev *Proxy) error {
 			store.Add(stick.ServerID, 0)
 			store.Add(stick.ServerKey, 0)
 		}
+		origins := 0
+		if ps := p.Conf.PeersSection(d.c.Peers); ps != nil && d.c.PeersAggregate {
+			origins = len(ps.Peers) - 1 // a slot per other member
+		}
 		var t *stick.Table
 		if prev != nil {
-			t = prev.keptTable(d.c.Name, typ, d.c.Len, d.c.Size, d.c.Expire, store)
+			t = prev.keptTable(d.c.Name, typ, d.c.Len, d.c.Size, d.c.Expire, store, origins)
 		}
 		if t == nil {
 			t = stick.New(stick.Config{Name: d.c.Name, Type: typ, KeyLen: d.c.Len, Size: d.c.Size,
-				Expire: d.c.Expire, Store: store, Now: clock})
+				Expire: d.c.Expire, Store: store, Now: clock, Origins: origins})
+			if old := prev.table(d.c.Name); old != nil && d.c.Peers != "" {
+				// A shared table redefined by the reload starts from the
+				// old one's entries, as HAProxy's new process learns them
+				// from the old one through the local peer: no resync.
+				t.Import(old)
+			}
 		}
 		ts.list = append(ts.list, t)
 		ts.byName[t.Name()] = t
@@ -182,6 +192,14 @@ func (p *Proxy) Tables() []*stick.Table {
 
 // Table returns the stick table named name, or nil.
 func (p *Proxy) Table(name string) *stick.Table { return p.tables.byName[name] }
+
+// table is Table on a proxy that may be nil (no previous proxy).
+func (p *Proxy) table(name string) *stick.Table {
+	if p == nil {
+		return nil
+	}
+	return p.tables.byName[name]
+}
 
 // expireTables removes expired entries until the proxy stops: each table
 // with an expire has a timer set at its next expiry, at least 10 ms apart.

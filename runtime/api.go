@@ -13,6 +13,7 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/proxy"
 	"github.com/fulcrum-proxy/fulcrum/proxy/check"
+	"github.com/fulcrum-proxy/fulcrum/proxy/peers"
 	"github.com/fulcrum-proxy/fulcrum/stats"
 	"github.com/rs/zerolog"
 )
@@ -47,6 +48,9 @@ type Options struct {
 	// command: it returns the errors of an invalid file (nothing changed
 	// then). The daemon then calls SetProxy with the new proxy.
 	Reload func() error
+	// Peers, if non-nil, gives the state of the [[peers]] sections for
+	// `show peers`; nil means none.
+	Peers func() []peers.Status
 }
 
 // Socket describes one endpoint of the Runtime API: a Unix socket, a TCP

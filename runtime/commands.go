@@ -24,5 +24,6 @@ func init() {
 		tableCommands,   // table.go: stick tables
 		queueCommands,   // queue.go: show queue
 		sslCommands,     // ssl.go: certificates and crt-lists
+		peersCommands,   // peers.go: show peers
 	)
 }

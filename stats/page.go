@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy"
+	"github.com/fulcrum-proxy/fulcrum/proxy/peers"
 )
 
 // PageConfig configures the HTTP stats page ([frontend.stats]).
@@ -44,6 +45,9 @@ type PageConfig struct {
 	// still served by a proxy that a reload replaced thus changes the new
 	// one, and no action is lost in the swap.
 	Change func(apply func(*proxy.Proxy))
+	// Peers gives the state of the [[peers]] sections for the page's peers
+	// tables and the per-peer metrics (peers.go); nil = none.
+	Peers func() []peers.Status
 }
 
 // page serves the stats page. snapshot is called once per request; core,
@@ -75,7 +79,7 @@ func newPage(snapshot func() *proxy.Snapshot, core *proxy.Proxy, cfg PageConfig)
 // NewMetrics returns the Prometheus endpoint of p, behind the page's
 // authentication when cfg.Auth is set.
 func NewMetrics(p *proxy.Proxy, cfg PageConfig) http.Handler {
-	h := MetricsHandler(NewCollector(p.Snapshot, cfg.Facts))
+	h := MetricsHandler(NewCollector(p.Snapshot, cfg.Facts), NewPeersCollector(cfg.Peers))
 	pg := newPage(p.Snapshot, nil, cfg)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !pg.authorized(w, r) {
@@ -212,6 +216,8 @@ type pageData struct {
 	Result  *pageResult
 	Groups  []pageGroup
 	Proxies []pageProxy
+	// PeersHTML is the [[peers]] tables (peers.go), escaped.
+	PeersHTML template.HTML
 }
 
 type pageResult struct{ Class, Text string }
@@ -323,6 +329,7 @@ func (pg *page) renderHTML(buf *bytes.Buffer, snap *proxy.Snapshot, f Filter, o 
 	for i := range d.Proxies {
 		d.Proxies[i].RowsHTML = template.HTML(d.Proxies[i].rows)
 	}
+	d.PeersHTML = peersHTML(pg.cfg.Peers)
 	return pageTmpl.Execute(buf, &d)
 }
 

@@ -220,10 +220,12 @@ func boolf(b bool) float64 {
 	return 0
 }
 
-// MetricsHandler serves the collector's metrics in the Prometheus text
-// format (and OpenMetrics when asked), from a registry of its own.
-func MetricsHandler(c *Collector) http.Handler {
+// MetricsHandler serves the collector's metrics, and extra's, in the
+// Prometheus text format (and OpenMetrics when asked), from a registry of
+// its own.
+func MetricsHandler(c *Collector, extra ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
+	reg.MustRegister(extra...)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }

@@ -59,6 +59,8 @@ func runWith(args []string, stdout, stderr io.Writer, fallback string) int {
 func newApp(stdout, stderr io.Writer, fallback string) *cli.App {
 	configFlag := &cli.StringFlag{Name: "config", Aliases: []string{"c"},
 		Usage: "configuration `FILE`: fulcrum's TOML, or an haproxy.cfg (converted as fulcrum import does; default " + fallback + ")"}
+	localPeerFlag := &cli.StringFlag{Name: "localpeer", Aliases: []string{"L"},
+		Usage: "this instance's `NAME` in the [[peers]] sections (HAProxy's -L; default: localpeer, else the host name)"}
 	return &cli.App{
 		Name:        "fulcrum",
 		Usage:       "an HTTP and TCP load balancer in the tradition of HAProxy",
@@ -76,17 +78,20 @@ func newApp(stdout, stderr io.Writer, fallback string) *cli.App {
 					"configuration file (so does --watch when it changes): an invalid file\n" +
 					"changes nothing; a valid one serves new connections at once while\n" +
 					"in-flight work finishes on the old one.",
-				Flags: []cli.Flag{configFlag, &cli.BoolFlag{Name: "watch", Usage: "reload when the configuration file changes"}},
+				Flags: []cli.Flag{configFlag, &cli.BoolFlag{Name: "watch", Usage: "reload when the configuration file changes"}, localPeerFlag},
 				Action: func(c *cli.Context) error {
 					path, err := configPath(c.String("config"), fallback)
 					if err != nil {
 						return cli.Exit("fulcrum: "+err.Error(), 2)
 					}
 					cfg, err := loadConfig(path)
+					if err == nil {
+						err = checkLocalPeers(cfg, c.String("localpeer"))
+					}
 					if err != nil {
 						return cli.Exit(err.Error(), 1)
 					}
-					var opts serveOptions
+					opts := serveOptions{localPeer: c.String("localpeer")}
 					if c.Bool("watch") {
 						opts.watch = time.Second
 					}
@@ -100,7 +105,7 @@ func newApp(stdout, stderr io.Writer, fallback string) *cli.App {
 					"FILE:LINE: message and exits 1. An haproxy.cfg (recognised by its content) is\n" +
 					"checked as `fulcrum import` converts it: each line fulcrum would not run is an\n" +
 					"error; the lines it runs differently or has built in are listed too.",
-				Flags: []cli.Flag{configFlag},
+				Flags: []cli.Flag{configFlag, localPeerFlag},
 				Action: func(c *cli.Context) error {
 					path, err := configPath(c.String("config"), fallback)
 					if err != nil {
@@ -111,6 +116,9 @@ func newApp(stdout, stderr io.Writer, fallback string) *cli.App {
 						if !n.Kind.Blocking() {
 							fmt.Fprintf(stderr, "%s:%s\n", path, n)
 						}
+					}
+					if err == nil {
+						err = checkLocalPeers(cfg, c.String("localpeer"))
 					}
 					if err != nil {
 						return cli.Exit(err.Error(), 1)
@@ -193,6 +201,9 @@ type serveOptions struct {
 	// upstreams): each proxied connection then costs a third descriptor,
 	// which sizing maxconn from the descriptor limit counts (limits.go).
 	serversInProcess bool
+	// localPeer is run --localpeer: the local peer's name in every
+	// [[peers]] section ("" = the section's localpeer, else the host name).
+	localPeer string
 }
 
 // serveWith is serve with its options. SIGHUP, the Runtime API's reload
@@ -237,13 +248,30 @@ func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serve
 	if opts.load != nil {
 		r.load = opts.load
 	}
-	setupStats(p, r.change) // stats page and /metrics on [frontend.stats] (stats.go)
+	// A reload is refused, as a start is, when a [[peers]] section has no
+	// member named as the local peer.
+	r.peers.local = opts.localPeer
+	load := r.load
+	r.load = func() (*conf.Config, error) {
+		cfg, err := load()
+		if err == nil {
+			err = checkLocalPeers(cfg, opts.localPeer)
+		}
+		return cfg, err
+	}
+	setupStats(p, r.change, r.peers.status) // stats page and /metrics on [frontend.stats] (stats.go)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	if err := p.Start(); err != nil {
 		return cli.Exit("fulcrum: "+err.Error(), 1)
 	}
+	// [[peers]]: stick tables shared with the other members (peers.go).
+	if err := r.peers.start(cfg, p); err != nil {
+		p.Shutdown(context.Background())
+		return cli.Exit("fulcrum: "+err.Error(), 1)
+	}
+	defer r.peers.stop() // after the graceful stop: the last changes still go out
 	r.stopChecks = startChecks(p, log)
 	defer func() { r.stopChecks() }()             // after the graceful stop, as HAProxy's checks
 	stopRuntime, err := startRuntime(cfg, r, log) // Runtime API sockets (runtime.go)

@@ -43,6 +43,9 @@ type reloader struct {
 	stopChecks func()       // stops the current proxy's checker
 	api        *runtime.API // nil when no stats socket is configured
 	closed     bool         // stopping: no more reloads
+	// peers runs the [[peers]] sections; a reload reconfigures them on
+	// the new proxy's tables once it serves.
+	peers *peersRunner
 
 	retiring sync.WaitGroup // old proxies finishing their in-flight work
 	// abortCtx ends when the final stop's hard_stop_after expires: the old
@@ -56,7 +59,7 @@ var errStopping = errors.New("stopping: reload refused")
 
 // newReloader returns the reloader of p, which serves cfg and has started.
 func newReloader(cfg *conf.Config, p *proxy.Proxy, logw io.Writer, log zerolog.Logger) *reloader {
-	r := &reloader{path: cfg.File, logw: logw, log: log, cfg: cfg, stopChecks: func() {}}
+	r := &reloader{path: cfg.File, logw: logw, log: log, cfg: cfg, stopChecks: func() {}, peers: &peersRunner{log: log}}
 	r.load = func() (*conf.Config, error) { return loadConfig(r.path) }
 	r.abortCtx, r.abortRetire = context.WithCancel(context.Background())
 	r.cur.Store(p)
@@ -105,7 +108,7 @@ func (r *reloader) reload() error {
 		r.stopChecks()
 		p, err = proxy.NewFrom(old, cfg, log)
 		if err == nil {
-			setupStats(p, r.change)
+			setupStats(p, r.change, r.peers.status)
 			check.Inherit(p, old)
 			err = p.StartFrom(old)
 			if err != nil {
@@ -134,6 +137,7 @@ func (r *reloader) reload() error {
 		return err
 	}
 	r.stopChecks = startChecks(p, log)
+	r.peers.reload(cfg, p)
 	hardStop := r.cfg.Global.HardStopAfter
 	r.cfg, r.log = cfg, log
 	r.retiring.Add(1)

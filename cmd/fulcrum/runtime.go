@@ -28,6 +28,7 @@ func startRuntime(cfg *conf.Config, r *reloader, log zerolog.Logger) (stop func(
 		Timeout: cfg.Global.StatsTimeout,
 		Facts:   processFacts,
 		Reload:  r.reload,
+		Peers:   r.peers.status,
 	})
 	r.mu.Lock()
 	r.api = api

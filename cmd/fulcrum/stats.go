@@ -9,6 +9,7 @@ import (
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy"
 	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
+	"github.com/fulcrum-proxy/fulcrum/proxy/peers"
 	"github.com/fulcrum-proxy/fulcrum/stats"
 )
 
@@ -16,8 +17,9 @@ import (
 // /metrics on every frontend whose [frontend.stats] is enabled. It must run
 // before p.Start (local handlers are fixed once the frontend listens).
 // change runs the page's admin actions on the proxy serving then (see
-// reloader.change).
-func setupStats(p *proxy.Proxy, change func(func(*proxy.Proxy))) {
+// reloader.change). peersStatus gives the [[peers]] sections' state for
+// the page's peers section and the per-peer metrics.
+func setupStats(p *proxy.Proxy, change func(func(*proxy.Proxy)), peersStatus func() []peers.Status) {
 	for _, fe := range p.Frontends {
 		sc := fe.Conf.Stats
 		if sc == nil {
@@ -28,6 +30,7 @@ func setupStats(p *proxy.Proxy, change func(func(*proxy.Proxy))) {
 		cfg := stats.PageConfig{
 			URI: sc.URI, Refresh: sc.Refresh, Auth: sc.Auth, Authenticator: stats.NewAuth(sc.Auth),
 			HideVersion: sc.HideVersion, Admin: statsAdmin(sc), Facts: processFacts, Change: change,
+			Peers: peersStatus,
 		}
 		// /metrics first: a page at "/" must not hide it.
 		fe.SetLocalHandler("/metrics", stats.NewMetrics(p, cfg))

@@ -58,6 +58,9 @@ type PeerStatus struct {
 	LastMessage     time.Time // its last message of any kind (zero: none)
 	LastHeartbeat   time.Time // its last heartbeat message (zero: none)
 	Lag             time.Duration
+	// DictTX and DictRX are the session's server_key caches by index
+	// ("" = none), for `show peers dict`.
+	DictTX, DictRX [dictSize]string
 }
 
 // SessionStatus is a session's state.
@@ -136,6 +139,7 @@ func (m *Mesh) peerStatus(p *peer, now time.Time) PeerStatus {
 		if !s.out {
 			ss.Src, ss.Dst = addrString(s.c.RemoteAddr()), addrString(s.c.LocalAddr())
 		}
+		ps.DictTX, ps.DictRX = dictSnapshot(&s.tx, &s.rx)
 		ps.Session = ss
 	} else if p.dialing {
 		ps.Active = true

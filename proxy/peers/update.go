@@ -22,6 +22,7 @@ package peers
 
 import (
 	"encoding/binary"
+	"sync"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
 )
@@ -33,6 +34,7 @@ const dictSize = 128
 // dictTx is the cache of server_key values sent on a session: the id a
 // value last got. Ids are given round-robin, evicting the oldest.
 type dictTx struct {
+	mu   sync.Mutex     // show peers dict reads it
 	ids  map[string]int // value to index (id - 1)
 	ring [dictSize]string
 	next int
@@ -41,6 +43,8 @@ type dictTx struct {
 // index returns the index of s and whether the peer already knows it; a
 // new value takes the next index, evicting the value there.
 func (t *dictTx) index(s string) (int, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if i, ok := t.ids[s]; ok {
 		return i, true
 	}
@@ -58,7 +62,21 @@ func (t *dictTx) index(s string) (int, bool) {
 }
 
 // dictRx is the cache of server_key values received on a session, by id-1.
-type dictRx [dictSize]string
+type dictRx struct {
+	mu  sync.Mutex // show peers dict reads it
+	ids [dictSize]string
+}
+
+// snapshot returns the caches' values by index ("" = none).
+func dictSnapshot(tx *dictTx, rx *dictRx) (txs, rxs [dictSize]string) {
+	tx.mu.Lock()
+	txs = tx.ring
+	tx.mu.Unlock()
+	rx.mu.Lock()
+	rxs = rx.ids
+	rx.mu.Unlock()
+	return txs, rxs
+}
 
 // update is one update to send: which message, and the entry's content.
 type update struct {
@@ -236,15 +254,17 @@ func decodeDictEntry(c *cursor, rx *dictRx) (string, bool) {
 	if c.bad || sub.bad || id == 0 || id > dictSize {
 		return "", false
 	}
+	rx.mu.Lock()
+	defer rx.mu.Unlock()
 	if len(sub.b) == 0 {
-		return rx[id-1], true
+		return rx.ids[id-1], true
 	}
 	v := sub.bytes(sub.varint())
 	if sub.bad || len(sub.b) != 0 {
 		return "", false
 	}
-	if string(v) != rx[id-1] { // keep the string already there
-		rx[id-1] = string(v)
+	if string(v) != rx.ids[id-1] { // keep the string already there
+		rx.ids[id-1] = string(v)
 	}
-	return rx[id-1], true
+	return rx.ids[id-1], true
 }
