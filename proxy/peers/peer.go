@@ -64,8 +64,7 @@ type peerTable struct {
 	// epoch changes whenever the cursors are reset (a new session, a
 	// resync request): a writer commits what it pushed only if the epoch
 	// it started with is still the table's.
-	epoch  uint64
-	commit uint64 // largest id pushed, HAProxy's commitupdate
+	epoch uint64
 }
 
 // tablesFor returns p's cursors for tables, keeping those of the tables

@@ -575,7 +575,7 @@ func (s *session) push(j job) (bool, error) {
 	m.mu.Lock()
 	if pt.epoch == j.epoch && s.p.sess == s {
 		pt.lastPushed = next
-		pt.commit = max(pt.commit, next)
+		tb.committed(next)
 		s.p.lastLocalTable = s.lastLocal
 	}
 	m.mu.Unlock()

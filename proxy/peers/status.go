@@ -162,7 +162,7 @@ func (m *Mesh) peerStatus(p *peer, now time.Time) PeerStatus {
 		ts := PeerTableStatus{TableRef: *ref(pt), Flags: pt.flags, RemoteData: pt.remoteData,
 			LastAcked: pt.lastAcked, LastPushed: uint32(pt.lastPushed), LastGet: pt.lastGet.Load(),
 			TeachingOrigin: uint32(pt.teachingOrigin), Update: uint32(pt.update), TablePtr: ptrOf(tb),
-			TableUpdate: uint32(cur + tb.learned.Load()), LocalUpdate: uint32(cur), CommitUpdate: uint32(pt.commit)}
+			TableUpdate: uint32(cur + tb.learned.Load()), LocalUpdate: uint32(cur), CommitUpdate: uint32(tb.commit.Load())}
 		if at := tb.oldestAfter(pt.update); at != 0 && !p.local {
 			ts.Lag = max(now.Sub(time.UnixMilli(at)), 0)
 		}

@@ -46,6 +46,18 @@ type table struct {
 	// learned counts the entries learned from peers (remote touches),
 	// HAProxy's share of stktable.update that is not local.
 	learned atomic.Uint64
+	// commit is the largest id pushed to a peer, HAProxy's commitupdate.
+	commit atomic.Uint64
+}
+
+// committed records that id was pushed to a peer.
+func (tb *table) committed(id uint64) {
+	for {
+		c := tb.commit.Load()
+		if id <= c || tb.commit.CompareAndSwap(c, id) {
+			return
+		}
+	}
 }
 
 // learnedAdd counts an entry learned from a peer.
