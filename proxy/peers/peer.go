@@ -41,6 +41,8 @@ type peer struct {
 
 	updatesSent     atomic.Uint64
 	updatesReceived atomic.Uint64
+	bytesSent       atomic.Uint64 // after the handshake
+	bytesReceived   atomic.Uint64
 	lastRecv        atomic.Int64 // unix ns of the last message received
 	lastHbt         atomic.Int64 // unix ns of the last heartbeat received
 	aliveSeen       int64        // lastRecv when the sync loop last looked

@@ -37,7 +37,8 @@ type session struct {
 	// peer's.
 	established bool
 
-	calls atomic.Uint64 // messages read and writer rounds (show peers' task_calls)
+	calls    atomic.Uint64 // messages read and writer rounds (show peers' task_calls)
+	counting atomic.Bool   // count the bytes read: the session runs
 
 	wake chan struct{} // wakes the writer
 	done chan struct{} // closed by close
@@ -79,13 +80,29 @@ func (w connWriter) Write(b []byte) (int, error) {
 	w.s.wmu.Lock()
 	defer w.s.wmu.Unlock()
 	w.s.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
-	return w.s.c.Write(b)
+	n, err := w.s.c.Write(b)
+	if p := w.s.p; p != nil {
+		p.bytesSent.Add(uint64(n))
+	}
+	return n, err
+}
+
+// connReader reads from the session's connection, counting the bytes once
+// the session has its peer.
+type connReader struct{ s *session }
+
+func (r connReader) Read(b []byte) (int, error) {
+	n, err := r.s.c.Read(b)
+	if p := r.s.p; p != nil && r.s.counting.Load() {
+		p.bytesReceived.Add(uint64(n))
+	}
+	return n, err
 }
 
 func newSession(m *Mesh, p *peer, c net.Conn, out bool) *session {
 	s := &session{m: m, p: p, c: c, out: out, wake: make(chan struct{}, 1), done: make(chan struct{}),
 		defined: map[*peerTable]bool{}, remote: map[uint64]*remoteTable{}}
-	s.br = bufio.NewReaderSize(c, 32<<10)
+	s.br = bufio.NewReaderSize(connReader{s}, 32<<10)
 	s.bw = bufio.NewWriterSize(connWriter{s}, 32<<10)
 	s.rd.r = s.br
 	return s
@@ -143,6 +160,7 @@ var errPeerError = errors.New("the peer reported an error")
 // run runs an established session until it ends.
 func (s *session) run() {
 	s.c.SetDeadline(time.Time{})
+	s.counting.Store(true)
 	start := time.Now()
 	var wg sync.WaitGroup
 	wg.Add(1)

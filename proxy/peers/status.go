@@ -55,6 +55,8 @@ type PeerStatus struct {
 	Fulcrum         bool      // the peer is fulcrum
 	UpdatesSent     uint64    // updates sent to it, lessons included
 	UpdatesReceived uint64    // updates received from it
+	BytesSent       uint64    // bytes sent to it, after the handshakes
+	BytesReceived   uint64    // bytes received from it, after the handshakes
 	LastMessage     time.Time // its last message of any kind (zero: none)
 	LastHeartbeat   time.Time // its last heartbeat message (zero: none)
 	Lag             time.Duration
@@ -121,7 +123,8 @@ func (m *Mesh) peerStatus(p *peer, now time.Time) PeerStatus {
 	ps := PeerStatus{Ptr: ptrOf(p), Name: p.name, Local: p.local, Addr: p.addr, Status: statusName(p.status),
 		LastHdshk: p.lastHdshk, Reconnect: p.reconnect, Heartbeat: p.heartbeat, Confirm: p.confirm,
 		TxHbt: p.txHbt, RxHbt: p.rxHbt, NoHbt: p.noHbt, NewConn: p.newConn, ProtoErr: p.protoErr, Coll: p.coll,
-		Flags: p.flags, UpdatesSent: p.updatesSent.Load(), UpdatesReceived: p.updatesReceived.Load()}
+		Flags: p.flags, UpdatesSent: p.updatesSent.Load(), UpdatesReceived: p.updatesReceived.Load(),
+		BytesSent: p.bytesSent.Load(), BytesReceived: p.bytesReceived.Load()}
 	if t := p.lastRecv.Load(); t != 0 {
 		ps.LastMessage = time.Unix(0, t)
 	}
