@@ -50,7 +50,7 @@ http_request = ["track-sc0 src table web"]
 
 [[backend]]
 name = "web"
-stick_table = { type = "ip", size = 1024, expire = "1m", store = ["http_req_cnt", "http_req_rate(10s)"], peers = "mesh" }
+stick_table = { type = "ip", size = {{if .Size}}{{.Size}}{{else}}1024{{end}}, expire = "1m", store = ["http_req_cnt", "http_req_rate(10s)"], peers = "mesh" }
 stick = ["on src"]
 
 [[backend.server]]
@@ -85,6 +85,7 @@ type peersVars struct {
 	Sock, Bind string
 	Up         []string
 	Limit      int
+	Size       int // of table web, 0 = 1024
 	Peers      []member
 }
 
@@ -112,16 +113,25 @@ func startFulcrumPeer(t *testing.T, name string, vars peersVars) *fulcrumPeer {
 	vars.Sock = filepath.Join(dir, "admin.sock")
 	vars.Bind = freePort(t)
 	f := &fulcrumPeer{t: t, name: name, vars: vars, path: filepath.Join(dir, "fulcrum.toml")}
-	var b bytes.Buffer
-	if err := peersConfig.Execute(&b, vars); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(f.path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	f.write(vars)
 	f.start()
 	t.Cleanup(f.stop)
 	return f
+}
+
+// write makes vars the configuration file's content (the frontend stays
+// at the address it got).
+func (f *fulcrumPeer) write(vars peersVars) {
+	f.t.Helper()
+	vars.Sock, vars.Bind = f.vars.Sock, f.vars.Bind
+	f.vars = vars
+	var b bytes.Buffer
+	if err := peersConfig.Execute(&b, vars); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.WriteFile(f.path, b.Bytes(), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
 }
 
 // start serves the configuration (again, after stop).
@@ -464,4 +474,67 @@ func TestPeersAggregateRateLimit(t *testing.T) {
 			t.Errorf("%s: rate %d (%v), want about 300", f.name, rate, e)
 		}
 	}
+}
+
+// peerCounter returns counter name (new_conn, coll...) of peer in a show
+// peers reply.
+func peerCounter(reply, peer, name string) string {
+	m := regexp.MustCompile(`id=` + peer + `\(remote[^\n]*\n[^\n]*` + name + `=(\d+)`).FindStringSubmatch(reply)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// TestPeersReload: a reload that keeps a shared table keeps the session
+// and the entries (no reconnection, no resync); one that redefines the
+// table (its size) starts the new table from the old one's entries, and
+// the members carry on replicating both ways.
+func TestPeersReload(t *testing.T) {
+	up := upstreams(t, 2)
+	peers := []member{{"a", freePort(t)}, {"b", freePort(t)}}
+	vars := peersVars{Up: up, Peers: peers}
+	a := startFulcrumPeer(t, "a", vars)
+	b := startFulcrumPeer(t, "b", vars)
+	waitIdle(t, "a", a.cmd)
+	waitIdle(t, "b", b.cmd)
+	getFrom(t, "127.0.0.11", b.addr)
+	waitEntry(t, time.Second, "a", a.cmd, "127.0.0.11", map[string]string{"http_req_cnt": "1"})
+	before := a.cmd("show peers")
+
+	// Same configuration: the session and the table stay.
+	if out := a.cmd("reload"); !strings.HasPrefix(out, "Success=1") {
+		t.Fatalf("reload: %q", out)
+	}
+	after := a.cmd("show peers")
+	for _, c := range []string{"new_conn", "coll"} {
+		if x, y := peerCounter(before, "b", c), peerCounter(after, "b", c); x == "" || x != y {
+			t.Errorf("plain reload: %s of peer b went from %q to %q (the session must stay)", c, x, y)
+		}
+	}
+	if e := tableEntry(a.cmd("show table web"), "127.0.0.11"); e["http_req_cnt"] != "1" {
+		t.Errorf("plain reload: entry %v, want http_req_cnt=1", e)
+	}
+	getFrom(t, "127.0.0.12", a.addr)
+	waitEntry(t, time.Second, "b after a's reload", b.cmd, "127.0.0.12", map[string]string{"http_req_cnt": "1"})
+
+	// The table redefined: the new one starts from the old one's entries.
+	vars.Size = 2048
+	a.write(vars)
+	if out := a.cmd("reload"); !strings.HasPrefix(out, "Success=1") {
+		t.Fatalf("reload: %q", out)
+	}
+	reply := a.cmd("show table web")
+	if !strings.Contains(reply, "size:2048") {
+		t.Fatalf("the reload did not redefine the table:\n%s", reply)
+	}
+	for _, k := range []string{"127.0.0.11", "127.0.0.12"} {
+		if e := tableEntry(reply, k); e["http_req_cnt"] != "1" {
+			t.Errorf("redefining reload: entry %s: %v, want http_req_cnt=1", k, e)
+		}
+	}
+	getFrom(t, "127.0.0.13", a.addr)
+	waitEntry(t, 5*time.Second, "b after a's redefining reload", b.cmd, "127.0.0.13", map[string]string{"http_req_cnt": "1"})
+	getFrom(t, "127.0.0.14", b.addr)
+	waitEntry(t, 5*time.Second, "a's new table", a.cmd, "127.0.0.14", map[string]string{"http_req_cnt": "1"})
 }
