@@ -154,5 +154,8 @@ func ago(t, now time.Time) string {
 	if d < time.Second {
 		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
 	}
+	if d < time.Minute {
+		return d.Round(100 * time.Millisecond).String()
+	}
 	return d.Truncate(time.Second).String()
 }
