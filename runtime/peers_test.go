@@ -243,3 +243,19 @@ func TestShowPeersHAProxyParity(t *testing.T) {
 		t.Errorf("show peers differs from HAProxy 2.6's (%s):\ngot:\n%s\nwant:\n%s", golden, b.String(), want)
 	}
 }
+
+// TestHumanTime checks HAProxy's human_time: at most two units.
+func TestHumanTime(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"}, {999 * time.Millisecond, "0s"}, {5 * time.Second, "5s"}, {time.Minute, "1m"},
+		{65 * time.Second, "1m5s"}, {time.Hour, "1h"}, {3661 * time.Second, "1h1m"},
+		{26*time.Hour + 5*time.Second, "1d2h"}, {24 * time.Hour, "1d"}, {-time.Second, "?"},
+	} {
+		if got := humanTime(tc.d); got != tc.want {
+			t.Errorf("humanTime(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}
