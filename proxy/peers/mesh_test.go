@@ -1,11 +1,18 @@
 package peers
 
 import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
 	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
+	"github.com/rs/zerolog"
 )
 
 func ip(t testing.TB, s string) stick.Key {
@@ -59,5 +66,130 @@ func dumpStatus(t testing.TB, c *cluster) {
 				t.Logf("    %+v", pt)
 			}
 		}
+	}
+}
+
+// TestHostilePeer: a peer that sends a malformed update gets the protocol
+// error message, its session is closed with a log line, and the table is
+// as it was; one that announces a message too large gets the size error.
+func TestHostilePeer(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		stream  func(def *localDef) []byte
+		errCode byte
+		reqCnt  int64 // after the session
+	}{
+		{"malformed update", func(def *localDef) []byte {
+			b, _ := appendDefine(nil, nil, def, false)
+			// An update whose data stops inside the key.
+			return appendMessage(b, classStickTable, stktUpdate, []byte{0, 0, 0, 1, 10, 0})
+		}, errProtocol, 1},
+		{"bad server_key id", func(def *localDef) []byte {
+			b, _ := appendDefine(nil, nil, def, false)
+			var d stick.Data
+			d.Types = 1 << stick.HTTPReqCnt
+			d.Val[stick.HTTPReqCnt] = 5
+			u := update{id: 1, withID: true, key: []byte{10, 0, 0, 1}, data: &d}
+			b, _ = appendUpdate(b, nil, def, &u, &dictTx{})
+			// The same entry, then a dictionary id above 128.
+			return appendMessage(b, classStickTable, stktUpdate, []byte{0, 0, 0, 2, 10, 0, 0, 1, 0, 2, 0xf0, 0x10})
+		}, errProtocol, 5}, // the valid update stored, not the other
+		{"too large", func(*localDef) []byte {
+			return appendVarint([]byte{classStickTable, stktUpdate}, maxMessage+1)
+		}, errSizeLimit, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln := listen(t)
+			tb := ipTable(t, "st", 0, "http_req_cnt", "server_key")
+			k := ip(t, "10.0.0.1")
+			e := tb.Get(k)
+			tb.Update(e, stick.HTTPReqCnt)
+			tb.Release(e)
+			logs := &testutil.SyncBuffer{}
+			m, err := New(Config{Name: "mesh", Local: "a", Tables: []TableConfig{{Table: tb}},
+				Peers: []PeerConfig{{Name: "a", Addr: ln.Addr().String()}, {Name: "evil", Addr: freePort(t)}}}, zerolog.New(logs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.StartListener(ln)
+			t.Cleanup(m.Stop)
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			br := bufio.NewReader(c)
+			fmt.Fprintf(c, "HAProxyS 2.1\na\nevil 1 1\n")
+			if line, err := readLine(br); err != nil || line != "200" {
+				t.Fatalf("status %q %v", line, err)
+			}
+			def := newTable(1, TableConfig{Table: tb}).def
+			c.Write(tc.stream(&def))
+			// Read what the mesh sends until it closes: the last message
+			// is the error.
+			all, _ := io.ReadAll(br)
+			if n := len(all); n < 2 || all[n-2] != classError || all[n-1] != tc.errCode {
+				t.Fatalf("the mesh's last bytes: % x, want the error message 01 %02x", all[max(0, len(all)-8):], tc.errCode)
+			}
+			waitFor(t, 2*time.Second, "the log line", func() bool { return strings.Contains(logs.String(), "peers: session closed") })
+			if !strings.Contains(logs.String(), `"peer":"evil"`) || !strings.Contains(logs.String(), `"level":"warn"`) {
+				t.Errorf("log: %s", logs.String())
+			}
+			if v := value(tb, k, stick.HTTPReqCnt); v != tc.reqCnt {
+				t.Errorf("http_req_cnt after the hostile session: %d, want %d", v, tc.reqCnt)
+			}
+			if tb.Used() != 1 {
+				t.Errorf("%d entries, want 1", tb.Used())
+			}
+			if st := peerStatus(m, "evil"); st.ProtoErr != 1 {
+				t.Errorf("proto_err %d, want 1", st.ProtoErr)
+			}
+		})
+	}
+}
+
+// TestResumeAfterDrop: when a session drops and comes back, each side
+// pushes only what the other has not acknowledged (no lesson, nothing sent
+// twice), changes made meanwhile included.
+func TestResumeAfterDrop(t *testing.T) {
+	c := newCluster(t, 2)
+	ta := ipTable(t, "st", 0, "http_req_cnt")
+	tb := ipTable(t, "st", 0, "http_req_cnt")
+	ma := c.start(t, 0, TableConfig{Table: ta})
+	mb := c.start(t, 1, TableConfig{Table: tb})
+	c.waitSettled(t)
+	for _, m := range []*Mesh{ma, mb} { // the start's resync is over
+		m.mu.Lock()
+		m.flags |= meshResyncState
+		m.mu.Unlock()
+	}
+	bump := func(tbl *stick.Table, k stick.Key) {
+		e := tbl.Get(k)
+		tbl.Update(e, stick.HTTPReqCnt)
+		tbl.Release(e)
+	}
+	k1, k2 := ip(t, "10.0.0.1"), ip(t, "10.0.0.2")
+	bump(ta, k1)
+	waitFor(t, 5*time.Second, "k1 on b", func() bool { return value(tb, k1, stick.HTTPReqCnt) == 1 })
+	waitFor(t, 5*time.Second, "a's update acknowledged", func() bool { return peerStatus(ma, "b").Tables[0].Update == 1 })
+	recv := peerStatus(mb, "a").UpdatesReceived
+	conns := peerStatus(ma, "b").NewConn + peerStatus(mb, "a").NewConn
+
+	ma.mu.Lock()
+	s := ma.peer("b").sess
+	ma.mu.Unlock()
+	s.close(fmt.Errorf("test: connection dropped"))
+	bump(ta, k2)
+	waitFor(t, 5*time.Second, "k2 on b", func() bool { return value(tb, k2, stick.HTTPReqCnt) == 1 })
+	c.waitSettled(t)
+	if got := peerStatus(mb, "a").UpdatesReceived - recv; got != 1 {
+		t.Errorf("b received %d updates after the reconnection, want 1 (k2 only)", got)
+	}
+	if n := peerStatus(ma, "b").NewConn + peerStatus(mb, "a").NewConn; n <= conns {
+		t.Errorf("no new connection after the drop (%d, then %d)", conns, n)
+	}
+	if v := value(tb, k1, stick.HTTPReqCnt); v != 1 {
+		t.Errorf("k1 on b: %d, want 1", v)
 	}
 }
