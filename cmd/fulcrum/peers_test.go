@@ -538,3 +538,41 @@ func TestPeersReload(t *testing.T) {
 	getFrom(t, "127.0.0.14", b.addr)
 	waitEntry(t, 5*time.Second, "a's new table", a.cmd, "127.0.0.14", map[string]string{"http_req_cnt": "1"})
 }
+
+// TestCheckLocalPeer: check (as run) needs a member named as the local
+// peer: --localpeer, else the section's localpeer, else the host name.
+func TestCheckLocalPeer(t *testing.T) {
+	cfg := writeFile(t, "peers.toml", `
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+default_backend = "web"
+
+[[backend]]
+name = "web"
+stick_table = { type = "ip", size = 10, peers = "mesh" }
+
+[[backend.server]]
+name = "s1"
+address = "127.0.0.1:9001"
+
+[[peers]]
+name = "mesh"
+peer = [{ name = "lb1", address = "127.0.0.1:10000" }, { name = "lb2", address = "127.0.0.1:10001" }]
+`)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--localpeer", "lb2"}, 0, "configuration is valid\n"},
+		{[]string{"-L", "lb1"}, 0, "configuration is valid\n"},
+		{[]string{"--localpeer", "lb3"}, 1, cfg + `:15: peers "mesh": no peer named "lb3", the local peer's name (localpeer, --localpeer or the host name)` + "\n"},
+	} {
+		var out bytes.Buffer
+		args := append([]string{"fulcrum", "check", "-c", cfg}, tc.args...)
+		if code := run(args, &out, &out); code != tc.code || out.String() != tc.want {
+			t.Errorf("%v: exit %d, output %q, want exit %d, %q", tc.args, code, out.String(), tc.code, tc.want)
+		}
+	}
+}
