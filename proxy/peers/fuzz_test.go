@@ -201,3 +201,18 @@ func TestCaptureHAProxyStream(t *testing.T) {
 	}
 	t.Logf("%d bytes from HAProxy", got.Len())
 }
+
+// FuzzHandshake feeds arbitrary bytes to the acceptor's handshake: it
+// answers a status or an error, and never panics.
+func FuzzHandshake(f *testing.F) {
+	for _, s := range []string{"HAProxyS 2.1\nme\nhap 1 1\n", "HAProxyS 2.0\r\nme\r\nfulc 2 1 fulcrum/1\r\n", "HAProxyS 9\n", "x\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h, code, err := readHello(bufio.NewReader(bytes.NewReader(data)), "me", func(n string) bool { return n == "hap" || n == "fulc" })
+		if err == nil && code == statusSuccess && h.peer != "hap" && h.peer != "fulc" {
+			t.Fatalf("accepted unknown peer %q", h.peer)
+		}
+		parseStatus(string(data))
+	})
+}
