@@ -225,3 +225,94 @@ func TestHAProxyBothWays(t *testing.T) {
 		t.Errorf("HAProxy's exp=%d, want about 60000", exp)
 	}
 }
+
+// TestHAProxyAllTypes sends every data type fulcrum stores through
+// HAProxy 2.6, each with its own value, both ways: fulcrum's entry as
+// HAProxy's show table prints it, and HAProxy's (set table) as fulcrum
+// reads it. conn_cur is never learned.
+func TestHAProxyAllTypes(t *testing.T) {
+	needHAProxy(t)
+	types := stick.DataTypes()
+	var store []string
+	for _, d := range types {
+		name := d.String()
+		if d.IsRate() {
+			name += "(10s)"
+		}
+		store = append(store, name)
+	}
+	ln := listen(t)
+	peers := []PeerConfig{{Name: "hap", Addr: freePort(t)}, {Name: "fulc", Addr: ln.Addr().String()}}
+	h := startHAProxy(t, "hap", peers, strings.Join(store, ","), freePort(t))
+	tb := ipTable(t, "st", 0, store...)
+	m, err := New(Config{Name: "mesh", Local: "fulc", Peers: peers, Tables: []TableConfig{{Table: tb}}}, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.StartListener(ln)
+	t.Cleanup(m.Stop)
+	waitFor(t, 10*time.Second, "the session with HAProxy", func() bool { return settled(m) })
+
+	// fulcrum to HAProxy: type i gets value 100+i (the server id 7).
+	k := ip(t, "198.51.100.1")
+	var set []stick.Assign
+	want := map[string]string{}
+	for i, d := range types {
+		v := int64(100 + i)
+		switch d {
+		case stick.ServerKey:
+			continue
+		case stick.ServerID:
+			v = 7
+		}
+		set = append(set, stick.Assign{Type: d, Value: v})
+		name := d.String()
+		if d.IsRate() {
+			name += "(10000)"
+		}
+		want[name] = strconv.FormatInt(v, 10)
+	}
+	want["conn_cur"] = "0"
+	want["server_key"] = "srv7"
+	tb.Set(k, set)
+	e := tb.Lookup(k)
+	tb.SetServer(e, 7, "srv7")
+	tb.Release(e)
+	var got map[string]string
+	waitFor(t, 2*time.Second, "fulcrum's entry in HAProxy", func() bool {
+		got = h.entry(t, "198.51.100.1")
+		return got != nil && got["server_key"] == "srv7"
+	})
+	for name, v := range want {
+		if got[name] != v {
+			t.Errorf("HAProxy's %s: %q, want %q", name, got[name], v)
+		}
+	}
+
+	// HAProxy to fulcrum: type i gets value 200+i.
+	var cmd strings.Builder
+	cmd.WriteString("set table st key 198.51.100.2")
+	for i, d := range types {
+		if d == stick.ServerKey {
+			continue
+		}
+		fmt.Fprintf(&cmd, " data.%s %d", d, 200+i)
+	}
+	if out := h.cli(t, cmd.String()); strings.TrimSpace(out) != "" {
+		t.Fatalf("%s: %q", cmd.String(), out)
+	}
+	k2 := ip(t, "198.51.100.2")
+	waitFor(t, 2*time.Second, "HAProxy's entry in fulcrum", func() bool { return value(tb, k2, stick.GPC1) == int64(200+int(stick.GPC1)) })
+	for i, d := range types {
+		if d == stick.ServerKey {
+			continue
+		}
+		want := int64(200 + i)
+		if d == stick.ConnCur {
+			want = 0
+		}
+		if v := value(tb, k2, d); v != want {
+			t.Errorf("fulcrum's %s: %d, want %d", d, v, want)
+		}
+	}
+}
