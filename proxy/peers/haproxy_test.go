@@ -316,3 +316,58 @@ func TestHAProxyAllTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestAggregateWithHAProxy: two fulcrum members add up an aggregate
+// table's counts; HAProxy, a member too, receives the sums as an ordinary
+// table, and its own counts are not added to fulcrum's.
+func TestAggregateWithHAProxy(t *testing.T) {
+	needHAProxy(t)
+	lns := []net.Listener{listen(t), listen(t)}
+	peers := []PeerConfig{{Name: "hap", Addr: freePort(t)}, {Name: "a", Addr: lns[0].Addr().String()}, {Name: "b", Addr: lns[1].Addr().String()}}
+	h := startHAProxy(t, "hap", peers, "http_req_cnt", freePort(t))
+	var tabs []*stick.Table
+	var meshes []*Mesh
+	for i, local := range []string{"a", "b"} {
+		tb := ipTable(t, "st", 2, "http_req_cnt")
+		m, err := New(Config{Name: "mesh", Local: local, Peers: peers, Tables: []TableConfig{{Table: tb, Aggregate: true}}}, testLog(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.StartListener(lns[i])
+		t.Cleanup(m.Stop)
+		tabs, meshes = append(tabs, tb), append(meshes, m)
+	}
+	for _, m := range meshes {
+		waitFor(t, 10*time.Second, "the sessions of "+m.localName, func() bool { return settled(m) })
+	}
+	k := ip(t, "127.0.0.1")
+	for i, n := range []int{5, 3} {
+		e := tabs[i].Get(k)
+		for range n {
+			tabs[i].Update(e, stick.HTTPReqCnt)
+		}
+		tabs[i].Release(e)
+	}
+	for i, tb := range tabs {
+		waitFor(t, 2*time.Second, fmt.Sprintf("the sum on member %d", i), func() bool { return value(tb, k, stick.HTTPReqCnt) == 8 })
+	}
+	waitFor(t, 2*time.Second, "the sum in HAProxy", func() bool {
+		e := h.entry(t, "127.0.0.1")
+		return e != nil && e["http_req_cnt"] == "8"
+	})
+	// HAProxy counts two requests of its own (10) and sends its value: the
+	// fulcrum members do not add it.
+	var recv []uint64
+	for _, m := range meshes {
+		recv = append(recv, peerStatus(m, "hap").UpdatesReceived)
+	}
+	h.get(t)
+	h.get(t)
+	waitFor(t, 2*time.Second, "HAProxy's own count", func() bool { return h.entry(t, "127.0.0.1")["http_req_cnt"] == "10" })
+	for i, m := range meshes {
+		waitFor(t, 2*time.Second, "HAProxy's update", func() bool { return peerStatus(m, "hap").UpdatesReceived > recv[i] })
+		if v := value(tabs[i], k, stick.HTTPReqCnt); v != 8 {
+			t.Errorf("member %s after HAProxy's count: %d, want 8", m.localName, v)
+		}
+	}
+}
