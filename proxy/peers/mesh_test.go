@@ -193,3 +193,43 @@ func TestResumeAfterDrop(t *testing.T) {
 		t.Errorf("k1 on b: %d, want 1", v)
 	}
 }
+
+// TestAggregateRestart: three members add up a counter; one restarts with
+// an empty table: it gets the others' counts back, and they drop its old
+// ones once it sends its own again.
+func TestAggregateRestart(t *testing.T) {
+	c := newCluster(t, 3)
+	var tabs []*stick.Table
+	for i := range 3 {
+		tb := ipTable(t, "st", 2, "http_req_cnt", "http_req_rate(10s)")
+		c.start(t, i, TableConfig{Table: tb, Aggregate: true})
+		tabs = append(tabs, tb)
+	}
+	c.waitSettled(t)
+	k := ip(t, "10.9.9.9")
+	count := func(tb *stick.Table, n int) {
+		e := tb.Get(k)
+		for range n {
+			tb.Update(e, stick.HTTPReqCnt, stick.HTTPReqRate)
+		}
+		tb.Release(e)
+	}
+	for i, tb := range tabs {
+		count(tb, i+1) // 1 + 2 + 3
+	}
+	for i, tb := range tabs {
+		waitFor(t, 5*time.Second, fmt.Sprintf("the sum on member %d", i), func() bool {
+			return value(tb, k, stick.HTTPReqCnt) == 6 && value(tb, k, stick.HTTPReqRate) == 6
+		})
+	}
+	// c restarts: a new process, an empty table.
+	c.meshes[2].Stop()
+	fresh := ipTable(t, "st", 2, "http_req_cnt", "http_req_rate(10s)")
+	c.start(t, 2, TableConfig{Table: fresh, Aggregate: true})
+	c.waitSettled(t)
+	waitFor(t, 5*time.Second, "the others' counts on the restarted member", func() bool { return value(fresh, k, stick.HTTPReqCnt) == 3 })
+	count(fresh, 4)
+	for i, tb := range []*stick.Table{tabs[0], tabs[1], fresh} {
+		waitFor(t, 5*time.Second, fmt.Sprintf("the new sum on member %d", i), func() bool { return value(tb, k, stick.HTTPReqCnt) == 7 })
+	}
+}
