@@ -93,7 +93,7 @@ store = ["http_req_cnt", "http_req_rate(10s)"]
 						b.Error(err)
 						return
 					}
-					if err := h.readHead(br); err != nil {
+					if err := h.readHead(br, true); err != nil {
 						b.Error(err)
 						return
 					}
