@@ -54,6 +54,13 @@ type hap struct {
 // httpAddr.
 func startHAProxy(t testing.TB, local string, peers []PeerConfig, store, httpAddr string) *hap {
 	t.Helper()
+	return startHAProxyTable(t, local, peers, "ip", store, httpAddr)
+}
+
+// startHAProxyTable is startHAProxy with table st's type as HAProxy
+// writes it ("ip", "string len 16"...).
+func startHAProxyTable(t testing.TB, local string, peers []PeerConfig, typ, store, httpAddr string) *hap {
+	t.Helper()
 	h := &hap{bin: needHAProxy(t), dir: t.TempDir(), http: httpAddr}
 	h.sock = filepath.Join(h.dir, "admin.sock")
 	var b strings.Builder
@@ -72,8 +79,8 @@ frontend fe
     http-request track-sc0 src table st
     http-request return status 200
 backend st
-    stick-table type ip size 1000 expire 1m peers mesh store %s
-`, httpAddr, store)
+    stick-table type %s size 1000 expire 1m peers mesh store %s
+`, httpAddr, typ, store)
 	h.cfg = filepath.Join(h.dir, "haproxy.cfg")
 	if err := os.WriteFile(h.cfg, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -369,5 +376,66 @@ func TestAggregateWithHAProxy(t *testing.T) {
 		if v := value(tabs[i], k, stick.HTTPReqCnt); v != 8 {
 			t.Errorf("member %s after HAProxy's count: %d, want 8", m.localName, v)
 		}
+	}
+}
+
+// TestHAProxyKeyTypes pairs a table of each key type with HAProxy's (the
+// key size on the wire as HAProxy counts it) and sends an entry each way.
+func TestHAProxyKeyTypes(t *testing.T) {
+	needHAProxy(t)
+	for _, tc := range []struct {
+		hap      string // HAProxy's type
+		typ      stick.KeyType
+		keyLen   int
+		ours     string // a key set on fulcrum's side
+		theirs   string // a key set on HAProxy's side
+		theirsAs string // how fulcrum prints it
+	}{
+		{"ip", stick.KeyIP, 0, "192.0.2.1", "192.0.2.2", "192.0.2.2"},
+		{"ipv6", stick.KeyIPv6, 0, "2001:db8::1", "2001:db8::2", "2001:db8::2"},
+		{"integer", stick.KeyInteger, 0, "4000000000", "77", "77"},
+		{"string", stick.KeyString, 0, "fulcrum-key", "haproxy-key", "haproxy-key"},
+		{"string len 12", stick.KeyString, 12, "twelve-chars", "hap-12-chars", "hap-12-chars"},
+		{"binary len 4", stick.KeyBinary, 4, "0a0b0c0d", "01020304", "01020304"},
+	} {
+		t.Run(tc.hap, func(t *testing.T) {
+			ln := listen(t)
+			peers := []PeerConfig{{Name: "hap", Addr: freePort(t)}, {Name: "fulc", Addr: ln.Addr().String()}}
+			h := startHAProxyTable(t, "hap", peers, tc.hap, "gpc0", freePort(t))
+			s, _ := stick.ParseStore([]string{"gpc0"})
+			tb := stick.New(stick.Config{Name: "st", Type: tc.typ, KeyLen: tc.keyLen, Size: 100, Expire: time.Minute, Store: s})
+			m, err := New(Config{Name: "mesh", Local: "fulc", Peers: peers, Tables: []TableConfig{{Table: tb, KeyLen: tc.keyLen}}}, testLog(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.StartListener(ln)
+			t.Cleanup(m.Stop)
+			waitFor(t, 10*time.Second, "the session with HAProxy", func() bool { return settled(m) })
+			k, err := tb.ParseKey(tc.ours)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tb.Set(k, []stick.Assign{{Type: stick.GPC0, Value: 41}})
+			if tc.typ == stick.KeyBinary {
+				// HAProxy's CLI cannot name a binary key: find it in the dump.
+				waitFor(t, 2*time.Second, "fulcrum's entry in HAProxy", func() bool {
+					out := h.cli(t, "show table st")
+					return strings.Contains(out, "key="+strings.ToUpper(tc.ours)+" use=0 exp=") && strings.Contains(out, "gpc0=41")
+				})
+			} else {
+				waitFor(t, 2*time.Second, "fulcrum's entry in HAProxy", func() bool { return h.entry(t, tc.ours)["gpc0"] == "41" })
+			}
+			if tc.typ == stick.KeyBinary {
+				return // and it cannot set one either
+			}
+			if out := h.cli(t, "set table st key "+tc.theirs+" data.gpc0 42"); strings.TrimSpace(out) != "" {
+				t.Fatalf("set table: %q", out)
+			}
+			k2, _ := tb.ParseKey(tc.theirsAs)
+			waitFor(t, 2*time.Second, "HAProxy's entry in fulcrum", func() bool { return value(tb, k2, stick.GPC0) == 42 })
+			if m.Status().Peers[0].ProtoErr != 0 {
+				t.Error("protocol errors")
+			}
+		})
 	}
 }
