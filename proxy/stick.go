@@ -136,8 +136,11 @@ func (p *Proxy) buildTables(prev *Proxy) error {
 			if old := prev.table(d.c.Name); old != nil && d.c.Peers != "" {
 				// A shared table redefined by the reload starts from the
 				// old one's entries, as HAProxy's new process learns them
-				// from the old one through the local peer: no resync.
+				// from the old one through the local peer: no resync. Its
+				// changes are queued at once (the mesh takes it over when the
+				// reload is done).
 				t.Import(old)
+				t.SetShared(old.Shared())
 			}
 		}
 		ts.list = append(ts.list, t)
