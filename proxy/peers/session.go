@@ -571,14 +571,14 @@ func (s *session) push(j job) (bool, error) {
 	prev := uint64(0)
 	sent := 0
 	for _, sl := range s.slots {
-		exp, ok := tb.t.Export(sl.e, &s.data, own)
-		if !ok {
+		// Changes go untimed, as HAProxy sends them: the peer's expire
+		// applies.
+		if _, ok := tb.t.Export(sl.e, &s.data, own); !ok {
 			continue // gone from the table
 		}
 		if sent == 0 {
 			s.useTable(pt)
 		}
-		_ = exp // changes go untimed, as HAProxy sends them: the peer's expire applies
 		s.kb = tb.t.AppendKeyBytes(s.kb[:0], sl.e.Key())
 		u := update{id: uint32(sl.id), withID: prev == 0 || sl.id != prev+1, key: s.kb, data: &s.data}
 		s.buf, s.scratch = appendUpdate(s.buf, s.scratch, &tb.def, &u, &s.tx)

@@ -176,10 +176,12 @@ type received struct {
 
 // decodeUpdate decodes the data of an update of the table def describes
 // into r and d (d.Types says which fields came; types this side does not
-// store are decoded and dropped). keyLen is the receiving table's key
-// length for strings: a longer string key is cut to it, as HAProxy cuts
-// to its key size. It returns errMalformed when the data does not hold
-// such an update; nothing is stored then.
+// store are decoded and dropped); r.withID and r.timed say which message
+// it is. The key is left as sent: stick.Table.KeyFromBytes cuts a string
+// key to the table's length, as HAProxy cuts to its key size. It returns
+// errMalformed when the data does not hold such an update; the caller
+// then stores nothing. A server_key value is the only thing kept (in rx,
+// the session's cache) from a message that fails later.
 func decodeUpdate(data []byte, def *tableDef, r *received, d *stick.Data, rx *dictRx) error {
 	c := cursor{b: data}
 	if r.withID {
