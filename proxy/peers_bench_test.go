@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
 )
 
@@ -87,21 +88,21 @@ store = ["http_req_cnt", "http_req_rate(10s)"]
 				}
 				defer c.Close()
 				br := bufio.NewReader(c)
-				var h head
+				var h http1.Head
 				for pb.Next() {
 					if _, err := io.WriteString(c, benchRequest); err != nil {
 						b.Error(err)
 						return
 					}
-					if err := h.readHead(br, true); err != nil {
+					if err := h.Read(br, true); err != nil {
 						b.Error(err)
 						return
 					}
-					if err := h.parse(true); err != nil {
+					if err := h.Parse(true); err != nil {
 						b.Error(err)
 						return
 					}
-					br.Discard(int(h.contentLength))
+					br.Discard(int(h.ContentLength()))
 				}
 			})
 		})
