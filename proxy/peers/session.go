@@ -379,8 +379,11 @@ func (s *session) update(typ byte, data []byte) error {
 	if tb.def.aggregate && s.fulcrum && rt.def.aggregate {
 		origin = s.p.origin
 	}
-	if tb.t.Learn(k, &s.rdata, expire, origin) {
+	if e := tb.t.Learn(k, &s.rdata, expire, origin); e != nil {
 		tb.learnedAdd()
+		if origin > 0 {
+			tb.sumChanged(e) // for the peers that get the sums
+		}
 		if s.m.learned != nil {
 			s.m.learned(tb.t, k)
 		}
@@ -563,7 +566,7 @@ func (s *session) push(j job) (bool, error) {
 	pt := j.pt
 	tb := pt.tab
 	var next uint64
-	s.slots, next = tb.since(s.slots[:0], j.from, pushBatch)
+	s.slots, next = tb.since(s.slots[:0], j.from, pushBatch, tb.def.aggregate && !s.fulcrum)
 	if next == j.from {
 		return false, nil
 	}

@@ -166,7 +166,8 @@ func (m *Mesh) peerStatus(p *peer, now time.Time) PeerStatus {
 			LastAcked: pt.lastAcked, LastPushed: uint32(pt.lastPushed), LastGet: pt.lastGet.Load(),
 			TeachingOrigin: uint32(pt.teachingOrigin), Update: uint32(pt.update), TablePtr: ptrOf(tb),
 			TableUpdate: uint32(cur + tb.learned.Load()), LocalUpdate: uint32(cur), CommitUpdate: uint32(tb.commit.Load())}
-		if at := tb.oldestAfter(pt.update); at != 0 && !p.local {
+		sums := tb.def.aggregate && p.sess != nil && !p.sess.fulcrum
+		if at := tb.oldestAfter(pt.update, sums); at != 0 && !p.local {
 			ts.Lag = max(now.Sub(time.UnixMilli(at)), 0)
 		}
 		ps.Lag = max(ps.Lag, ts.Lag)

@@ -17,6 +17,14 @@ package peers
 //
 // Ids are 64 bits here and their low 32 bits on the wire, where HAProxy
 // compares them modulo 2^32.
+//
+// An aggregate table has a second log, of the entries whose sum changed
+// because a fulcrum peer sent its counts (a remote touch, so not in the
+// first log): peers that do not add up (HAProxy) get the sums, and must
+// hear of those changes too. Its ids come from the same counter, so that
+// one acknowledged id says where a session stands in both; sessions with
+// such peers push from the two logs merged in id order, sessions with
+// fulcrum peers from the first only.
 
 import (
 	"sort"
@@ -43,6 +51,13 @@ type table struct {
 	log    []slot     // in id order
 	update uint64     // last id given
 	stale  int        // slots known stale
+
+	// The sum log of an aggregate table: the entries learned from fulcrum
+	// peers since the last drain (sumPending), then their slots and each
+	// entry's latest id there.
+	sumPending map[*stick.Entry]struct{}
+	sumLog     []slot
+	sumIDs     map[*stick.Entry]uint64
 	// learned counts the entries learned from peers (remote touches),
 	// HAProxy's share of stktable.update that is not local.
 	learned atomic.Uint64
@@ -94,6 +109,27 @@ func (tb *table) drain(now time.Time) int {
 		e.SetSyncID(tb.update)
 		tb.log = append(tb.log, slot{id: tb.update, e: e, at: at})
 	})
+	for e := range tb.sumPending {
+		tb.update++
+		tb.sumIDs[e] = tb.update
+		tb.sumLog = append(tb.sumLog, slot{id: tb.update, e: e, at: at})
+		delete(tb.sumPending, e)
+		n++
+	}
+	if len(tb.sumLog) > 2*len(tb.sumIDs)+4096 {
+		kept := tb.sumLog[:0]
+		for _, s := range tb.sumLog {
+			switch {
+			case tb.sumIDs[s.e] != s.id:
+			case !tb.t.Live(s.e):
+				delete(tb.sumIDs, s.e)
+			default:
+				kept = append(kept, s)
+			}
+		}
+		clear(tb.sumLog[len(kept):])
+		tb.sumLog = kept
+	}
 	// Compact when stale slots are half the log, or when the log holds
 	// twice as many slots as the table has entries (entries that left).
 	if tb.stale > 1024 && tb.stale > len(tb.log)/2 || len(tb.log) > 2*tb.t.Used()+4096 {
@@ -116,22 +152,48 @@ func (tb *table) compactLocked() {
 	tb.stale = 0
 }
 
+// sumChanged records that e's sums changed by what a fulcrum peer sent
+// (an aggregate table; the reader of that peer's session calls it).
+func (tb *table) sumChanged(e *stick.Entry) {
+	tb.mu.Lock()
+	if tb.sumPending == nil {
+		tb.sumPending = map[*stick.Entry]struct{}{}
+		tb.sumIDs = map[*stick.Entry]uint64{}
+	}
+	tb.sumPending[e] = struct{}{}
+	tb.mu.Unlock()
+}
+
 // since appends to dst up to n slots with ids above after, skipping the
 // stale ones, and returns them with the id to resume from: the last one
-// looked at (so that stale slots are not looked at again).
-func (tb *table) since(dst []slot, after uint64, n int) ([]slot, uint64) {
+// looked at (so that stale slots are not looked at again). sums merges in
+// the sum log (sessions with peers that do not add up).
+func (tb *table) since(dst []slot, after uint64, n int, sums bool) ([]slot, uint64) {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
-	i := sort.Search(len(tb.log), func(i int) bool { return tb.log[i].id > after })
+	first := func(log []slot) int { return sort.Search(len(log), func(i int) bool { return log[i].id > after }) }
+	i, j := first(tb.log), len(tb.sumLog)
+	if sums {
+		j = first(tb.sumLog)
+	}
 	next := after
-	for ; i < len(tb.log) && n > 0; i++ {
-		s := tb.log[i]
-		next = s.id
-		if s.e.SyncID() != s.id {
-			continue
+	for n > 0 && (i < len(tb.log) || j < len(tb.sumLog)) {
+		var s slot
+		var live bool
+		if j == len(tb.sumLog) || i < len(tb.log) && tb.log[i].id < tb.sumLog[j].id {
+			s = tb.log[i]
+			i++
+			live = s.e.SyncID() == s.id
+		} else {
+			s = tb.sumLog[j]
+			j++
+			live = tb.sumIDs[s.e] == s.id
 		}
-		dst = append(dst, s)
-		n--
+		next = s.id
+		if live {
+			dst = append(dst, s)
+			n--
+		}
 	}
 	return dst, next
 }
@@ -146,14 +208,21 @@ func (tb *table) current() uint64 {
 // oldestAfter returns when the oldest change after id was drained (unix
 // ms), 0 when there is none: how far behind a peer that acknowledged id
 // is.
-func (tb *table) oldestAfter(id uint64) int64 {
+func (tb *table) oldestAfter(id uint64, sums bool) int64 {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
-	i := sort.Search(len(tb.log), func(i int) bool { return tb.log[i].id > id })
-	if i == len(tb.log) {
-		return 0
+	oldest := int64(0)
+	logs := [][]slot{tb.log}
+	if sums {
+		logs = append(logs, tb.sumLog)
 	}
-	return tb.log[i].at
+	for _, log := range logs {
+		i := sort.Search(len(log), func(i int) bool { return log[i].id > id })
+		if i < len(log) && (oldest == 0 || log[i].at < oldest) {
+			oldest = log[i].at
+		}
+	}
+	return oldest
 }
 
 // widen returns the 64-bit id whose low 32 bits are id32 and which is the

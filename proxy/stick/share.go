@@ -180,8 +180,8 @@ func freqExport(w []uint64, now int64) Freq {
 const learnWalk = 16
 
 // Learn stores d, received from a peer, in the entry of k, created if
-// needed (a full table purges as Get does; Learn returns false when it
-// could not). It is a remote touch: the entry is not queued as changed.
+// needed (a full table purges as Get does), and returns the entry, or nil
+// when the table had no room. It is a remote touch: the entry is not queued as changed.
 // Fields the table does not store are ignored, and so is conn_cur (see
 // DataType.Local); a field absent from d stays as it was, and so does the
 // server name when d has none.
@@ -195,20 +195,20 @@ const learnWalk = 16
 // In an aggregate table, origin (1..Origins) is the instance d comes from:
 // its aggregated fields go to that instance's slot. With origin 0 (a peer
 // that does not add up, such as HAProxy) aggregated fields are ignored.
-func (t *Table) Learn(k Key, d *Data, expire int64, origin int) bool {
+func (t *Table) Learn(k Key, d *Data, expire int64, origin int) *Entry {
 	return t.learn(k, d, expire, origin, false)
 }
 
 // learn is Learn; own stores aggregated fields in this instance's own
 // slot (Import).
-func (t *Table) learn(k Key, d *Data, expire int64, origin int, own bool) bool {
+func (t *Table) learn(k Key, d *Data, expire int64, origin int, own bool) *Entry {
 	var skey uint64
 	if d.Has(ServerKey) && d.ServerKey != "" && t.off[ServerKey] >= 0 {
 		skey = uint64(t.dictID(d.ServerKey))
 	}
 	e := t.Get(k)
 	if e == nil {
-		return false
+		return nil
 	}
 	now := t.nowMS()
 	e.mu.Lock()
@@ -252,7 +252,7 @@ func (t *Table) learn(k Key, d *Data, expire int64, origin int, own bool) bool {
 		t.insertLocked(sh, e, exp)
 	}
 	sh.mu.Unlock()
-	return true
+	return e
 }
 
 // insertLocked links e into sh in expiry order, looking back at most
@@ -398,7 +398,7 @@ func (t *Table) Import(from *Table) int {
 			exp = -1
 		}
 		kb = from.AppendKeyBytes(kb[:0], e.key)
-		if k, ok := t.KeyFromBytes(kb); ok && t.learn(k, &d, exp, 0, true) {
+		if k, ok := t.KeyFromBytes(kb); ok && t.learn(k, &d, exp, 0, true) != nil {
 			n++
 		}
 		return true

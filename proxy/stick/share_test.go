@@ -159,7 +159,7 @@ func TestExportLearn(t *testing.T) {
 	if d.Freq[ConnRate] != (Freq{Age: 19000, Curr: 2, Prev: 0}) {
 		t.Errorf("conn_rate exported as %+v, want age 19000 curr 2", d.Freq[ConnRate])
 	}
-	if !dst.Learn(k, &d, exp, 0) {
+	if dst.Learn(k, &d, exp, 0) == nil {
 		t.Fatal("learn refused")
 	}
 	want := "key=192.0.2.7 use=0 exp=45000 server_id=2 gpt0=7 gpc0=1 conn_cnt=2 conn_rate(10000)=0 conn_cur=0 bytes_out_cnt=1099511627776 server_key=s2"
