@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -394,7 +395,7 @@ func parseStrictChunkSize(l string) (int64, error) {
 		return 0, violation("chunk size line %q", clip([]byte(l)))
 	}
 	size, err := strconv.ParseUint(l[:i], 16, 64)
-	if err != nil || size > 1<<40 {
+	if err != nil || size > math.MaxInt64 {
 		return 0, violation("chunk size %q", l[:i])
 	}
 	rest := l[i:]
