@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -68,6 +70,7 @@ func FuzzHTTPResponse(f *testing.F) {
 		}
 		cur.Store(&script{resp, closeAfter})
 		defer srv.CloseIdle() // each input starts with an empty pool
+		defer hangWatch(fmt.Sprintf("response %q (close after: %v)", resp, closeAfter), 3*diffDeadline).Stop()
 		problems, innocent504 := exchangeFuzzResponse(addr, up)
 		if len(problems) == 0 {
 			return
@@ -79,6 +82,26 @@ func FuzzHTTPResponse(f *testing.F) {
 			t.Skipf("the innocent client's request timed out: %q", problems)
 		}
 		t.Fatalf("server response %q (close after: %v):\n  %s", resp, closeAfter, strings.Join(problems, "\n  "))
+	})
+}
+
+// hangWatch arms a watchdog for one fuzz input: if it still runs after d
+// (every exchange has its own deadline, so only a hang gets there), every
+// goroutine's stack goes to a file in the temporary directory and the
+// process panics naming the input and the file (a fuzz worker's own
+// output is lost when the coordinator kills it).
+func hangWatch(input string, d time.Duration) *time.Timer {
+	return time.AfterFunc(d, func() {
+		buf := make([]byte, 16<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		f, err := os.CreateTemp("", "fuzz-hang-*.txt")
+		name := "(stacks not written)"
+		if err == nil {
+			f.Write(buf)
+			f.Close()
+			name = f.Name()
+		}
+		panic(fmt.Sprintf("input %s hung for %v; stacks in %s", input, d, name))
 	})
 }
 
