@@ -16,6 +16,12 @@
 #   queue       wrk with QCONNS (256) keep-alive connections against a third
 #               HTTP frontend whose servers have maxconn 8: most requests wait
 #               in the queues (not in the default MODES)
+#   peers       http-ka against a fourth HTTP frontend that tracks each
+#               connection (track-sc0 src_port) in a stick table storing
+#               http_req_cnt and http_req_rate(10s), replicated over the peers
+#               protocol to a second instance of the same proxy (a sink
+#               holding the same table): compare with http-ka for the cost of
+#               replication (not in the default MODES)
 #
 # Environment knobs (defaults):
 #   ROUNDS=3 DUR=10 CONNS=64 THREADS=1 WARM=1 BULK_DUR=$DUR BULK_MB=256
@@ -29,6 +35,8 @@
 #   HAP_SPLICE=0                1 = option splice-request/-response in haproxy's tcp backend
 #   FUL_HTTP=8080 FUL_TCP=8081 HAP_HTTP=8180 HAP_TCP=8181   listen ports
 #   QCONNS=256 QMAXCONN=8 FUL_Q=8082 HAP_Q=8182             the queue mode
+#   FUL_P=8083 HAP_P=8183 PEER_BASE=10080                   the peers mode (peer
+#               ports PEER_BASE+0/+1 fulcrum and sink, +2/+3 haproxy and sink)
 #
 # Everything listens on 127.0.0.1 only; every process is started by this
 # script and stopped by its PID at exit; every load run is time-bounded.
@@ -62,6 +70,9 @@ QCONNS=${QCONNS:-256}
 QMAXCONN=${QMAXCONN:-8}
 FUL_Q=${FUL_Q:-8082}
 HAP_Q=${HAP_Q:-8182}
+FUL_P=${FUL_P:-8083}
+HAP_P=${HAP_P:-8183}
+PEER_BASE=${PEER_BASE:-10080}
 UP_PORTS="9001 9002 9003"
 
 # progress goes to the script's own stderr (fd 9), even from a trap that fires
@@ -70,13 +81,13 @@ exec 9>&2
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&9; }
 die() { log "ERROR: $*"; exit 2; }
 
-for v in ROUNDS DUR CONNS THREADS WARM BULK_DUR BULK_MB FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP QCONNS QMAXCONN FUL_Q HAP_Q $([ -n "$FUL_GOMAXPROCS" ] && echo FUL_GOMAXPROCS); do
+for v in ROUNDS DUR CONNS THREADS WARM BULK_DUR BULK_MB FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP QCONNS QMAXCONN FUL_Q HAP_Q FUL_P HAP_P PEER_BASE $([ -n "$FUL_GOMAXPROCS" ] && echo FUL_GOMAXPROCS); do
   case ${!v} in ''|*[!0-9]*) die "$v must be a non-negative integer (got '${!v}')";; esac
 done
 [ "$ROUNDS" -ge 1 ] && [ "$DUR" -ge 1 ] && [ "$CONNS" -ge 1 ] && [ "$THREADS" -ge 1 ] && [ "$BULK_DUR" -ge 1 ] \
   || die "ROUNDS, DUR, CONNS, THREADS and BULK_DUR must be >= 1"
 for m in $MODES; do
-  case $m in http-ka|http-close|tcp-ka|tcp-bulk|queue) ;; *) die "unknown mode '$m' (http-ka http-close tcp-ka tcp-bulk queue)";; esac
+  case $m in http-ka|http-close|tcp-ka|tcp-bulk|queue|peers) ;; *) die "unknown mode '$m' (http-ka http-close tcp-ka tcp-bulk queue peers)";; esac
 done
 for t in $ONLY; do
   case $t in haproxy|fulcrum) ;; *) die "unknown target '$t' in ONLY (haproxy fulcrum)";; esac
@@ -297,8 +308,34 @@ backend be_q
     timeout queue 30s
 EOF
   n=0; for p in $UP_PORTS; do n=$((n + 1)); echo "    server b$n 127.0.0.1:$p maxconn $QMAXCONN"; done
+  cat <<EOF
+
+peers mesh
+    peer hap 127.0.0.1:$((PEER_BASE + 2))
+    peer hapsink 127.0.0.1:$((PEER_BASE + 3))
+
+frontend fe_p
+    mode http
+    bind 127.0.0.1:$HAP_P
+    stick-table type integer size 100k expire 1m store http_req_cnt,http_req_rate(10s) peers mesh
+    http-request track-sc0 src_port
+    default_backend be_http
+EOF
 } > "$D/haproxy.cfg"
-"$HAPROXY" -c -q -f "$D/haproxy.cfg" || die "haproxy rejected $D/haproxy.cfg"
+"$HAPROXY" -c -q -L hap -f "$D/haproxy.cfg" || die "haproxy rejected $D/haproxy.cfg"
+# the peers mode's sink: the same table, learning what the measured instance sends
+cat > "$D/haproxy-sink.cfg" <<EOF
+global
+    stats socket $D/haproxy-sink.sock level admin
+
+peers mesh
+    peer hap 127.0.0.1:$((PEER_BASE + 2))
+    peer hapsink 127.0.0.1:$((PEER_BASE + 3))
+
+backend fe_p
+    stick-table type integer size 100k expire 1m store http_req_cnt,http_req_rate(10s) peers mesh
+EOF
+"$HAPROXY" -c -q -L hapsink -f "$D/haproxy-sink.cfg" || die "haproxy rejected $D/haproxy-sink.cfg"
 
 servers_toml() {
   local n=0 p
@@ -361,13 +398,70 @@ http_reuse = "always"
 timeout_queue = "30s"
 EOF
   servers_toml | sed "s/^address = .*/&\nmaxconn = $QMAXCONN/"
+  cat <<EOF
+
+[[peers]]
+name = "mesh"
+localpeer = "ful"
+peer = [
+  { name = "ful", address = "127.0.0.1:$PEER_BASE" },
+  { name = "fulsink", address = "127.0.0.1:$((PEER_BASE + 1))" },
+]
+
+[[frontend]]
+name = "fe_p"
+bind = ["127.0.0.1:$FUL_P"]
+mode = "http"
+default_backend = "be_http"
+stick_table = { type = "integer", size = 100000, expire = "1m", store = ["http_req_cnt", "http_req_rate(10s)"], peers = "mesh" }
+http_request = ["track-sc0 src_port"]
+EOF
 } > "$D/fulcrum.toml"
+cat > "$D/fulcrum-sink.toml" <<EOF
+# written by bench/run.sh: the peers mode's sink (the same table, learning)
+[global]
+log_level = "error"
+
+[[global.stats_socket]]
+path = "$D/fulcrum-sink.sock"
+
+[[peers]]
+name = "mesh"
+localpeer = "fulsink"
+peer = [
+  { name = "ful", address = "127.0.0.1:$PEER_BASE" },
+  { name = "fulsink", address = "127.0.0.1:$((PEER_BASE + 1))" },
+]
+
+# fulcrum wants a frontend: one on a port the kernel picks, never used
+[[frontend]]
+name = "unused"
+bind = ["127.0.0.1:0"]
+mode = "tcp"
+default_backend = "unused"
+
+[[backend]]
+name = "unused"
+mode = "tcp"
+
+[[backend.server]]
+name = "unused"
+address = "127.0.0.1:9"
+
+[[table]]
+name = "fe_p"
+type = "integer"
+size = 100000
+expire = "1m"
+store = ["http_req_cnt", "http_req_rate(10s)"]
+peers = "mesh"
+EOF
 
 # ------------------------------------------------------------------ start
 ports_needed="$UP_PORTS"
 want_t() { case " $TARGETS " in *" $1 "*) return 0;; esac; return 1; }
-want_t haproxy && ports_needed="$ports_needed $HAP_HTTP $HAP_TCP $HAP_Q"
-want_t fulcrum && ports_needed="$ports_needed $FUL_HTTP $FUL_TCP $FUL_Q"
+want_t haproxy && ports_needed="$ports_needed $HAP_HTTP $HAP_TCP $HAP_Q $HAP_P $((PEER_BASE + 2)) $((PEER_BASE + 3))"
+want_t fulcrum && ports_needed="$ports_needed $FUL_HTTP $FUL_TCP $FUL_Q $FUL_P $PEER_BASE $((PEER_BASE + 1))"
 for p in $ports_needed; do
   port_open "$p" && die "127.0.0.1:$p is already in use (another fulcrum/haproxy/nginx?); stop it or change the *_HTTP/*_TCP knobs"
 done
@@ -383,10 +477,19 @@ TPORT_HTTP=(); TPORT_TCP=()
 declare -A HTTP_PORT=([haproxy]=$HAP_HTTP [fulcrum]=$FUL_HTTP)
 declare -A TCP_PORT=([haproxy]=$HAP_TCP [fulcrum]=$FUL_TCP)
 declare -A Q_PORT=([haproxy]=$HAP_Q [fulcrum]=$FUL_Q)
+declare -A P_PORT=([haproxy]=$HAP_P [fulcrum]=$FUL_P)
+declare -A SINK_PORT=([haproxy]=$((PEER_BASE + 3)) [fulcrum]=$((PEER_BASE + 1)))
+want_mode() { case " $MODES " in *" $1 "*) return 0;; esac; return 1; }
 
 ok_targets=""
 for t in $TARGETS; do
-  if [ "$t" = haproxy ]; then start_proc haproxy "$HAPROXY" -db -f "$D/haproxy.cfg"
+  if want_mode peers; then
+    # the sink first, so that the measured instance's first updates have a peer
+    if [ "$t" = haproxy ]; then start_proc haproxy-sink "$HAPROXY" -db -L hapsink -f "$D/haproxy-sink.cfg"
+    else start_proc fulcrum-sink "$FUL_BIN" run -c "$D/fulcrum-sink.toml"; fi
+    wait_port "${SINK_PORT[$t]}" "$START_PID" || { tail -n 20 "$D/$t-sink.log" >&2; die "the $t peers sink did not listen on :${SINK_PORT[$t]}"; }
+  fi
+  if [ "$t" = haproxy ]; then start_proc haproxy "$HAPROXY" -db -L hap -f "$D/haproxy.cfg"
   elif [ -n "$FUL_GOMAXPROCS" ]; then start_proc fulcrum env GOMAXPROCS="$FUL_GOMAXPROCS" "$FUL_BIN" run -c "$D/fulcrum.toml"
   else start_proc fulcrum "$FUL_BIN" run -c "$D/fulcrum.toml"; fi
   PID[$t]=$START_PID
@@ -455,6 +558,7 @@ measure() { # mode round slot target
     http-close) port=${HTTP_PORT[$t]}; hdr=(-H "Connection: close") ;;
     tcp-ka|tcp-bulk) port=${TCP_PORT[$t]} ;;
     queue)      port=${Q_PORT[$t]} ;;
+    peers)      port=${P_PORT[$t]} ;;
   esac
   local conns=$CONNS
   [ "$mode" = queue ] && conns=$QCONNS
@@ -519,6 +623,14 @@ for mode in $MODES; do
     done
   done
 done
+
+# the peers mode's proof that replication ran: the sinks hold the entries
+if want_mode peers && command -v socat >/dev/null 2>&1; then
+  for t in $TARGETS; do
+    n=$(echo "show table fe_p" | socat -t 5 stdio "UNIX-CONNECT:$D/$t-sink.sock" 2>/dev/null | awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^used:/) { sub(/used:/, "", $i); print $i } }')
+    log "peers: the $t sink holds ${n:-?} entries of table fe_p (learned over the peers protocol)"
+  done
+fi
 
 # ------------------------------------------------------------------ summary
 median() { # values on stdin (nan ignored) -> median or nan
