@@ -97,10 +97,11 @@ const (
 	FormatAuto Format = iota // tables for the replies it recognises, else as is
 	FormatRaw                // the server's reply untouched
 	FormatJSON               // machine-readable
+	FormatCSV                // tables as CSV (HAProxy's columns, then "instance" on a fleet)
 )
 
-// cutFlags removes the client-side options --raw, --json and --yes from
-// the end of a command, so that `show stat --json` and `set server web/s1
+// cutFlags removes the client-side options --raw, --json, --csv and --yes
+// from the end of a command, so that `show stat --json` and `set server web/s1
 // state maint --yes` work in the shell and in one-shot mode alike. f is
 // the format asked for on the command line; an option on the command wins.
 func cutFlags(cmd string, f Format) (string, Format, bool) {
@@ -112,6 +113,8 @@ func cutFlags(cmd string, f Format) (string, Format, bool) {
 			f = FormatRaw
 		case "--json":
 			f = FormatJSON
+		case "--csv":
+			f = FormatCSV
 		case "--yes", "-y":
 			yes = true
 		default:

@@ -35,26 +35,64 @@ const ShellIdleTimeout = 60
 // Shell runs the interactive shell on c until Ctrl-D, `quit` or `exit`:
 // readline editing, history in HistoryFile, Tab completion (Completer),
 // Ctrl-C cancels the line being typed. fulcrumctl's verbs (drain, ready,
-// watch...) run as on the command line. The session is kept open while
-// idle; when the connection is lost anyway (the proxy restarted) the next
+// watch...) run as on the command line. The sessions are kept open while
+// idle; when a connection is lost anyway (the proxy restarted) the next
 // command reconnects at the level the operator had chosen (`user`,
-// `operator`) and the shell says so; when the socket cannot be reached it
-// says so and keeps the prompt.
+// `operator`) and the shell says so; when a socket cannot be reached it
+// says so and keeps the prompt. On a fleet each line goes to every
+// member (Client.Do), completion reads the first member that answers,
+// and a member that cannot be reached is tried again at each command.
 func Shell(c *Client, stdin io.ReadCloser, verbs []Verb) error {
-	comp := &Completer{Sess: c.Sess, Verbs: verbs}
-	c.Sess.Init = append(c.Sess.Init, fmt.Sprintf("set timeout cli %d", ShellIdleTimeout))
-	c.Sess.OnReconnect = func(level string) {
-		msg := "fulcrumctl: connection lost; reconnected to " + string(c.Sess.Addr)
-		if level != "" {
-			msg += " at level " + level
+	first := c.Members[0]
+	for _, m := range c.Members {
+		if m.dialErr == nil {
+			first = m
+			break
 		}
-		fmt.Fprintln(c.Err, msg)
-		comp.usage = nil // under comp.mu: Exec runs with it held
+	}
+	fleet := first.Name != ""
+	if fleet { // sessions redial at once, from several goroutines
+		c.Err = &lockedWriter{w: c.Err}
+	}
+	comp := &Completer{Sess: first.Sess, Verbs: verbs}
+	idle := fmt.Sprintf("set timeout cli %d", ShellIdleTimeout)
+	var reached []*Member
+	for _, m := range c.Members {
+		m.Sess.Init = append(m.Sess.Init, idle)
+		m.Sess.OnReconnect = func(level string) {
+			msg := "fulcrumctl: " + m.prefix() + "connection lost; reconnected to " + string(m.Sess.Addr)
+			if level != "" {
+				msg += " at level " + level
+			}
+			fmt.Fprintln(c.Err, msg)
+			if m == first {
+				comp.usage = nil // under comp.mu: Exec runs with it held
+			}
+		}
+		if err := m.dialErr; err != nil {
+			fmt.Fprintf(c.Err, "fulcrumctl: %s%v (retrying at the next command)\n", m.prefix(), err)
+			m.dialErr = nil
+			continue
+		}
+		reached = append(reached, m)
 	}
 	comp.mu.Lock()
-	c.Sess.Exec(fmt.Sprintf("set timeout cli %d", ShellIdleTimeout)) // the session dialled before Init had it
+	each(reached, c.Parallel, func(_ int, m *Member) { m.Sess.Exec(idle) }) // dialled before Init had it
 	comp.mu.Unlock()
-	prompt := filepath.Base(string(c.Sess.Addr)) + "> "
+	prompt := filepath.Base(string(first.Sess.Addr)) + "> "
+	banner := "Connected to " + string(first.Sess.Addr) + "."
+	if fleet {
+		var names []string
+		for _, m := range c.Members {
+			names = append(names, m.Name)
+		}
+		list := strings.Join(names, ",")
+		if len([]rune(list)) > 30 {
+			list = fmt.Sprintf("%d instances", len(names))
+		}
+		prompt = list + "> "
+		banner = fmt.Sprintf("Fleet of %d instances (%s): each line goes to all of them.", len(names), strings.Join(names, ", "))
+	}
 	rl, err := readline.NewEx(&readline.Config{
 		Prompt:          prompt,
 		HistoryFile:     HistoryFile(),
@@ -79,7 +117,7 @@ func Shell(c *Client, stdin io.ReadCloser, verbs []Verb) error {
 	}
 	stop := keepAlive(c, &comp.mu)
 	defer stop()
-	fmt.Fprintf(c.Out, "Connected to %s. Tab completes, Ctrl-C cancels the line, Ctrl-D quits.\n", c.Sess.Addr)
+	fmt.Fprintln(c.Out, banner+" Tab completes, Ctrl-C cancels the line, Ctrl-D quits.")
 	c.KeepGoing = true
 	for {
 		if c.InPayload() {
@@ -110,21 +148,28 @@ func Shell(c *Client, stdin io.ReadCloser, verbs []Verb) error {
 			}
 		}
 		comp.mu.Lock()
-		err = c.Do(line)
+		c.Do(line) // it prints what went wrong; the shell goes on
 		comp.mu.Unlock()
-		if errors.Is(err, ErrUnreachable) {
-			fmt.Fprintf(c.Err, "fulcrumctl: %v (retrying at the next command)\n", err)
-		} else if err != nil && !errors.Is(err, ErrReply) && !errors.Is(err, ErrRefused) {
-			fmt.Fprintf(c.Err, "fulcrumctl: %v\n", err)
-		}
 	}
 }
 
-// keepAlive pings c's session once it has been idle for
+// lockedWriter serialises the writes of several goroutines to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// keepAlive pings the members' sessions once they have been idle for
 // Session.KeepAliveEvery, while no command runs (mu is held by the
-// commands) and the server does not wait for payload lines. It looks at
-// most every 200ms, so that a shorter idle timeout set meanwhile (`set
-// timeout cli 1`) is kept too. It returns the func that stops it.
+// commands) and no server waits for payload lines. It looks at most every
+// 200ms, so that a shorter idle timeout set meanwhile (`set timeout cli
+// 1`) is kept too. It returns the func that stops it.
 func keepAlive(c *Client, mu *sync.Mutex) func() {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -133,7 +178,10 @@ func keepAlive(c *Client, mu *sync.Mutex) func() {
 		defer wg.Done()
 		for {
 			mu.Lock()
-			every := c.Sess.KeepAliveEvery()
+			every := c.Members[0].Sess.KeepAliveEvery()
+			for _, m := range c.Members[1:] {
+				every = min(every, m.Sess.KeepAliveEvery())
+			}
 			mu.Unlock()
 			t := time.NewTimer(min(every, 200*time.Millisecond))
 			select {
@@ -143,8 +191,12 @@ func keepAlive(c *Client, mu *sync.Mutex) func() {
 			case <-t.C:
 			}
 			mu.Lock()
-			if !c.InPayload() && c.Sess.IdleFor() >= every {
-				c.Sess.Ping()
+			if !c.InPayload() {
+				for _, m := range c.Members {
+					if m.Sess.IdleFor() >= every {
+						m.Sess.Ping()
+					}
+				}
 			}
 			mu.Unlock()
 		}

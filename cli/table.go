@@ -29,6 +29,11 @@ type Table struct {
 	Title string
 	// Notes are lines printed below it ("# contents not dumped...").
 	Notes []string
+	// Merged says that the rows are a fleet's: each ends with its
+	// instance's name, in the last column (InstanceColumn).
+	Merged bool
+
+	trailingComma bool // a CSV reply whose lines end with ',' (HAProxy's)
 }
 
 // Col returns the index of the column name, or -1.
@@ -77,10 +82,11 @@ func ParseTable(reply string) (*Table, bool) {
 		}
 		cols := recs[0]
 		// HAProxy ends every line with a comma: an unnamed last column.
-		if len(cols) > 0 && cols[len(cols)-1] == "" {
+		trailing := len(cols) > 0 && cols[len(cols)-1] == ""
+		if trailing {
 			cols = cols[:len(cols)-1]
 		}
-		t := &Table{Kind: "columns", Columns: cols}
+		t := &Table{Kind: "columns", Columns: cols, trailingComma: trailing}
 		if len(cols) > 1 && cols[0] == "pxname" && cols[1] == "svname" {
 			t.Kind = "stat"
 		}
@@ -417,8 +423,17 @@ var firstColumns = map[string][][2]string{
 	},
 }
 
-// views returns the displayed columns of t.
+// views returns the displayed columns of t: a fleet's instance first.
 func (t *Table) views() []view {
+	vs := t.kindViews()
+	if t.Merged {
+		vs = append([]view{col("INSTANCE", InstanceColumn, 0)}, vs...)
+	}
+	return vs
+}
+
+// kindViews returns the displayed columns of t's kind of reply.
+func (t *Table) kindViews() []view {
 	switch t.Kind {
 	case "stat":
 		return statViews
@@ -440,7 +455,7 @@ func (t *Table) views() []view {
 		}
 	}
 	for i, c := range t.Columns {
-		if !used[c] && !(t.Kind == "table-dump" && c == "ptr") {
+		if !used[c] && !(t.Kind == "table-dump" && c == "ptr") && !(t.Merged && i == len(t.Columns)-1) {
 			vs = append(vs, col(dataTitle(c), c, 1+i))
 		}
 	}

@@ -62,65 +62,101 @@ A refused payload is aborted, leaving the served certificate as it was.`,
 	}
 }
 
-// certUpdate runs set ssl cert then commit ssl cert, and reports.
+// certUpdate runs set ssl cert then commit ssl cert on every member of
+// the client (one after the other: a fleet's members all get the file),
+// and reports each; the exit code is the worst member's.
 func certUpdate(cl *cli.Client, name, file string) int {
 	pem, err := os.ReadFile(file)
 	if err != nil {
 		fmt.Fprintln(cl.Err, "fulcrumctl:", err)
 		return cli.ExitError
 	}
-	reply, err := send(cl, "set ssl cert "+name+" <<")
+	code := cli.ExitOK
+	for _, m := range cl.Members {
+		code = max(code, certUpdateOne(cl, m, name, pem))
+	}
+	return code
+}
+
+// memberPrefix is "NAME: " for a named fleet member, "" for a lone socket.
+func memberPrefix(m *cli.Member) string {
+	if m.Name == "" {
+		return ""
+	}
+	return m.Name + ": "
+}
+
+// certUpdateOne updates certificate name on one member.
+func certUpdateOne(cl *cli.Client, m *cli.Member, name string, pem []byte) int {
+	p := memberPrefix(m)
+	reply, err := send(m, "set ssl cert "+name+" <<")
 	if err == nil && reply == "+ " {
 		for _, line := range strings.Split(strings.TrimRight(string(pem), "\n"), "\n") {
 			if strings.TrimSpace(line) == "" {
 				continue // an empty line would end the payload
 			}
-			if reply, err = send(cl, line); err != nil {
+			if reply, err = send(m, line); err != nil {
 				break
 			}
 		}
 		if err == nil {
-			reply, err = send(cl, "")
+			reply, err = send(m, "")
 		}
 	}
 	if err != nil {
-		fmt.Fprintln(cl.Err, "fulcrumctl:", err)
+		fmt.Fprintln(cl.Err, p+"fulcrumctl:", err)
 		return cli.ExitCode(err)
 	}
 	if !strings.HasPrefix(reply, "Transaction ") {
-		fmt.Fprint(cl.Err, reply)
+		fmt.Fprint(cl.Err, p+reply)
 		return cli.ExitError
 	}
-	if reply, err = send(cl, "commit ssl cert "+name); err != nil || !strings.Contains(reply, "\nSuccess!") {
+	if reply, err = send(m, "commit ssl cert "+name); err != nil || !strings.Contains(reply, "\nSuccess!") {
 		if err == nil {
-			fmt.Fprint(cl.Err, reply)
+			fmt.Fprint(cl.Err, p+reply)
 		}
-		send(cl, "abort ssl cert "+name)
+		send(m, "abort ssl cert "+name)
 		return cli.ExitError
 	}
-	d, err := certDetail(cl, name)
+	d, err := certDetail(m, name)
 	if err != nil {
-		fmt.Fprintln(cl.Err, "fulcrumctl:", err)
+		fmt.Fprintln(cl.Err, p+"fulcrumctl:", err)
 		return cli.ExitError
 	}
-	fmt.Fprintf(cl.Out, "%s: committed, serial %s, notAfter %s (%s days)\n", name, d["Serial"], d["notAfter"], daysLeft(d["notAfter"], time.Now()))
+	fmt.Fprintf(cl.Out, "%s%s: committed, serial %s, notAfter %s (%s days)\n", p, name, d["Serial"], d["notAfter"], daysLeft(d["notAfter"], time.Now()))
 	return cli.ExitOK
 }
 
 // certTable prints every certificate with its status, serial, expiry and
-// the days left.
+// the days left; on a fleet, one table with an instance column first.
 func certTable(cl *cli.Client, now time.Time) int {
-	list, err := send(cl, "show ssl cert")
+	fleet := len(cl.Members) > 1 || (len(cl.Members) == 1 && cl.Members[0].Name != "")
+	w := tablewriter.NewTable(cl.Out)
+	head := []any{"filename", "status", "serial", "not after", "days left", "subject"}
+	if fleet {
+		head = append([]any{"instance"}, head...)
+	}
+	w.Header(head...)
+	code := cli.ExitOK
+	for _, m := range cl.Members {
+		code = max(code, certRows(cl, m, w, fleet, now))
+	}
+	w.Render()
+	return code
+}
+
+// certRows appends one member's certificates to w.
+func certRows(cl *cli.Client, m *cli.Member, w *tablewriter.Table, fleet bool, now time.Time) int {
+	p := memberPrefix(m)
+	list, err := send(m, "show ssl cert")
 	if err != nil {
-		fmt.Fprintln(cl.Err, "fulcrumctl:", err)
+		fmt.Fprintln(cl.Err, p+"fulcrumctl:", err)
 		return cli.ExitCode(err)
 	}
 	if cli.IsError(list) {
-		fmt.Fprint(cl.Err, list)
+		fmt.Fprint(cl.Err, p+list)
 		return cli.ExitError
 	}
-	w := tablewriter.NewTable(cl.Out)
-	w.Header("filename", "status", "serial", "not after", "days left", "subject")
 	section := ""
 	for _, name := range strings.Split(strings.TrimRight(list, "\n"), "\n") {
 		if strings.HasPrefix(name, "# ") {
@@ -130,20 +166,23 @@ func certTable(cl *cli.Client, now time.Time) int {
 		if name == "" || section == "# transaction" {
 			continue // the uncommitted one, shown by show ssl cert *NAME
 		}
-		d, err := certDetail(cl, name)
+		d, err := certDetail(m, name)
 		if err != nil {
-			fmt.Fprintln(cl.Err, "fulcrumctl:", err)
+			fmt.Fprintln(cl.Err, p+"fulcrumctl:", err)
 			return cli.ExitError
 		}
-		w.Append(name, d["Status"], d["Serial"], d["notAfter"], daysLeft(d["notAfter"], now), d["Subject"])
+		row := []any{name, d["Status"], d["Serial"], d["notAfter"], daysLeft(d["notAfter"], now), d["Subject"]}
+		if fleet {
+			row = append([]any{m.Name}, row...)
+		}
+		w.Append(row...)
 	}
-	w.Render()
 	return cli.ExitOK
 }
 
 // certDetail returns the fields of `show ssl cert NAME`.
-func certDetail(cl *cli.Client, name string) (map[string]string, error) {
-	reply, err := send(cl, "show ssl cert "+name)
+func certDetail(m *cli.Member, name string) (map[string]string, error) {
+	reply, err := send(m, "show ssl cert "+name)
 	if err != nil {
 		return nil, err
 	}
@@ -171,5 +210,6 @@ func daysLeft(notAfter string, now time.Time) string {
 	return strconv.Itoa(int(t.Sub(now).Hours() / 24))
 }
 
-// send sends one line of the session and returns the server's reply.
-func send(cl *cli.Client, line string) (string, error) { return cl.Sess.Exec(line) }
+// send sends one line of the member's session and returns the server's
+// reply.
+func send(m *cli.Member, line string) (string, error) { return m.Sess.Exec(line) }

@@ -94,4 +94,21 @@ bind = ["127.0.0.1:0 ssl crt site.pem"]
 	if code != 0 || !strings.Contains(out, "22") || !regexp.MustCompile(`│\s+90\s+│`).MatchString(out) {
 		t.Fatalf("cert show: code %d:\n%s", code, out)
 	}
+
+	// On a fleet (here two sockets of the same process), every member
+	// gets the file and reports, and `cert show` has an instance column.
+	sock2 := filepath.Join(dir, "other.sock")
+	if err := api.Listen(runtime.Socket{Path: sock2, Level: runtime.LevelAdmin}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = ctl(t, "", "-s", sock, "-s", sock2, "cert", "update", "site.pem", nextFile)
+	if code != 0 || !regexp.MustCompile(`^admin\.sock: site\.pem: committed, serial 22, notAfter .* GMT \(90 days\)\nother\.sock: site\.pem: committed, serial 22, `).MatchString(out) {
+		t.Fatalf("fleet update: code %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, out, _ = ctl(t, "", "-s", sock, "-s", sock2, "cert", "show")
+	fleetRow := `│\s+site\.pem\s+│\s+Used\s+│\s+22\s+│.*│\s+90\s+│`
+	if code != 0 || !strings.Contains(strings.ToUpper(out), "INSTANCE") ||
+		!regexp.MustCompile(`admin\.sock\s+`+fleetRow).MatchString(out) || !regexp.MustCompile(`other\.sock\s+`+fleetRow).MatchString(out) {
+		t.Fatalf("fleet cert show: code %d:\n%s", code, out)
+	}
 }

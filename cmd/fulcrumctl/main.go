@@ -5,9 +5,12 @@
 //	fulcrumctl -s /run/fulcrum/admin.sock              # interactive shell
 //	fulcrumctl -s SOCK show stat                        # one-shot, as a table
 //	fulcrumctl -s SOCK drain web/s1 --wait --timeout 60s
+//	fulcrumctl -s a.sock -s b.sock drain web/s1 --wait # on several instances
+//	fulcrumctl --fleet prod.fleet show stat             # one table, an instance column
 //
 // Exit codes: 0 ok, 1 error reply (printed on stderr), 2 nothing was
-// sent (usage error, not confirmed, socket unreachable), 3 drain timeout.
+// sent (usage error, not confirmed, socket unreachable), 3 drain timeout;
+// on several instances, the highest of theirs.
 package main
 
 import (
@@ -69,6 +72,20 @@ tables, statuses coloured on a terminal unless NO_COLOR is set. --raw prints
 the server's reply untouched, --json prints JSON (values as in the CSV). Both
 may also end a command: "show stat --json".
 
+With several sockets (-s repeated, or --fleet FILE) every command runs on
+every instance at once (at most --parallel) and the results print in the
+order given: tables merged into one with an INSTANCE column (--json and --csv
+append an "instance" field after the server's columns), --raw replies each
+under a "# instance: NAME" line, other replies line by line after "NAME: ".
+A fleet file lists one instance per line, "NAME ADDRESS" or "ADDRESS" (paths
+relative to the file), with # comments; an instance without a name, and one
+given with -s, is named by the shortest tail of its socket path that tells it
+apart ("lb1.sock", "a/admin.sock") or by its HOST:PORT. drain --wait waits
+until every instance is drained, under one --timeout; watch shows every
+instance in one table; the shell sends each line to all of them. An instance
+that fails (error reply, unreachable) is named on stderr and does not stop
+the others; the exit code is then the highest of the instances'.
+
 Commands that would take every server still in service of a backend out of
 it (drain 'web/*', set server ... state maint|drain, disable server, a weight
 of 0...) ask first on a terminal; a script needs --yes (also as a suffix:
@@ -76,6 +93,7 @@ of 0...) ask first on a terminal; a script needs --yes (also as a suffix:
 
 Exit codes: 0 ok; 1 error reply, the server refused (on stderr); 2 nothing
 was sent: usage error, not confirmed, or socket unreachable; 3 drain timeout.
+On several instances, the highest of theirs.
 
 Examples:
    fulcrumctl -s /run/fulcrum/admin.sock
@@ -85,7 +103,9 @@ Examples:
    fulcrumctl < commands.txt
    fulcrumctl drain web/s1 --wait --timeout 60s --maint-after
    fulcrumctl ready 'web/*'
-   fulcrumctl watch web`
+   fulcrumctl watch web
+   fulcrumctl -s /run/lb1.sock -s /run/lb2.sock show stat
+   fulcrumctl --fleet prod.fleet drain web/s1 --wait --timeout 60s`
 
 func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	x := &fulcrumctl{stdin: stdin, stdout: stdout, stderr: stderr}
@@ -131,35 +151,107 @@ func (x *fulcrumctl) wait(c *ucli.Context, name string) (time.Duration, error) {
 	return d, nil
 }
 
+// instances returns the sockets of the command line: one unnamed
+// instance for a single -s (or the default socket), else the fleet of
+// --fleet FILE and of every -s, named. On a usage error it prints it and
+// returns nil.
+func (x *fulcrumctl) instances(c *ucli.Context) []cli.Instance {
+	socks := c.StringSlice("socket")
+	file := c.String("fleet")
+	if file == "" && len(socks) <= 1 {
+		addr := defaultSocket()
+		if len(socks) == 1 {
+			addr = socks[0]
+		}
+		return []cli.Instance{{Addr: cli.Addr(addr)}}
+	}
+	var insts []cli.Instance
+	if file != "" {
+		f, err := os.Open(file)
+		if err != nil {
+			x.usageError(fmt.Errorf("--fleet: %w", err))
+			return nil
+		}
+		insts, err = cli.ParseFleet(file, f)
+		f.Close()
+		if err != nil {
+			for _, l := range strings.Split(err.Error(), "\n") {
+				fmt.Fprintln(x.stderr, "fulcrumctl:", l)
+			}
+			x.code = cli.ExitUsage
+			return nil
+		}
+	}
+	named, err := cli.NameInstances(socks)
+	if err != nil {
+		x.usageError(fmt.Errorf("-s: %w", err))
+		return nil
+	}
+	for _, in := range named {
+		for _, other := range insts {
+			if other.Name == in.Name {
+				x.usageError(fmt.Errorf("-s %s: instance %q is also in %s", in.Addr, in.Name, file))
+				return nil
+			}
+		}
+		insts = append(insts, in)
+	}
+	return insts
+}
+
 // connect returns the client to run on and the func that releases it:
-// the shell's own when the verb runs inside it, else a new session. On
-// failure it sets code 2 with a message and returns nil.
+// the shell's own when the verb runs inside it, else new sessions on
+// every socket of the command line. On failure (a usage error, or no
+// socket that can be reached) it sets the exit code with a message and
+// returns nil. On a fleet, sockets that cannot be reached while others
+// can are left to the commands, which name them.
 func (x *fulcrumctl) connect(c *ucli.Context) (*cli.Client, func()) {
 	if x.shared != nil {
 		cl := *x.shared // a verb's --yes is its own
 		cl.Yes = cl.Yes || c.Bool("yes")
 		return &cl, func() {}
 	}
-	addr := c.String("socket")
 	timeout, err := cli.ParseWait(c.String("timeout"))
 	if err != nil {
 		x.usageError(fmt.Errorf("--timeout: %w", err))
 		return nil, nil
 	}
-	s, err := cli.Dial(cli.Addr(addr), timeout)
-	if err != nil {
-		fmt.Fprintf(x.stderr, "fulcrumctl: %v\n(is the proxy running? give the socket with -s or $FULCRUM_SOCKET)\n", err)
-		x.code = cli.ExitUnreachable
+	insts := x.instances(c)
+	if insts == nil {
 		return nil, nil
+	}
+	const hint = "(is the proxy running? give the socket with -s or $FULCRUM_SOCKET)"
+	ms, err := cli.DialMembers(insts, timeout, c.Int("parallel"))
+	if err != nil {
+		down := 0
+		for _, m := range ms {
+			if m.DialError() != nil {
+				down++
+			}
+		}
+		if down == len(ms) {
+			for _, m := range ms {
+				name := ""
+				if m.Name != "" {
+					name = m.Name + ": "
+				}
+				fmt.Fprintf(x.stderr, "fulcrumctl: %s%v\n", name, m.DialError())
+			}
+			fmt.Fprintln(x.stderr, hint)
+			x.code = cli.ExitUnreachable
+			return nil, nil
+		}
 	}
 	f := cli.FormatAuto
 	switch {
 	case c.Bool("json"):
 		f = cli.FormatJSON
+	case c.Bool("csv"):
+		f = cli.FormatCSV
 	case c.Bool("raw"):
 		f = cli.FormatRaw
 	}
-	cl := &cli.Client{Sess: s, Out: x.stdout, Err: x.stderr, Format: f,
+	cl := &cli.Client{Members: ms, Parallel: c.Int("parallel"), Out: x.stdout, Err: x.stderr, Format: f,
 		Colour: colour(c, x.stdout), Yes: c.Bool("yes"), Width: func() int { return termWidth(x.stdout) }}
 	if isTTY(x.stdin) && isTTY(x.stderr) {
 		cl.Confirm = func(question string) bool {
@@ -169,7 +261,7 @@ func (x *fulcrumctl) connect(c *ucli.Context) (*cli.Client, func()) {
 			return a == "y" || a == "yes"
 		}
 	}
-	return cl, func() { s.Close() }
+	return cl, func() { cli.CloseMembers(ms) }
 }
 
 // verbArgs says what the arguments of each verb are, for the shell's
@@ -212,20 +304,25 @@ func (x *fulcrumctl) app() *ucli.App {
 	app := &ucli.App{
 		Name:            "fulcrumctl",
 		Usage:           "interactive shell and scripting tool for fulcrum's (or HAProxy's) Runtime API",
-		UsageText:       "fulcrumctl [-s SOCKET] [--raw|--json] [--yes] [COMMAND...]\nfulcrumctl [-s SOCKET] -c \"CMD1; CMD2\"\nfulcrumctl [-s SOCKET] drain|ready|watch ...",
+		UsageText:       "fulcrumctl [-s SOCKET]... [--fleet FILE] [--raw|--json|--csv] [--yes] [COMMAND...]\nfulcrumctl [-s SOCKET]... -c \"CMD1; CMD2\"\nfulcrumctl [-s SOCKET]... drain|ready|watch ...",
 		Description:     description,
 		Writer:          x.stdout,
 		ErrWriter:       x.stderr,
 		HideHelpCommand: true,
+		// Socket paths may hold commas: -s is repeated, never split.
+		DisableSliceFlagSeparator: true,
 		OnUsageError: func(c *ucli.Context, err error, _ bool) error {
 			return x.usageError(err)
 		},
 		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "socket", Aliases: []string{"s"}, Value: defaultSocket(), EnvVars: nil,
-				Usage: "Runtime API socket: a Unix socket path or tcp:HOST:PORT (default: $FULCRUM_SOCKET, ./fulcrum.sock, /run/fulcrum/admin.sock)"},
+			&ucli.StringSliceFlag{Name: "socket", Aliases: []string{"s"},
+				Usage: "Runtime API socket: a Unix socket path or tcp:HOST:PORT (default: $FULCRUM_SOCKET, ./fulcrum.sock, /run/fulcrum/admin.sock); repeat it to run on several instances"},
+			&ucli.StringFlag{Name: "fleet", Aliases: []string{"f"}, Usage: "run on every instance listed in `FILE`, one per line: NAME ADDRESS (or ADDRESS), # comments"},
+			&ucli.IntFlag{Name: "parallel", Value: 10, Usage: "on several instances, talk to at most this many at once"},
 			&ucli.StringFlag{Name: "command", Aliases: []string{"c"}, Usage: "run these commands, separated by ';', and exit"},
-			&ucli.BoolFlag{Name: "raw", Usage: "print the server's replies untouched"},
+			&ucli.BoolFlag{Name: "raw", Usage: "print the server's replies untouched (each under '# instance: NAME' on several instances)"},
 			&ucli.BoolFlag{Name: "json", Usage: "print replies as JSON (tables as arrays of objects with the server's column names and values)"},
+			&ucli.BoolFlag{Name: "csv", Usage: "print tables as CSV with the server's columns (then 'instance' on several instances)"},
 			&ucli.BoolFlag{Name: "no-color", Usage: "no colours (also when $NO_COLOR is set or stdout is not a terminal)"},
 			&ucli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "take every server of a backend out of service without asking (scripts need it)"},
 			&ucli.StringFlag{Name: "timeout", Value: "30s", Usage: "bound on one exchange with the server (60s, or 60 for seconds)"},
@@ -244,14 +341,14 @@ func (x *fulcrumctl) app() *ucli.App {
 			case strings.Join(strings.Fields(line), " ") == "show ssl cert" && cl.Format == cli.FormatAuto:
 				x.code = certTable(cl, time.Now()) // cert.go
 			case line != "":
-				x.code = report(x.stderr, cl.Do(line))
+				x.code = cli.ExitCode(cl.Do(line))
 			case isTTY(x.stdin):
 				if err := cli.Shell(cl, x.stdin, x.verbs(x.app(), cl)); err != nil {
 					fmt.Fprintln(x.stderr, "fulcrumctl:", err)
 					x.code = cli.ExitError
 				}
 			default:
-				x.code = fromStdin(cl, x.stdin, x.stderr)
+				x.code = fromStdin(cl, x.stdin)
 			}
 			return nil
 		},
@@ -267,7 +364,9 @@ ones. With --wait, polls "show stat" until scur and qcur are 0 on every server,
 showing what is left, then exits 0 (after setting MAINT with --maint-after).
 At --timeout it exits 3 and leaves the servers in DRAIN. Draining every server
 still in service of a backend asks first on a terminal, and needs --yes in a
-script (exit 2 without it, nothing sent).`,
+script (exit 2 without it, nothing sent). On several instances, it drains on
+all at once and waits until every one is drained (BACKEND/* is read on each),
+under one --timeout; --maint-after then sets MAINT everywhere.`,
 				OnUsageError: func(c *ucli.Context, err error, _ bool) error { return x.usageError(err) },
 				Flags: []ucli.Flag{
 					&ucli.BoolFlag{Name: "wait", Aliases: []string{"w"}, Usage: "wait until the servers have no session and no queue"},
@@ -325,7 +424,9 @@ script (exit 2 without it, nothing sent).`,
 				Usage:     "live full-screen view of the servers, q quits",
 				ArgsUsage: "[BACKEND]",
 				Description: `Redraws the show stat table of the servers of BACKEND (all backends by
-default) in place every --interval. Lines are cut to the terminal's width.`,
+default) in place every --interval. Lines are cut to the terminal's width.
+On several instances, one table of all of them with an INSTANCE column; one
+that does not answer is named below it and tried again at the next redraw.`,
 				OnUsageError: func(c *ucli.Context, err error, _ bool) error { return x.usageError(err) },
 				Flags: []ucli.Flag{
 					&ucli.StringFlag{Name: "interval", Aliases: []string{"n"}, Value: "2s", Usage: "time between two redraws (2s, or 2 for seconds)"},
@@ -380,22 +481,15 @@ func colour(c *ucli.Context, stdout io.Writer) bool {
 	return isTTY(stdout) && os.Getenv("NO_COLOR") == "" && !c.Bool("no-color")
 }
 
-// report prints a session error (an error reply is already printed) and
-// returns the exit code.
-func report(stderr io.Writer, err error) int {
-	if err != nil && !errors.Is(err, cli.ErrReply) && !errors.Is(err, cli.ErrRefused) {
-		fmt.Fprintln(stderr, "fulcrumctl:", err)
-	}
-	return cli.ExitCode(err)
-}
-
 // fromStdin runs the lines of stdin in order (payload lines included),
 // skipping blank lines and '#' comments outside a payload, and stops at the
-// first error.
-func fromStdin(cl *cli.Client, stdin io.Reader, stderr io.Writer) int {
+// first error (on a fleet, each instance at its own). It returns the
+// highest exit code.
+func fromStdin(cl *cli.Client, stdin io.Reader) int {
+	code := cli.ExitOK
 	sc := bufio.NewScanner(stdin)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
+	for cl.Live() > 0 && sc.Scan() {
 		line := sc.Text()
 		if !cl.InPayload() {
 			line = strings.TrimSpace(line)
@@ -403,11 +497,9 @@ func fromStdin(cl *cli.Client, stdin io.Reader, stderr io.Writer) int {
 				continue
 			}
 		}
-		if err := cl.Do(line); err != nil {
-			return report(stderr, err)
-		}
+		code = max(code, cli.ExitCode(cl.Do(line)))
 	}
-	return cli.ExitOK
+	return code
 }
 
 // hoistFlags moves the flags of drain, ready and watch before their
@@ -415,7 +507,8 @@ func fromStdin(cl *cli.Client, stdin io.Reader, stderr io.Writer) int {
 // (urfave/cli stops parsing flags at the first argument).
 func hoistFlags(args []string) []string {
 	takesValue := map[string]bool{"--timeout": true, "-timeout": true, "--poll": true, "-poll": true,
-		"--interval": true, "-interval": true, "-n": true, "-s": true, "--socket": true, "-c": true, "--command": true}
+		"--interval": true, "-interval": true, "-n": true, "-s": true, "--socket": true, "-c": true, "--command": true,
+		"-f": true, "--fleet": true, "-fleet": true, "--parallel": true, "-parallel": true}
 	i := 1
 	for i < len(args) && strings.HasPrefix(args[i], "-") {
 		if takesValue[args[i]] {

@@ -111,6 +111,24 @@ address = %q
 // the one env.url names) with an admin socket served with opts.
 func startProxyConfig(t *testing.T, cfg string, opts runtime.Options) *env {
 	t.Helper()
+	return startProxySock(t, cfg, opts, filepath.Join(shortTempDir(t), "admin.sock"))
+}
+
+// shortTempDir is a temporary directory with a short path: socket paths
+// are limited to 107 bytes.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "fctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// startProxySock is startProxyConfig with the admin socket at sock.
+func startProxySock(t *testing.T, cfg string, opts runtime.Options, sock string) *env {
+	t.Helper()
 	c, err := conf.Parse("test.toml", []byte(cfg))
 	if err != nil {
 		t.Fatal(err)
@@ -127,15 +145,9 @@ func startProxyConfig(t *testing.T, cfg string, opts runtime.Options) *env {
 		defer cancel()
 		p.Shutdown(ctx)
 	})
-	dir, err := os.MkdirTemp("", "fctl") // short: socket paths are limited to 107 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
 	opts.Version = "0.0.0-test"
 	api := runtime.New(p, zerolog.Nop(), opts)
 	t.Cleanup(func() { api.Close() })
-	sock := filepath.Join(dir, "admin.sock")
 	if err := api.Listen(runtime.Socket{Path: sock, Level: runtime.LevelAdmin}); err != nil {
 		t.Fatal(err)
 	}
