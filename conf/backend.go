@@ -104,6 +104,11 @@ type backendSection struct {
 	// chose this backend, e.g. "set-header X-Backend web". HTTP mode only.
 	HTTPRequest []string `toml:"http_request"`
 
+	// HTTPResponse lists HAProxy "http-response" rules run on the
+	// responses of this backend's servers, before the frontend's (see the
+	// frontend's http_response). HTTP mode only.
+	HTTPResponse []string `toml:"http_response"`
+
 	rules *acl.Rules // compiled by compileRules
 
 	// Check configures active health checks ([backend.check]).
@@ -225,6 +230,11 @@ func (b *backendSection) validate(s scope) {
 	for i, r := range b.HTTPRequest {
 		if strings.TrimSpace(r) == "" {
 			s.at("http_request").item(i).errorf("empty rule")
+		}
+	}
+	for i, r := range b.HTTPResponse {
+		if strings.TrimSpace(r) == "" {
+			s.at("http_response").item(i).errorf("empty rule")
 		}
 	}
 	if b.Check != nil {

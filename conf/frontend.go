@@ -51,6 +51,14 @@ type frontendSection struct {
 	// e.g. "deny deny_status 403 if { path_beg /admin } !internal".
 	HTTPRequest []string `toml:"http_request"`
 
+	// HTTPResponse lists HAProxy "http-response" rules, in HAProxy's
+	// syntax, run on every response this frontend relays after its
+	// backend's own: set-header, add-header, del-header, set-status,
+	// deny (502 unless deny_status says otherwise) and allow, e.g.
+	// `set-header Strict-Transport-Security "max-age=63072000" if { ssl_fc }`.
+	// Conditions may read the response (status, res.hdr). HTTP mode only.
+	HTTPResponse []string `toml:"http_response"`
+
 	// TCPRequest lists HAProxy "tcp-request" rules, in HAProxy's syntax,
 	// e.g. "connection reject if { src -f /etc/blocklist }".
 	TCPRequest []string `toml:"tcp_request"`
@@ -124,6 +132,11 @@ func (f *frontendSection) validate(s scope) {
 	for i, r := range f.HTTPRequest {
 		if strings.TrimSpace(r) == "" {
 			s.at("http_request").item(i).errorf("empty rule")
+		}
+	}
+	for i, r := range f.HTTPResponse {
+		if strings.TrimSpace(r) == "" {
+			s.at("http_response").item(i).errorf("empty rule")
 		}
 	}
 	for i, r := range f.TCPRequest {

@@ -81,7 +81,8 @@ func (f *fileSection) compileRules(s scope) *acl.Registry {
 				rs.TCPConnection = append(rs.TCPConnection, r)
 			}
 		}
-		rs.HTTP = compileHTTP(item.at("http_request"), fe.HTTPRequest, sc, fe.Mode)
+		rs.HTTP = compileHTTP(item.at("http_request"), fe.HTTPRequest, sc, fe.Mode, sc.HTTPRule)
+		rs.HTTPResponse = compileHTTP(item.at("http_response"), fe.HTTPResponse, sc, fe.Mode, sc.HTTPResponseRule)
 		for j, u := range fe.UseBackend {
 			at := item.at("use_backend").item(j)
 			rule := acl.UseBackendRule{Backend: u.Backend}
@@ -115,7 +116,10 @@ func (f *fileSection) compileRules(s scope) *acl.Registry {
 		item := s.at("backend").item(i)
 		sc := reg.NewScope()
 		defineACLs(item.at("acl"), be.ACL, sc)
-		be.rules = &acl.Rules{HTTP: compileHTTP(item.at("http_request"), be.HTTPRequest, sc, be.Mode)}
+		be.rules = &acl.Rules{
+			HTTP:         compileHTTP(item.at("http_request"), be.HTTPRequest, sc, be.Mode, sc.HTTPRule),
+			HTTPResponse: compileHTTP(item.at("http_response"), be.HTTPResponse, sc, be.Mode, sc.HTTPResponseRule),
+		}
 		for j, text := range be.Stick {
 			if isBlank(text) {
 				continue // reported by validate
@@ -211,19 +215,20 @@ func defineACLs(s scope, acls map[string]aclDefinitions, sc *acl.Scope) {
 	}
 }
 
-// compileHTTP compiles a section's http_request rules.
-func compileHTTP(s scope, texts []string, sc *acl.Scope, mode *Mode) []*acl.Rule {
+// compileHTTP compiles a section's http_request or http_response rules
+// (s is the key, compile the scope's compiler for it).
+func compileHTTP(s scope, texts []string, sc *acl.Scope, mode *Mode, compile func(string, int) (*acl.Rule, error)) []*acl.Rule {
 	var out []*acl.Rule
 	for j, text := range texts {
 		at := s.item(j)
 		if mode != nil && *mode != ModeHTTP {
-			at.errorf("http_request rules need mode http")
+			at.errorf("%s rules need mode http", s.p[len(s.p)-1])
 			continue
 		}
 		if isBlank(text) {
 			continue // reported by validate
 		}
-		if r, err := sc.HTTPRule(text, at.line()); err != nil {
+		if r, err := compile(text, at.line()); err != nil {
 			at.errorf("%v", err)
 		} else {
 			out = append(out, r)

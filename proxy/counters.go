@@ -23,6 +23,7 @@ type Counters struct {
 	Bout atomic.Int64 // bytes sent to clients
 
 	Dreq   atomic.Int64 // requests denied
+	Dresp  atomic.Int64 // responses denied (http_response deny)
 	Ereq   atomic.Int64 // request errors (frontend)
 	Econ   atomic.Int64 // connection errors to servers
 	Eresp  atomic.Int64 // response errors (bad or aborted server responses)

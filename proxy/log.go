@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/fulcrum-proxy/fulcrum/proxy/tlsx"
 	"github.com/rs/zerolog"
 )
 
@@ -22,6 +23,9 @@ type logEntry struct {
 	flags    string
 	request  string // request line; empty in tcp mode
 	tcp      bool
+	// The client connection's TLS, nil on a plain one: HAProxy's %sslv
+	// (ssl_version), %sslc (ssl_cipher) and the SNI (ssl_sni).
+	tls *tlsx.ConnInfo
 }
 
 // emit writes the entry at info level. It costs nothing when info is off.
@@ -49,6 +53,9 @@ func (e *logEntry) emit(l *zerolog.Logger) {
 	ev.Int64("Tt", e.tt).Str("termination_state", e.flags)
 	if !e.tcp {
 		ev.Str("request", e.request)
+	}
+	if e.tls != nil {
+		ev.Str("ssl_version", e.tls.Protocol).Str("ssl_cipher", e.tls.Cipher).Str("ssl_sni", e.tls.SNI)
 	}
 	ev.Msg("")
 }

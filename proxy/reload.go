@@ -193,7 +193,7 @@ func (c *Counters) cumulative() []*atomic.Int64 {
 	return []*atomic.Int64{
 		&c.Stot, &c.Bin, &c.Bout, &c.Dreq, &c.Ereq, &c.Econ, &c.Eresp, &c.Wretr, &c.Wredis,
 		&c.ReqTot, &c.Hrsp[0], &c.Hrsp[1], &c.Hrsp[2], &c.Hrsp[3], &c.Hrsp[4], &c.Hrsp[5],
-		&c.Lbtot, &c.CliAbrt, &c.SrvAbrt,
+		&c.Lbtot, &c.CliAbrt, &c.SrvAbrt, &c.Dresp,
 	}
 }
 

@@ -13,6 +13,7 @@ type CounterValues struct {
 	Scur, Smax, Slim, Stot      int64
 	Bin, Bout                   int64
 	Dreq, Ereq, Econ, Eresp     int64
+	Dresp                       int64
 	Wretr, Wredis               int64
 	ReqTot                      int64
 	Hrsp1xx, Hrsp2xx, Hrsp3xx   int64
@@ -37,6 +38,7 @@ func (c *Counters) values(now time.Time) CounterValues {
 		Scur: c.Scur.Load(), Smax: c.Smax.Load(), Stot: c.Stot.Load(),
 		Bin: c.Bin.Load(), Bout: c.Bout.Load(),
 		Dreq: c.Dreq.Load(), Ereq: c.Ereq.Load(), Econ: c.Econ.Load(), Eresp: c.Eresp.Load(),
+		Dresp: c.Dresp.Load(),
 		Wretr: c.Wretr.Load(), Wredis: c.Wredis.Load(), ReqTot: c.ReqTot.Load(),
 		HrspOther: c.Hrsp[0].Load(), Hrsp1xx: c.Hrsp[1].Load(), Hrsp2xx: c.Hrsp[2].Load(),
 		Hrsp3xx: c.Hrsp[3].Load(), Hrsp4xx: c.Hrsp[4].Load(), Hrsp5xx: c.Hrsp[5].Load(),

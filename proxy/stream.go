@@ -13,6 +13,7 @@ import (
 	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
 	"github.com/fulcrum-proxy/fulcrum/proxy/queue"
 	"github.com/fulcrum-proxy/fulcrum/proxy/stream"
+	"github.com/fulcrum-proxy/fulcrum/proxy/tlsx"
 )
 
 // Stream is one request (or one TCP session) as the core sees it: the
@@ -34,6 +35,7 @@ import (
 //	             connection
 //	Sent         the request went out
 //	ResponseHead the server's head arrived (Rtime, stick store)
+//	ResponseRules the http_response rules: edits, or a deny
 //	Relayed      the response went out (bytes and status counters)
 //	End          how it ended: the outcome's row moves the error counters,
 //	             then the log line
@@ -58,17 +60,20 @@ type Stream struct {
 	tq, tw    int64     // ms; -1 when the phase was not reached
 	tc, tr    int64
 	status    int   // the status sent to the client, -1 none
+	srvStatus int   // the status the server sent (its hrsp_*), 0 none
 	bytesIn   int64 // request bytes from the client (head, body)
 	bytesOut  int64 // bytes sent to the client
 	req       stream.Request
 
-	lbreq lb.Request  // the balancing view
-	areq  acl.Request // the rules' view
-	edits acl.Edits   // the rules' header and path edits
-	trk   tracker     // the request's tracked entries (stick.go)
-	ck    cookieState // cookie persistence (cookie.go)
-	pin   *Server     // the server persistence pinned the request to
-	ans   []byte      // scratch for a rule's answer (redirect)
+	lbreq  lb.Request  // the balancing view
+	areq   acl.Request // the rules' view
+	edits  acl.Edits   // the rules' header and path edits
+	redits acl.Edits   // the http_response rules' edits (ResponseRules)
+	resRan bool        // http_response rules ran on the response: redits apply
+	trk    tracker     // the request's tracked entries (stick.go)
+	ck     cookieState // cookie persistence (cookie.go)
+	pin    *Server     // the server persistence pinned the request to
+	ans    []byte      // scratch for a rule's answer (redirect)
 }
 
 // errNoServer is returned when the backend has no usable server.
@@ -91,7 +96,8 @@ func (x *Stream) Begin(idleStart, t0 time.Time) {
 	x.inBackend, x.assigned, x.local, x.tcp = false, false, false, false
 	x.idleStart, x.t0, x.tHead, x.tSent = idleStart, t0, time.Time{}, time.Time{}
 	x.tq, x.tw, x.tc, x.tr = -1, 0, -1, -1
-	x.status, x.bytesIn, x.bytesOut = -1, 0, 0
+	x.status, x.bytesIn, x.bytesOut, x.srvStatus = -1, 0, 0, 0
+	x.resRan = false
 	x.req = stream.Request{}
 	now := t0
 	if now.IsZero() {
@@ -184,6 +190,7 @@ func (x *Stream) fillRuleView() {
 	r.Tracker = &x.trk
 	x.edits.Reset(x.req.Headers.NumHeaders())
 	r.Edits = &x.edits
+	r.Res = acl.Response{}
 }
 
 // fillView points the balancing view at the request. The strings alias
@@ -274,6 +281,11 @@ func (x *Stream) Take(wake queue.Waker, wait queue.WaitFunc) stream.Outcome {
 	return stream.NoServer
 }
 
+// TLS returns the client connection's TLS as the log and the fetches see
+// it (version, cipher, SNI, ALPN, client certificate: HAProxy's %sslv and
+// %sslc), nil on a plain connection.
+func (x *Stream) TLS() *tlsx.ConnInfo { return x.cc.tls }
+
 // Server returns the server assigned to the request, nil before Take.
 func (x *Stream) Server() *Server { return x.srv }
 
@@ -342,11 +354,66 @@ func (x *Stream) ResponseHead() {
 }
 
 // Respond records the status of a valid response the engine is about to
-// relay (passive health checks see it), and lets cookie persistence write
-// its fields (FilterResponseField, AppendResponseFields).
+// relay (passive health checks see it, and the server's hrsp_* count it
+// whatever set-status makes of it, as HAProxy's), and lets cookie
+// persistence write its fields (FilterResponseField,
+// AppendResponseFields).
 func (x *Stream) Respond(status int) {
+	x.srvStatus = status
 	x.srv.observeResponse(status)
 	x.ck.served = x.srv
+}
+
+// ResponseRules runs the http_response rules on the response head r from
+// the server: the backend's, then the frontend's, as HAProxy runs them.
+// Their header edits and set-status go to ResponseEdits, which the engine
+// applies as it writes the head. It returns 0 when the response goes on,
+// or the status of the deny rule that refused it: dresp is then counted
+// on the frontend, backend and server, the server's hrsp_* count its own
+// status, and the engine answers the rule's error page and ends with
+// stream.ResponseDenied. Called after Respond; r must stay valid until
+// the head is written. Without rules it costs two loads.
+func (x *Stream) ResponseRules(r *stream.Response) int {
+	fe := x.fe.Conf.Rules.HTTPResponseRules()
+	var be []*acl.Rule
+	if x.be.Conf != nil {
+		be = x.be.Conf.Rules.HTTPResponseRules()
+	}
+	if len(fe)+len(be) == 0 {
+		return 0
+	}
+	version := r.Version
+	if len(version) > 5 {
+		version = version[5:] // "HTTP/1.1" -> "1.1"
+	}
+	x.redits.Reset(r.Headers.NumHeaders())
+	x.areq.Res = acl.Response{Status: r.Status, Version: version, Headers: r.Headers, Edits: &x.redits}
+	x.resRan = true
+	for _, rs := range [...]*acl.Rules{x.beRules(), x.fe.Conf.Rules} {
+		if rule := rs.EvalHTTPResponse(&x.areq); rule != nil {
+			x.srv.Counters.response(x.srvStatus)
+			x.tr = -1 // no response relayed: HAProxy logs Tr as -1
+			return rule.Status
+		}
+	}
+	return 0
+}
+
+// beRules returns the routed backend's rules (nil without any).
+func (x *Stream) beRules() *acl.Rules {
+	if x.be.Conf == nil {
+		return nil
+	}
+	return x.be.Conf.Rules
+}
+
+// ResponseEdits returns the edits the http_response rules made to the
+// response (header lines, set-status), nil when no rule ran.
+func (x *Stream) ResponseEdits() *acl.Edits {
+	if !x.resRan {
+		return nil
+	}
+	return &x.redits
 }
 
 // FilterResponseField lets cookie persistence handle one response field:
@@ -360,13 +427,19 @@ func (x *Stream) AppendResponseFields(w stream.FieldWriter) { x.cookieInsert(w) 
 
 // Relayed counts a response of n bytes with status sent to the client
 // from the server, before its last bytes are flushed (a client that has
-// its response sees it in the counters).
+// its response sees it in the counters). status is what the client got
+// (after set-status); the server's hrsp_* count what it sent.
 func (x *Stream) Relayed(status int, n int64) {
 	x.status, x.bytesOut = status, n
-	for _, c := range [...]*Counters{&x.fe.Counters, &x.be.Counters, &x.srv.Counters} {
-		c.Bout.Add(n)
-		c.response(status)
+	x.fe.Counters.Bout.Add(n)
+	x.fe.Counters.response(status)
+	x.be.Counters.Bout.Add(n)
+	x.be.Counters.response(status)
+	x.srv.Counters.Bout.Add(n)
+	if x.srvStatus != 0 {
+		status = x.srvStatus
 	}
+	x.srv.Counters.response(status)
 }
 
 // Replied counts a response of n bytes with status that the proxy made
@@ -427,6 +500,9 @@ func (x *Stream) End(o stream.Outcome) {
 	add(stream.SrvEresp, srvc, func(c *Counters) { c.Eresp.Add(1) })
 	add(stream.BeEcon, bec, func(c *Counters) { c.Econ.Add(1) })
 	add(stream.SrvEcon, srvc, func(c *Counters) { c.Econ.Add(1) })
+	add(stream.FeDresp, &fe.Counters, func(c *Counters) { c.Dresp.Add(1) })
+	add(stream.BeDresp, bec, func(c *Counters) { c.Dresp.Add(1) })
+	add(stream.SrvDresp, srvc, func(c *Counters) { c.Dresp.Add(1) })
 	if row.Observe != 0 && srv != nil {
 		srv.observeResponse(row.Observe)
 	}
@@ -473,6 +549,7 @@ func (x *Stream) logLine(o stream.Outcome) {
 		client: x.cc.src, frontend: x.fe.Name, backend: "<NOSRV>", server: "<NOSRV>",
 		status: x.status, bytes: x.bytesOut, tq: x.tq, tw: -1, tc: x.tc, tr: x.tr,
 		ta: msBetween(t0, now), tt: msBetween(x.idleStart, now), flags: row.Flags, tcp: x.tcp,
+		tls: x.cc.tls,
 	}
 	if be != nil {
 		e.backend = be.Name

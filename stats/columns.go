@@ -80,7 +80,7 @@ var columns = []Column{
 		get:  counter(func(c *cv) int64 { return c.Dreq })},
 	{Name: "dresp", Kinds: kFBS, typ: tU64, tags: "MCP", prom: "responses_denied_total", promKinds: kFBS,
 		Desc: "Total number of denied responses since process started",
-		get:  zero}, // no response rules
+		get:  counter(func(c *cv) int64 { return c.Dresp })},
 	{Name: "ereq", Kinds: kF, typ: tU64, tags: "MCP", prom: "request_errors_total", promKinds: kF,
 		Desc: "Total number of invalid requests since process started",
 		get:  counter(func(c *cv) int64 { return c.Ereq })},

@@ -11,6 +11,7 @@ package acl
 // ACL.
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -47,6 +48,7 @@ type namedACL struct {
 	name  string
 	terms []*term
 	l7    bool // one of its fetches needs an HTTP request
+	res   bool // one of its fetches needs a response (http_response only)
 }
 
 func (a *namedACL) eval(r *Request) bool {
@@ -70,6 +72,7 @@ type Cond struct {
 	unless bool
 	or     [][]condTerm
 	l7     bool
+	res    bool // uses response fetches: only http_response rules may
 }
 
 // Eval reports whether the condition holds for r. It allocates nothing.
@@ -133,6 +136,7 @@ func (sc *Scope) Define(name, expr string, line int) error {
 	}
 	a.terms = append(a.terms, t)
 	a.l7 = a.l7 || t.f.def.l7
+	a.res = a.res || t.f.def.res
 	return nil
 }
 
@@ -176,7 +180,7 @@ func (sc *Scope) lookup(name string, line int) (*namedACL, error) {
 			return nil, err
 		}
 		a.terms = []*term{t}
-		a.l7 = t.f.def.l7
+		a.l7, a.res = t.f.def.l7, t.f.def.res
 	}
 	sc.named[name] = a
 	return a, nil
@@ -339,15 +343,26 @@ func looksLikeNumber(w string) bool {
 	return true
 }
 
-// Condition compiles a condition written after if (unless: negate). An
-// empty expression is an error: a rule without a condition has no Cond.
+// Condition compiles a condition written after if (unless: negate) of a
+// request-time rule (use_backend, the stats page's admin). An empty
+// expression is an error: a rule without a condition has no Cond.
+// Response fetches (status, res.hdr) are refused: no response exists yet.
 func (sc *Scope) Condition(expr string, unless bool, line int) (*Cond, error) {
 	words, err := splitWords(expr)
 	if err != nil {
 		return nil, err
 	}
-	return sc.parseCond(words, unless, line)
+	c, err := sc.parseCond(words, unless, line)
+	if err == nil && c.res {
+		return nil, errResponseFetch
+	}
+	return c, err
 }
+
+// errResponseFetch refuses a condition that reads the response where
+// there is none yet. HAProxy 2.6 warns that such an ACL "will never
+// match"; fulcrum refuses it, since it could only be a mistake.
+var errResponseFetch = errors.New("condition uses response fetches (status, res.hdr, shdr, res.ver...), which only http_response rules can see")
 
 // parseCond compiles the words of a condition.
 func (sc *Scope) parseCond(words []string, unless bool, line int) (*Cond, error) {
@@ -397,7 +412,7 @@ func (sc *Scope) parseCond(words []string, unless bool, line int) (*Cond, error)
 			if err != nil {
 				return nil, err
 			}
-			a = &namedACL{terms: []*term{t}, l7: t.f.def.l7}
+			a = &namedACL{terms: []*term{t}, l7: t.f.def.l7, res: t.f.def.res}
 			i += end + 1
 		case w == "}":
 			return nil, fmt.Errorf("unexpected '}' in condition")
@@ -410,6 +425,7 @@ func (sc *Scope) parseCond(words []string, unless bool, line int) (*Cond, error)
 			}
 		}
 		c.l7 = c.l7 || a.l7
+		c.res = c.res || a.res
 		and = append(and, condTerm{neg: neg, acl: a})
 	}
 	if len(and) == 0 {

@@ -63,6 +63,9 @@ type fetchDef struct {
 	out  sampleType
 	args argKind
 	l7   bool // needs an HTTP request (not at tcp_request connection)
+	// res: reads the server's response (status, res.hdr): only
+	// http_response rules may use it.
+	res bool
 	// derive lists the match suffixes HAProxy accepts on the name, as in
 	// path_beg or hdr_dom(host).
 	derive string
@@ -105,6 +108,8 @@ const (
 	fSSLCSDN     // ssl_c_s_dn
 	fSSLCIDN     // ssl_c_i_dn
 	fSSLCSerial  // ssl_c_serial
+	fStatus      // status: the response's status code
+	fResVer      // res.ver: the response's HTTP version
 	fConst       // TRUE and FALSE: the fetch's occ holds the value
 	fSC          // sc_*, scN_*: a data type of a tracked entry
 )
@@ -142,6 +147,14 @@ var fetches = []*fetchDef{
 	{name: "ssl_c_verify", out: typeInt, id: fSSLCVerify},
 	{name: "ssl_c_s_dn", out: typeStr, args: argDN, id: fSSLCSDN},
 	{name: "ssl_c_i_dn", out: typeStr, args: argDN, id: fSSLCIDN},
+	// The response fetches, for http_response rules: HAProxy's names.
+	{name: "status", out: typeInt, l7: true, res: true, id: fStatus},
+	{name: "res.hdr", out: typeStr, args: argNameOcc, l7: true, res: true, id: fHdr},
+	{name: "shdr", out: typeStr, args: argNameOcc, l7: true, res: true, derive: stringSuffixes + " ip", id: fHdr},
+	{name: "res.hdr_cnt", out: typeInt, args: argOptional, l7: true, res: true, id: fHdrCnt},
+	{name: "shdr_cnt", out: typeInt, args: argOptional, l7: true, res: true, id: fHdrCnt},
+	{name: "res.ver", out: typeStr, l7: true, res: true, id: fResVer},
+	{name: "resp_ver", out: typeStr, l7: true, res: true, id: fResVer},
 	// ssl_c_serial is binary in HAProxy; fulcrum has no binary samples
 	// and gives its upper-case hex (what HAProxy's ssl_c_serial,hex
 	// gives), which is also how HAProxy's ACL patterns write it.
@@ -213,7 +226,7 @@ func parseFetch(def *fetchDef, text, args string, hasArgs bool) (*fetch, error) 
 
 // next returns the fetch's next value for r, or false when there is none.
 func (f *fetch) next(r *Request, it *iter) (sample, bool) {
-	if f.def.l7 && !r.HTTP {
+	if f.def.l7 && !r.HTTP || f.def.res && r.Res.Status == 0 {
 		return sample{}, false
 	}
 	switch f.def.id {
@@ -249,6 +262,10 @@ func (f *fetch) next(r *Request, it *iter) (sample, bool) {
 		return fetchSSL(r, f, it)
 	case fSSLSNI, fSSLProtocol, fSSLCipher, fSSLALPN, fSSLCUsed, fSSLCVerify, fSSLCSDN, fSSLCIDN, fSSLCSerial:
 		return fetchTLS(r, f, it)
+	case fStatus:
+		return once(it, sample{t: typeInt, n: int64(r.Res.status())})
+	case fResVer:
+		return once(it, sample{t: typeStr, s: r.Res.Version})
 	case fConst:
 		return once(it, sample{t: typeBool, n: int64(f.occ)})
 	case fSC:
@@ -375,43 +392,59 @@ func fetchURLParam(r *Request, f *fetch, it *iter) (sample, bool) {
 	return sample{}, false
 }
 
-// headerCount returns the number of header lines r has after its edits.
-func headerCount(r *Request) int {
-	n := 0
-	if r.Headers != nil {
-		n = r.Headers.NumHeaders()
+// hdrView is a header list with the edits rules made to it: the
+// request's or the response's.
+type hdrView struct {
+	h Headers
+	e *Edits
+}
+
+// headers returns the request's header view, or the response's for a
+// response fetch.
+func (r *Request) headers(res bool) hdrView {
+	if res {
+		return hdrView{r.Res.Headers, r.Res.Edits}
 	}
-	if r.Edits != nil {
-		n += len(r.Edits.added)
+	return hdrView{r.Headers, r.Edits}
+}
+
+// count returns the number of header lines v has after its edits.
+func (v hdrView) count() int {
+	n := 0
+	if v.h != nil {
+		n = v.h.NumHeaders()
+	}
+	if v.e != nil {
+		n += len(v.e.added)
 	}
 	return n
 }
 
-// headerAt returns header line i after the edits: the received lines
-// first, then the added ones; ok is false for a line removed by an edit.
-func headerAt(r *Request, i int) (name, value []byte, ok bool) {
+// at returns header line i after the edits: the received lines first,
+// then the added ones; ok is false for a line removed by an edit.
+func (v hdrView) at(i int) (name, value []byte, ok bool) {
 	base := 0
-	if r.Headers != nil {
-		base = r.Headers.NumHeaders()
+	if v.h != nil {
+		base = v.h.NumHeaders()
 	}
 	if i < base {
-		if r.Edits != nil && r.Edits.Hidden(i) {
+		if v.e != nil && v.e.Hidden(i) {
 			return nil, nil, false
 		}
-		name, value = r.Headers.HeaderAt(i)
+		name, value = v.h.HeaderAt(i)
 		return name, value, true
 	}
-	a := &r.Edits.added[i-base]
+	a := &v.e.added[i-base]
 	return a.name, a.value, !a.dead
 }
 
 // nextHeaderValue returns the next comma-separated value of the headers
 // named name, from the position it, and advances it. HAProxy's hdr()
 // splits values on commas; hdr(host) has a single one in practice.
-func nextHeaderValue(r *Request, name []byte, it *iter) ([]byte, bool) {
-	n := headerCount(r)
+func nextHeaderValue(v hdrView, name []byte, it *iter) ([]byte, bool) {
+	n := v.count()
 	for ; it.i < n; it.i, it.j = it.i+1, 0 {
-		hn, hv, ok := headerAt(r, it.i)
+		hn, hv, ok := v.at(it.i)
 		if !ok || (len(name) > 0 && !bytes.EqualFold(hn, name)) {
 			continue
 		}
@@ -426,14 +459,14 @@ func nextHeaderValue(r *Request, name []byte, it *iter) ([]byte, bool) {
 		if len(rest) == 0 {
 			continue
 		}
-		v := rest
+		val := rest
 		if k := bytes.IndexByte(rest, ','); k >= 0 {
-			v = rest[:k]
+			val = rest[:k]
 			it.j += k + 1
 		} else {
 			it.j = len(hv) + 1
 		}
-		return trimSpace(v), true
+		return trimSpace(val), true
 	}
 	return nil, false
 }
@@ -441,22 +474,23 @@ func nextHeaderValue(r *Request, name []byte, it *iter) ([]byte, bool) {
 // fetchHdr returns the values of a header: every one in turn (occurrence
 // 0), or only the n-th (n > 0), or the n-th from the end (n < 0).
 func fetchHdr(r *Request, f *fetch, it *iter) (sample, bool) {
+	v := r.headers(f.def.res)
 	switch {
 	case f.occ == 0:
-		v, ok := nextHeaderValue(r, f.name, it)
-		return sample{t: typeStr, s: v}, ok
+		val, ok := nextHeaderValue(v, f.name, it)
+		return sample{t: typeStr, s: val}, ok
 	case it.n > 0:
 		return sample{}, false
 	case f.occ > 0:
 		var local iter
 		for k := 1; ; k++ {
-			v, ok := nextHeaderValue(r, f.name, &local)
+			val, ok := nextHeaderValue(v, f.name, &local)
 			if !ok {
 				return sample{}, false
 			}
 			if k == f.occ {
 				it.n++
-				return sample{t: typeStr, s: v}, true
+				return sample{t: typeStr, s: val}, true
 			}
 		}
 	default:
@@ -464,7 +498,7 @@ func fetchHdr(r *Request, f *fetch, it *iter) (sample, bool) {
 		var local iter
 		total := 0
 		for {
-			if _, ok := nextHeaderValue(r, f.name, &local); !ok {
+			if _, ok := nextHeaderValue(v, f.name, &local); !ok {
 				break
 			}
 			total++
@@ -475,10 +509,10 @@ func fetchHdr(r *Request, f *fetch, it *iter) (sample, bool) {
 		}
 		local = iter{}
 		for k := 1; ; k++ {
-			v, _ := nextHeaderValue(r, f.name, &local)
+			val, _ := nextHeaderValue(v, f.name, &local)
 			if k == want {
 				it.n++
-				return sample{t: typeStr, s: v}, true
+				return sample{t: typeStr, s: val}, true
 			}
 		}
 	}
@@ -491,7 +525,7 @@ func fetchHost(r *Request, _ *fetch, it *iter) (sample, bool) {
 		return sample{}, false
 	}
 	var local iter
-	v, ok := nextHeaderValue(r, hostName, &local)
+	v, ok := nextHeaderValue(r.headers(false), hostName, &local)
 	if ok {
 		it.n++
 	}
@@ -507,16 +541,17 @@ func fetchHdrCnt(r *Request, f *fetch, it *iter) (sample, bool) {
 	it.n++
 	var local iter
 	n := int64(0)
+	v := r.headers(f.def.res)
 	if len(f.name) == 0 {
-		for i := range headerCount(r) {
-			if _, _, ok := headerAt(r, i); ok {
+		for i := range v.count() {
+			if _, _, ok := v.at(i); ok {
 				n++
 			}
 		}
 		return sample{t: typeInt, n: n}, true
 	}
 	for {
-		if _, ok := nextHeaderValue(r, f.name, &local); !ok {
+		if _, ok := nextHeaderValue(v, f.name, &local); !ok {
 			break
 		}
 		n++
@@ -530,9 +565,10 @@ var cookieName = []byte("cookie")
 // headers, in turn. Cookies are separated by ';' (and ',' from the header
 // split); names are case-sensitive.
 func fetchCook(r *Request, f *fetch, it *iter) (sample, bool) {
-	n := headerCount(r)
+	v := r.headers(false)
+	n := v.count()
 	for ; it.i < n; it.i, it.j = it.i+1, 0 {
-		hn, hv, ok := headerAt(r, it.i)
+		hn, hv, ok := v.at(it.i)
 		if !ok || !bytes.EqualFold(hn, cookieName) {
 			continue
 		}

@@ -2,9 +2,11 @@ package acl
 
 import "testing"
 
-// FuzzParse feeds arbitrary text to the ACL, condition and rule parsers:
-// they must return an error or a rule, never panic, and a compiled
-// condition must evaluate. The seed corpus is in testdata/fuzz/FuzzParse.
+// FuzzParse feeds arbitrary text to the ACL, condition and rule parsers
+// (http_request, http_response, tcp_request): they must return an error or
+// a rule, never panic, and a compiled condition or rule must evaluate,
+// a response rule against a response. The seed corpus is in
+// testdata/fuzz/FuzzParse.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"path_beg /api",
@@ -17,10 +19,17 @@ func FuzzParse(f *testing.F) {
 		"redirect prefix /p code 301 drop-query append-slash if x",
 		"set-header X-A %[src]:%[hdr(host,1)]%%",
 		"return status 404 content-type text/plain string \"nope\"",
+		"if TRUE",
+		"set-status 503 reason \"Down for maintenance\" if { status 500:599 }",
+		"deny deny_status 403 unless { res.hdr(content-type) -m beg text/ } || { shdr_cnt(x) gt 1 }",
+		"set-header Strict-Transport-Security \"max-age=63072000\" if { ssl_fc }",
+		"add-header X-S %[status]/%[res.ver]/%[shdr(server,-1)]",
 	} {
 		f.Add(s)
 	}
 	r := newRequest("10.0.0.1:1", "GET /api/x?a=1", "Host", "example.com", "Cookie", "a=b")
+	res := withResponse(newRequest("10.0.0.1:1", "GET /api/x?a=1", "Host", "example.com"), 503,
+		"Server", "a", "Content-Type", "text/html", "X", "1", "x", "2")
 	f.Fuzz(func(t *testing.T, s string) {
 		reg := NewRegistry("fuzz.toml")
 		sc := reg.NewScope()
@@ -37,6 +46,11 @@ func FuzzParse(f *testing.F) {
 			if rule.Action == ActRedirect {
 				rule.AppendRedirect(nil, r)
 			}
+		}
+		if rule, err := sc.HTTPResponseRule(s, 1); err == nil {
+			res.Res.Edits.Reset(res.Res.Headers.NumHeaders())
+			(&Rules{HTTPResponse: []*Rule{rule}}).EvalHTTPResponse(res)
+			res.Res.Edits.Status()
 		}
 		sc.TCPRule(s, 1)
 	})

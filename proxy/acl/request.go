@@ -46,4 +46,21 @@ type Request struct {
 	// Tracker holds the request's tracking counters: track-sc rules fill
 	// it, sc_* fetches read it. nil: no stick tables (sc_* find nothing).
 	Tracker Tracker
+
+	// Res is the server's response once its head arrived: http_response
+	// rules run with it set, and the response fetches (status, res.hdr,
+	// shdr...) read it. Res.Status is 0 before (request rules), and those
+	// fetches then find no sample.
+	Res Response
+}
+
+// Response is the view of a response head that http_response rules read
+// and edit. The slices alias the engine's buffers, as Request's.
+type Response struct {
+	Status  int    // as received from the server
+	Version []byte // "1.1", without "HTTP/"
+	Headers Headers
+	// Edits are the changes http_response rules made: header lines and
+	// set-status. The engine applies them as it writes the head.
+	Edits *Edits
 }

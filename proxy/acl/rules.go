@@ -27,20 +27,25 @@ const (
 	ActAccept                  // tcp_request connection accept
 	ActReject                  // tcp_request connection reject
 	ActTrackSC                 // track-sc0/1/2 (http_request, tcp_request connection): track a key in a stick table
+	ActSetStatus               // http_response set-status: replace the response's status (and reason)
 )
 
 // DenyStatuses are the codes deny_status accepts: those HAProxy 2.6 has a
 // built-in error page for (the proxy serves each of them).
 var DenyStatuses = []int{200, 400, 401, 403, 404, 405, 407, 408, 410, 413, 421, 425, 429, 500, 501, 502, 503, 504}
 
-// Rule is one compiled http_request or tcp_request rule.
+// DefaultResponseDenyStatus is the status of an http_response deny without
+// deny_status: HAProxy's 502.
+const DefaultResponseDenyStatus = 502
+
+// Rule is one compiled http_request, http_response or tcp_request rule.
 type Rule struct {
 	Action Action
 	Cond   *Cond  // nil: always
 	Text   string // the rule as written
 	Line   int
 
-	// Status is the code of deny, return and redirect.
+	// Status is the code of deny, return, redirect and set-status.
 	Status int
 	// Response is the whole response of a return rule, built at load.
 	Response []byte
@@ -51,6 +56,8 @@ type Rule struct {
 	rkind string // "location", "prefix" or "scheme"
 	dropQ bool   // redirect drop-query
 	slash bool   // redirect append-slash
+	// reason is set-status's reason phrase; nil: HAProxy's for the code.
+	reason []byte
 
 	slot  int    // track-sc counter number
 	key   *Expr  // track-sc key
@@ -68,6 +75,7 @@ type UseBackendRule struct {
 type Rules struct {
 	TCPConnection []*Rule // tcp_request connection rules (frontends)
 	HTTP          []*Rule // http_request rules
+	HTTPResponse  []*Rule // http_response rules
 	UseBackend    []UseBackendRule
 }
 
@@ -87,9 +95,18 @@ func (rs *Rules) TCPRules() []*Rule {
 	return rs.TCPConnection
 }
 
+// HTTPResponseRules returns the http_response rules (none for a nil
+// *Rules).
+func (rs *Rules) HTTPResponseRules() []*Rule {
+	if rs == nil {
+		return nil
+	}
+	return rs.HTTPResponse
+}
+
 // Empty reports whether there is no rule at all.
 func (rs *Rules) Empty() bool {
-	return rs == nil || len(rs.TCPConnection)+len(rs.HTTP)+len(rs.UseBackend) == 0
+	return rs == nil || len(rs.TCPConnection)+len(rs.HTTP)+len(rs.HTTPResponse)+len(rs.UseBackend) == 0
 }
 
 // AcceptConnection runs the tcp_request connection rules against a new
@@ -152,10 +169,40 @@ func (rs *Rules) EvalHTTP(r *Request) *Rule {
 			return rule
 		case ActSetHeader, ActAddHeader, ActDelHeader, ActSetPath:
 			if r.Edits != nil {
-				rule.apply(r)
+				rule.apply(r, r.headers(false))
 			}
 		case ActTrackSC:
 			rule.track(r)
+		}
+	}
+	return nil
+}
+
+// EvalHTTPResponse runs the http_response rules in order against the
+// response r.Res of request r (HAProxy runs the backend's, then the
+// frontend's: the caller calls it once per section). Header edits and
+// set-status go to r.Res.Edits as they come, so that later rules see
+// them. It returns the first deny rule whose condition holds, or nil when
+// the response goes on (no rule, or allow, which ends this section's
+// rules). r.Res.Edits must not be nil.
+func (rs *Rules) EvalHTTPResponse(r *Request) *Rule {
+	if rs == nil {
+		return nil
+	}
+	for _, rule := range rs.HTTPResponse {
+		if !rule.Cond.Eval(r) {
+			continue
+		}
+		switch rule.Action {
+		case ActAllow:
+			return nil
+		case ActDeny:
+			return rule
+		case ActSetHeader, ActAddHeader, ActDelHeader:
+			rule.apply(r, r.headers(true))
+		case ActSetStatus:
+			e := r.Res.Edits
+			e.status, e.reason = rule.Status, rule.reason
 		}
 	}
 	return nil
@@ -170,6 +217,8 @@ type Edits struct {
 	added  []addedHeader
 	arena  []byte // storage of formatted values; slices into it stay valid until Reset
 	uri    bool   // the URI was replaced (Request.URI holds the new one)
+	status int    // set-status: the new status, 0 = unchanged
+	reason []byte // set-status's reason, nil = HAProxy's for the status
 }
 
 type addedHeader struct {
@@ -185,11 +234,33 @@ func (e *Edits) Reset(n int) {
 	e.added = e.added[:0]
 	e.arena = e.arena[:0]
 	e.uri = false
+	e.status, e.reason = 0, nil
 }
 
-// Changed reports whether any header or the URI was changed.
+// Status returns the status and reason phrase set-status gave a
+// response; ok is false when no rule changed it. The reason is the
+// rule's, else HAProxy's phrase for the code (Reason).
+func (e *Edits) Status() (code int, reason []byte, ok bool) {
+	if e == nil || e.status == 0 {
+		return 0, nil, false
+	}
+	if e.reason != nil {
+		return e.status, e.reason, true
+	}
+	return e.status, []byte(Reason(e.status)), true
+}
+
+// status returns the response's status after set-status rules.
+func (res *Response) status() int {
+	if res.Edits != nil && res.Edits.status != 0 {
+		return res.Edits.status
+	}
+	return res.Status
+}
+
+// Changed reports whether any header, the URI or the status was changed.
 func (e *Edits) Changed() bool {
-	if e.uri || len(e.added) > 0 {
+	if e.uri || len(e.added) > 0 || e.status != 0 {
 		return true
 	}
 	for _, h := range e.hidden {
@@ -232,14 +303,14 @@ func (e *Edits) Replace(i int, name, value []byte) {
 	e.added = append(e.added, addedHeader{name: name, value: e.arena[start:len(e.arena):len(e.arena)]})
 }
 
-// del hides every header named name, received or added.
-func (e *Edits) del(r *Request, name []byte) {
-	if r.Headers != nil {
-		if n := r.Headers.NumHeaders(); len(e.hidden) < n { // Reset not called
+// del hides every header of h named name, received or added.
+func (e *Edits) del(h Headers, name []byte) {
+	if h != nil {
+		if n := h.NumHeaders(); len(e.hidden) < n { // Reset not called
 			e.hidden = append(e.hidden, make([]bool, n-len(e.hidden))...)
 		}
-		for i := range r.Headers.NumHeaders() {
-			if n, _ := r.Headers.HeaderAt(i); bytes.EqualFold(n, name) {
+		for i := range h.NumHeaders() {
+			if n, _ := h.HeaderAt(i); bytes.EqualFold(n, name) {
 				e.hidden[i] = true
 			}
 		}
@@ -251,20 +322,23 @@ func (e *Edits) del(r *Request, name []byte) {
 	}
 }
 
-// apply runs a header or path action on r; r.Edits is not nil.
-func (rule *Rule) apply(r *Request) {
-	e := r.Edits
+// apply runs a header or path action of a rule evaluated against r on the
+// header list v (the request's or the response's); v.e is not nil. A
+// set-header value is rendered before the old lines are removed, so that
+// it may read them.
+func (rule *Rule) apply(r *Request, v hdrView) {
+	e := v.e
 	switch rule.Action {
 	case ActDelHeader:
-		e.del(r, rule.name)
+		e.del(v.h, rule.name)
 	case ActSetHeader, ActAddHeader:
 		start := len(e.arena)
 		e.arena = rule.value.append(e.arena, r)
-		v := e.arena[start:len(e.arena):len(e.arena)]
+		val := e.arena[start:len(e.arena):len(e.arena)]
 		if rule.Action == ActSetHeader {
-			e.del(r, rule.name)
+			e.del(v.h, rule.name)
 		}
-		e.added = append(e.added, addedHeader{name: rule.name, value: v})
+		e.added = append(e.added, addedHeader{name: rule.name, value: val})
 	case ActSetPath:
 		q := []byte(nil)
 		if i := bytes.IndexByte(r.URI, '?'); i >= 0 {
@@ -298,7 +372,7 @@ func (rule *Rule) AppendRedirect(dst []byte, r *Request) []byte {
 			dst = append(dst, rule.redir...)
 			dst = append(dst, "://"...)
 			var it iter
-			if h, ok := nextHeaderValue(r, hostName, &it); ok {
+			if h, ok := nextHeaderValue(r.headers(false), hostName, &it); ok {
 				dst = append(dst, h...)
 			}
 		} else if rule.redir != "/" {
@@ -347,8 +421,9 @@ type formatPart struct {
 	f   *fetch
 }
 
-// parseFormat compiles a value; %% is a literal percent sign.
-func (sc *Scope) parseFormat(s string, l7ok bool) (format, error) {
+// parseFormat compiles a value; %% is a literal percent sign. res says
+// the value belongs to an http_response rule: it may read the response.
+func (sc *Scope) parseFormat(s string, res bool) (format, error) {
 	var out format
 	var lit []byte
 	for i := 0; i < len(s); i++ {
@@ -382,6 +457,9 @@ func (sc *Scope) parseFormat(s string, l7ok bool) (format, error) {
 			def := fetchByName(name)
 			if def == nil {
 				return nil, fmt.Errorf("unknown fetch method '%s' in '%%[%s]'", name, expr)
+			}
+			if def.res && !res {
+				return nil, fmt.Errorf("fetch '%s' in '%%[%s]' reads the response, which only http_response rules can see", name, expr)
 			}
 			f, err := parseFetch(def, expr, args, hasArgs)
 			if err != nil {
@@ -455,6 +533,12 @@ func (sc *Scope) HTTPRule(text string, line int) (*Rule, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cond != nil && cond.res {
+		return nil, errResponseFetch
+	}
+	if len(args) == 0 {
+		return nil, fmt.Errorf("missing action before '%s'", words[0])
+	}
 	rule := &Rule{Cond: cond, Text: text, Line: line}
 	act, opts := args[0], args[1:]
 	need := func(n int, usage string) error {
@@ -492,7 +576,7 @@ func (sc *Scope) HTTPRule(text string, line int) (*Rule, error) {
 		}
 		if err = need(2, "<name> <fmt>"); err == nil {
 			rule.name = []byte(opts[0])
-			rule.value, err = sc.parseFormat(opts[1], true)
+			rule.value, err = sc.parseFormat(opts[1], false)
 		}
 	case "del-header":
 		rule.Action = ActDelHeader
@@ -502,7 +586,7 @@ func (sc *Scope) HTTPRule(text string, line int) (*Rule, error) {
 	case "set-path":
 		rule.Action = ActSetPath
 		if err = need(1, "<fmt>"); err == nil {
-			rule.value, err = sc.parseFormat(opts[0], true)
+			rule.value, err = sc.parseFormat(opts[0], false)
 		}
 	case "track-sc0", "track-sc1", "track-sc2":
 		err = sc.parseTrack(rule, act, opts)
@@ -513,6 +597,126 @@ func (sc *Scope) HTTPRule(text string, line int) (*Rule, error) {
 		return nil, err
 	}
 	return rule, nil
+}
+
+// HTTPResponseRule compiles one http_response rule, in HAProxy's syntax:
+//
+//	allow [if|unless COND]
+//	deny [deny_status N] [if|unless COND]      (N defaults to 502)
+//	set-header NAME FMT [if|unless COND]
+//	add-header NAME FMT [if|unless COND]
+//	del-header NAME [if|unless COND]
+//	set-status N [reason STR] [if|unless COND]
+//
+// Conditions and values may use the response fetches (status, res.hdr,
+// shdr, res.hdr_cnt, res.ver) besides the request's and the
+// connection's.
+func (sc *Scope) HTTPResponseRule(text string, line int) (*Rule, error) {
+	words, err := splitWords(text)
+	if err != nil {
+		return nil, err
+	}
+	if len(words) == 0 {
+		return nil, fmt.Errorf("empty rule")
+	}
+	args, cond, err := sc.splitCond(words, line)
+	if err != nil {
+		return nil, err
+	}
+	if len(args) == 0 {
+		return nil, fmt.Errorf("missing action before '%s'", words[0])
+	}
+	rule := &Rule{Cond: cond, Text: text, Line: line}
+	act, opts := args[0], args[1:]
+	need := func(n int, usage string) error {
+		if len(opts) != n {
+			return fmt.Errorf("'%s' expects %s", act, usage)
+		}
+		return nil
+	}
+	switch act {
+	case "allow":
+		rule.Action = ActAllow
+		err = need(0, "no argument")
+	case "deny":
+		rule.Action, rule.Status = ActDeny, DefaultResponseDenyStatus
+		for len(opts) > 0 && err == nil {
+			switch opts[0] {
+			case "deny_status", "status":
+				if len(opts) < 2 {
+					return nil, fmt.Errorf("'deny %s' expects a status code", opts[0])
+				}
+				rule.Status, err = statusArg(opts[1], DenyStatuses)
+				opts = opts[2:]
+			default:
+				err = fmt.Errorf("'deny': unsupported option '%s' (supported: deny_status)", opts[0])
+			}
+		}
+	case "set-header", "add-header":
+		rule.Action = ActSetHeader
+		if act == "add-header" {
+			rule.Action = ActAddHeader
+		}
+		if err = need(2, "<name> <fmt>"); err == nil {
+			if err = headerName(opts[0]); err == nil {
+				rule.name = []byte(opts[0])
+				rule.value, err = sc.parseFormat(opts[1], true)
+			}
+		}
+	case "del-header":
+		rule.Action = ActDelHeader
+		if err = need(1, "<name>"); err == nil {
+			if err = headerName(opts[0]); err == nil {
+				rule.name = []byte(opts[0])
+			}
+		}
+	case "set-status":
+		rule.Action = ActSetStatus
+		if len(opts) != 1 && (len(opts) != 3 || opts[1] != "reason") {
+			return nil, fmt.Errorf("'set-status' expects <status> [reason <str>]")
+		}
+		n, aerr := strconv.Atoi(opts[0])
+		if aerr != nil || n < 100 || n > 999 {
+			// HAProxy's range for set-status.
+			return nil, fmt.Errorf("'set-status' expects an HTTP status code between 100 and 999, got '%s'", opts[0])
+		}
+		rule.Status = n
+		if len(opts) == 3 {
+			if strings.ContainsAny(opts[2], "\r\n") {
+				return nil, fmt.Errorf("'set-status': the reason must not contain CR or LF")
+			}
+			rule.reason = []byte(opts[2])
+		}
+	default:
+		return nil, fmt.Errorf("unknown http_response action '%s' (supported: add-header, allow, del-header, deny, set-header, set-status)", act)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rule, nil
+}
+
+// headerName checks a header name of a rule: a token (RFC 9110, section
+// 5.6.2), so that an edit cannot write a broken head.
+func headerName(name string) error {
+	if name == "" {
+		return fmt.Errorf("empty header name")
+	}
+	for i := 0; i < len(name); i++ {
+		if !isTchar(name[i]) {
+			return fmt.Errorf("invalid header name '%s'", name)
+		}
+	}
+	return nil
+}
+
+// isTchar reports whether c may appear in a token.
+func isTchar(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
 // statusArg parses a status code that must be one of allowed (nil: 200..599).
@@ -567,7 +771,7 @@ func (rule *Rule) parseReturn(opts []string) error {
 		return fmt.Errorf("'return': 'string' needs a 'content-type'")
 	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\ncontent-length: %d\r\n", rule.Status, reasonPhrase(rule.Status), len(body))
+	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\ncontent-length: %d\r\n", rule.Status, Reason(rule.Status), len(body))
 	if ctype != "" {
 		fmt.Fprintf(&b, "content-type: %s\r\n", ctype)
 	}
@@ -664,25 +868,4 @@ func (sc *Scope) TCPRule(text string, line int) (*Rule, error) {
 		return nil, fmt.Errorf("condition uses HTTP fetches, which tcp_request connection rules cannot see (only src, src_port, dst, dst_port)")
 	}
 	return rule, nil
-}
-
-// reasonPhrase returns HAProxy's reason phrase for a status code.
-func reasonPhrase(code int) string {
-	if s, ok := reasons[code]; ok {
-		return s
-	}
-	return "Unknown"
-}
-
-var reasons = map[int]string{
-	200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 206: "Partial Content",
-	301: "Moved Permanently", 302: "Found", 303: "See Other", 304: "Not Modified",
-	307: "Temporary Redirect", 308: "Permanent Redirect",
-	400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-	405: "Method Not Allowed", 407: "Proxy Authentication Required", 408: "Request Timeout",
-	409: "Conflict", 410: "Gone", 411: "Length Required", 413: "Payload Too Large",
-	414: "URI Too Long", 415: "Unsupported Media Type", 421: "Misdirected Request",
-	425: "Too Early", 429: "Too Many Requests",
-	500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway",
-	503: "Service Unavailable", 504: "Gateway Timeout",
 }

@@ -116,3 +116,13 @@ func TestTCPRules(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPRuleWithoutAction: "if TRUE" (a condition and no action) made
+// HTTPRule index an empty list and panic; it is an error.
+func TestHTTPRuleWithoutAction(t *testing.T) {
+	for _, text := range []string{"if TRUE", "unless { path / }"} {
+		if _, err := NewRegistry("t").NewScope().HTTPRule(text, 1); err == nil || !strings.Contains(err.Error(), "missing action") {
+			t.Errorf("%q: got %v, want a missing action", text, err)
+		}
+	}
+}

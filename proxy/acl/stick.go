@@ -89,6 +89,9 @@ func (sc *Scope) SampleExpr(text string) (*Expr, error) {
 	if def == nil || def.id == fConst {
 		return nil, fmt.Errorf("unknown fetch method '%s' in sample expression '%s'", name, text)
 	}
+	if def.res {
+		return nil, fmt.Errorf("fetch '%s' reads the response, which '%s' cannot see", def.name, text)
+	}
 	f, err := parseFetch(def, text, args, hasArgs)
 	if err != nil {
 		return nil, err

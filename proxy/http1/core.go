@@ -74,6 +74,11 @@ type Stream interface {
 	Sent(body int64)
 	ResponseHead()
 	Respond(status int)
+	// ResponseRules runs the http_response rules on the response head:
+	// 0, or the status of a deny (the response is dropped). Their edits
+	// (ResponseEdits, nil when no rule ran) apply to the head written.
+	ResponseRules(r *stream.Response) int
+	ResponseEdits() *acl.Edits
 	FilterResponseField(w stream.FieldWriter, name, value []byte) bool
 	AppendResponseFields(w stream.FieldWriter)
 	Relayed(status int, n int64)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -39,10 +40,11 @@ type session struct {
 	req   head
 	resp  head
 	view  stream.Request
-	nreq  int            // requests seen on this connection
-	owned *upConn        // a server connection kept private to this session
-	x     Stream         // the core's side of the current request
-	wait  queue.WaitFunc // s.waitQueue, bound once per connection
+	rview stream.Response // the response head as http_response rules see it
+	nreq  int             // requests seen on this connection
+	owned *upConn         // a server connection kept private to this session
+	x     Stream          // the core's side of the current request
+	wait  queue.WaitFunc  // s.waitQueue, bound once per connection
 }
 
 // sessionPool recycles sessions with their head buffers, so that a new
@@ -340,6 +342,15 @@ func (s *session) relay(uc *upConn) bool {
 		return s.fail(stream.BadResponse)
 	}
 	x.Respond(status)
+	s.rview = stream.Response{Status: status, Version: s.resp.line[0], Headers: &s.resp}
+	if deny := x.ResponseRules(&s.rview); deny != 0 {
+		uc.close() // its response is not read
+		return s.denyResponse(deny)
+	}
+	shown := status // what the client gets: set-status may change it
+	if code, _, ok := x.ResponseEdits().Status(); ok {
+		shown = code
+	}
 	isHead := string(s.req.line[0]) == "HEAD"
 	noBody := isHead || status == 204 || status == 304 || status == 101
 	untilClose := !noBody && !s.resp.chunked && s.resp.contentLength < 0
@@ -383,7 +394,7 @@ func (s *session) relay(uc *upConn) bool {
 		s.bw.Reset(s.c)
 		return s.fail(stream.BadResponseBody)
 	}
-	x.Relayed(status, headBytes+bodyBytes)
+	x.Relayed(shown, headBytes+bodyBytes)
 	if berr == nil {
 		berr = s.flushClient()
 	}
@@ -409,6 +420,21 @@ func (s *session) relay(uc *upConn) bool {
 		return false
 	}
 	return !closeAfter
+}
+
+// denyResponse answers the error page of an http_response deny with
+// status code in place of the server's response (dropped, with its
+// connection) and ends the request. The client connection stays open, as
+// HAProxy 2.6 keeps it, unless the client asked to close, the page closes
+// it (400, 408) or the proxy is stopping. It returns true when the
+// connection stays usable.
+func (s *session) denyResponse(code int) bool {
+	page := DenyResponse(code)
+	s.x.Replied(code, int64(len(page)))
+	s.bw.Write(page)
+	s.x.End(stream.ResponseDenied)
+	keep := code != 400 && code != 408 && !s.req.connClose && !s.cl.StoppingForGood()
+	return s.flushClient() == nil && keep
 }
 
 // watchable reports whether the client connection may be watched with a
@@ -672,25 +698,44 @@ func (s *session) writeInterimHead() {
 }
 
 // writeResponseHead writes the status line and headers for the client and
-// returns the bytes written.
+// returns the bytes written. The http_response rules' edits apply here:
+// set-status's line, the lines they removed left out, the lines they
+// added after the server's.
 func (s *session) writeResponseHead(closeAfter, upgrade bool) int64 {
 	r := &s.resp
 	w := s.bw
 	n := w.Buffered()
+	edits := s.x.ResponseEdits()
 	w.WriteString("HTTP/1.1 ")
-	w.Write(r.line[1])
-	w.WriteByte(' ')
-	w.Write(r.line[2])
+	if code, reason, ok := edits.Status(); ok {
+		w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(code), 10))
+		w.WriteByte(' ')
+		w.Write(reason)
+	} else {
+		w.Write(r.line[1])
+		w.WriteByte(' ')
+		w.Write(r.line[2])
+	}
 	w.WriteString("\r\n")
 	for i := range r.headers {
 		h := &r.headers[i]
-		if h.isHopByHop(upgrade) || s.x.FilterResponseField(w, h.name, h.value) {
+		if h.isHopByHop(upgrade) || edits != nil && edits.Hidden(i) || s.x.FilterResponseField(w, h.name, h.value) {
 			continue
 		}
 		w.Write(h.name)
 		w.WriteString(": ")
 		w.Write(h.value)
 		w.WriteString("\r\n")
+	}
+	if edits != nil {
+		for i := range edits.NumAdded() { // add-header and set-header lines
+			if name, value, ok := edits.AddedAt(i); ok {
+				w.Write(name)
+				w.WriteString(": ")
+				w.Write(value)
+				w.WriteString("\r\n")
+			}
+		}
 	}
 	switch {
 	case upgrade:

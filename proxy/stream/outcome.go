@@ -60,6 +60,9 @@ const (
 	// BadResponseBody: the server's body framing broke before any byte
 	// of the response reached the client.
 	BadResponseBody
+	// ResponseDenied: an http_response deny rule refused the server's
+	// response; the client got the rule's error page instead.
+	ResponseDenied
 	// ClientTimeoutData: the client stopped reading the response.
 	ClientTimeoutData
 	// ClientAbortData: the client closed during the response.
@@ -83,7 +86,7 @@ const (
 // Counts says which error counters an outcome moves, each on the
 // frontend (Fe), backend (Be) or server (Srv) of the stream, as HAProxy's
 // `show stat` names them.
-type Counts uint16
+type Counts uint32
 
 // The counters an outcome may move.
 const (
@@ -100,6 +103,9 @@ const (
 	SrvEresp
 	BeEcon
 	SrvEcon
+	FeDresp
+	BeDresp
+	SrvDresp
 )
 
 // Row is what an outcome means.
@@ -152,6 +158,7 @@ var Outcomes = [numOutcomes]Row{
 	BadResponse:         {Name: "bad response", Status: 502, Flags: "PH", Counts: BeEresp | SrvEresp, Observe: 502},
 	ServerGoneHead:      {Name: "server gone (head)", Status: 502, Flags: "SH", Counts: BeEresp | SrvEresp, Observe: 502},
 	BadResponseBody:     {Name: "bad response body", Status: 502, Flags: "PH", Counts: BeEresp | SrvEresp},
+	ResponseDenied:      {Name: "response denied", Flags: "PH", Counts: FeDresp | BeDresp | SrvDresp},
 	ClientTimeoutData:   {Name: "client timeout (data)", Flags: "cD", Relayed: true},
 	ClientAbortData:     {Name: "client abort (data)", Flags: "CD", Counts: FeCliAbrt | BeCliAbrt | SrvCliAbrt, Relayed: true},
 	ServerTimeoutData:   {Name: "server timeout (data)", Flags: "sD", Counts: BeSrvAbrt | SrvSrvAbrt, Relayed: true},

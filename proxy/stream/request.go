@@ -23,6 +23,16 @@ type Request struct {
 	ConnClose bool
 }
 
+// Response is a response head as an engine hands it to the core's
+// http_response rules (Stream.ResponseRules): the server's status, its
+// version and its fields. The slices alias the engine's buffers, valid
+// until the stream ends.
+type Response struct {
+	Status  int
+	Version []byte // "HTTP/1.1"
+	Headers acl.Headers
+}
+
 // Headers is a request's header fields, by position (acl.Headers: the
 // rules and cookie persistence, whose edits name fields by position) and
 // by name (hashing algorithms).
