@@ -450,6 +450,12 @@ func convHTTPRequest(x *ctx) {
 	x.push(x.side(sideAny), "http_request", x.p.withTable(text))
 }
 
+// convHTTPResponse: http-response RULE, passed on as written; fulcrum's
+// check judges it as http_request's.
+func convHTTPResponse(x *ctx) {
+	x.push(x.side(sideAny), "http_response", x.rest())
+}
+
 // convRedirect: redirect ..., an http_request rule in fulcrum.
 func convRedirect(x *ctx) {
 	x.push(x.side(sideAny), "http_request", "redirect "+x.rest())

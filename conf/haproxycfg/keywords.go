@@ -103,7 +103,7 @@ var proxyRows = []keyword{
 	{name: "tcp-request inspect-delay", kind: NotYet, why: "tcp-request content rules"},
 	{name: "tcp-request session", kind: Unsupported, why: "tcp-request session rules"},
 	{name: "tcp-response", kind: Unsupported, why: "tcp-response rules"},
-	{name: "http-response", kind: NotYet, why: "http-response rules"},
+	{name: "http-response", side: sideAny, conv: convHTTPResponse},
 	{name: "http-after-response", kind: Unsupported, why: "http-after-response rules"},
 	{name: "bind", side: sideFront, noDefaults: true, conv: convBind},
 	{name: "stats enable", side: sideStats, conv: convStatsEnable},
