@@ -75,6 +75,10 @@ type sslCounters struct {
 	KeyRateMax atomic.Int64
 	Resumed    atomic.Int64 // handshakes that resumed a session, since start
 	Failed     atomic.Int64 // failed handshakes, since start
+	// BeKeyRate counts the full handshakes with servers (ssl servers, TLS
+	// health checks excluded) per second: SslBackendKeyRate.
+	BeKeyRate    FreqCtr
+	BeKeyRateMax atomic.Int64
 }
 
 // readProxyHeader takes the PROXY protocol header off cc and makes its
@@ -175,6 +179,8 @@ type SSLSnapshot struct {
 	KeyRate         int64 // SslFrontendKeyRate: full handshakes per second
 	KeyRateMax      int64 // SslFrontendMaxKeyRate
 	ReusePct        int64 // SslFrontendSessionReuse_pct
+	BeKeyRate       int64 // SslBackendKeyRate: full handshakes with servers per second
+	BeKeyRateMax    int64 // SslBackendMaxKeyRate
 	Resumed         int64 // handshakes that resumed a session, since start
 	FailedHandshake int64 // failed handshakes, since start
 }
@@ -194,6 +200,7 @@ func (p *Proxy) edgeSnapshot(snap *Snapshot, now time.Time) {
 		Rate: ssl.Rate.Rate(now), RateMax: ssl.RateMax.Load(),
 		KeyRate: ssl.KeyRate.Rate(now), KeyRateMax: ssl.KeyRateMax.Load(),
 		Resumed: ssl.Resumed.Load(), FailedHandshake: ssl.Failed.Load(),
+		BeKeyRate: ssl.BeKeyRate.Rate(now), BeKeyRateMax: ssl.BeKeyRateMax.Load(),
 	}
 	// HAProxy's ratio (stats.c): the share of TLS connections over the
 	// last second that did not compute a key.

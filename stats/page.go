@@ -218,6 +218,9 @@ type pageData struct {
 	Proxies []pageProxy
 	// PeersHTML is the [[peers]] tables (peers.go), escaped.
 	PeersHTML template.HTML
+	// CertsHTML is the table of certificates expiring within 30 days
+	// (page_certs.go), escaped; empty when there is none.
+	CertsHTML template.HTML
 }
 
 type pageResult struct{ Class, Text string }
@@ -330,6 +333,7 @@ func (pg *page) renderHTML(buf *bytes.Buffer, snap *proxy.Snapshot, f Filter, o 
 		d.Proxies[i].RowsHTML = template.HTML(d.Proxies[i].rows)
 	}
 	d.PeersHTML = peersHTML(pg.cfg.Peers)
+	d.CertsHTML = certsHTML(snap)
 	return pageTmpl.Execute(buf, &d)
 }
 

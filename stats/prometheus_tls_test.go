@@ -14,7 +14,8 @@ import (
 // certificates' expiry and the per-frontend refusals under fulcrum's.
 func TestPrometheusTLS(t *testing.T) {
 	snap := testSnapshot()
-	snap.SSL = proxy.SSLSnapshot{CurrConns: 3, CumConns: 40, Rate: 10, RateMax: 12, KeyRate: 4, KeyRateMax: 9, ReusePct: 60}
+	snap.SSL = proxy.SSLSnapshot{CurrConns: 3, CumConns: 40, Rate: 10, RateMax: 12, KeyRate: 4, KeyRateMax: 9, ReusePct: 60,
+		BeKeyRate: 5, BeKeyRateMax: 11}
 	snap.Certs = []proxy.CertSnapshot{
 		{Name: "certs/a.pem", Serial: "1234", NotAfter: time.Date(2045, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{Name: "certs/b.pem", Serial: "05", NotAfter: time.Date(2030, 6, 1, 0, 0, 0, 0, time.UTC)},
@@ -41,10 +42,17 @@ haproxy_process_current_frontend_ssl_key_rate 4
 # HELP haproxy_process_frontend_ssl_reuse Percent of frontend SSL connections which did not require a new key
 # TYPE haproxy_process_frontend_ssl_reuse gauge
 haproxy_process_frontend_ssl_reuse 60
+# HELP haproxy_process_current_backend_ssl_key_rate Number of SSL keys created on backends in this worker process over the last second
+# TYPE haproxy_process_current_backend_ssl_key_rate gauge
+haproxy_process_current_backend_ssl_key_rate 5
+# HELP haproxy_process_max_backend_ssl_key_rate Highest SslBackendKeyRate reached on this worker process since started (in SSL keys per second)
+# TYPE haproxy_process_max_backend_ssl_key_rate gauge
+haproxy_process_max_backend_ssl_key_rate 11
 `
 	names := []string{"fulcrum_ssl_cert_not_after_seconds", "haproxy_process_current_ssl_connections",
 		"haproxy_process_ssl_connections_total", "haproxy_process_current_ssl_rate",
-		"haproxy_process_current_frontend_ssl_key_rate", "haproxy_process_frontend_ssl_reuse"}
+		"haproxy_process_current_frontend_ssl_key_rate", "haproxy_process_frontend_ssl_reuse",
+		"haproxy_process_current_backend_ssl_key_rate", "haproxy_process_max_backend_ssl_key_rate"}
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), names...); err != nil {
 		t.Fatal(err)
 	}
