@@ -71,6 +71,7 @@ func Parse(file string, data []byte) (*Config, error) {
 	f.checkLinks(root)
 	f.checkALPN(root)
 	reg := f.compileRules(root)
+	f.checkServers(root, reg)
 	f.checkTables(root)
 	f.checkPeers(root)
 	c.checkSupport()
@@ -301,6 +302,13 @@ func (f *fileSection) model(c *checker) *Config {
 				PoolMaxConn:    *srv.PoolMaxConn,
 				PoolLowConn:    *srv.PoolLowConn,
 				PoolPurgeDelay: srv.PoolPurgeDelay.Std(),
+
+				SSL:            *srv.SSL,
+				CheckSSL:       *srv.SSL || *srv.CheckSSL,
+				TLS:            srv.tls,
+				SendProxy:      srv.sendProxy(),
+				ProxyV2Options: srv.ProxyV2Options,
+				CheckSendProxy: *srv.CheckSendProxy || *srv.SendProxy || *srv.SendProxyV2,
 			})
 		}
 		cfg.Backends = append(cfg.Backends, b)

@@ -208,6 +208,17 @@ type Server struct {
 	PoolMaxConn    int           // idle connections kept, -1 = no limit
 	PoolLowConn    int           // idle connections a purge leaves
 	PoolPurgeDelay time.Duration // 0 = never purged
+
+	// SSL says traffic to the server is TLS, CheckSSL that health checks
+	// are; TLS holds the settings of both (nil when neither).
+	SSL, CheckSSL bool
+	TLS           *ServerTLS
+	// SendProxy is the PROXY protocol version sent in front of
+	// connections (0: none, 1, 2), ProxyV2Options the TLVs of version 2;
+	// CheckSendProxy says health checks send one (a LOCAL one).
+	SendProxy      int
+	ProxyV2Options []string
+	CheckSendProxy bool
 }
 
 // Check is a backend's [backend.check]: how its servers with check = true

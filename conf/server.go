@@ -77,6 +77,77 @@ type serverParams struct {
 	// closes is released within a quarter of a second whatever this says.
 	// "0s" means never purged. Default "5s".
 	PoolPurgeDelay *Duration `toml:"pool_purge_delay"`
+
+	// SSL makes connections to the server TLS (HAProxy's ssl). The
+	// server's certificate is verified as verify says. Health checks go
+	// over TLS too. Default false.
+	SSL *bool `toml:"ssl"`
+
+	// Verify is "required" (the server's certificate must chain to
+	// ca_file, or to the system's roots without one, and its names must
+	// match the SNI sent, else verifyhost when set) or "none" (anything
+	// is accepted, as HAProxy's verify none). A failed verification fails
+	// the connection: a connect error, retried as one. Default
+	// "required", as HAProxy without ssl-server-verify.
+	Verify *string `toml:"verify"`
+
+	// CAFile is a PEM file of the CAs that sign the server's certificate
+	// (HAProxy's ca-file); "" or "@system-ca" means the system's roots.
+	// Relative to the configuration's directory. Default "".
+	CAFile *string `toml:"ca_file"`
+
+	// SNI is a sample fetch expression whose value is sent as the TLS
+	// server name (HAProxy's sni), evaluated for each new connection:
+	// "req.hdr(host)" in http mode, "ssl_fc_sni" to pass on the client's.
+	// Idle connections are reused only by requests with the same value.
+	// "" sends none. Default "".
+	SNI *string `toml:"sni"`
+
+	// VerifyHost is the name the server's certificate must carry when no
+	// SNI is sent (HAProxy's verifyhost); "" checks no name then. Default
+	// "".
+	VerifyHost *string `toml:"verifyhost"`
+
+	// ALPN is the protocols offered to the server, comma-separated as
+	// HAProxy writes them ("http/1.1"). In http mode "h2" is left out
+	// (fulcrum speaks HTTP/1.1 to servers). "" offers none. Default "".
+	ALPN *string `toml:"alpn"`
+
+	// Crt is a PEM file holding the client certificate fulcrum presents
+	// to the server, with its chain and its key (HAProxy's crt). ""
+	// presents none. Default "".
+	Crt *string `toml:"crt"`
+
+	// CheckSSL makes health checks go over TLS even when traffic does not
+	// (HAProxy's check-ssl), with the server's TLS settings and no SNI. A
+	// tcp check then passes when the handshake does (L6OK). Default false
+	// (checks use TLS when ssl is true).
+	CheckSSL *bool `toml:"check_ssl"`
+
+	// SendProxy sends a PROXY protocol version 1 line in front of every
+	// connection to the server, with the client's addresses (HAProxy's
+	// send-proxy). Server connections then serve one client connection
+	// only. Default false.
+	SendProxy *bool `toml:"send_proxy"`
+
+	// SendProxyV2 sends a PROXY protocol version 2 header instead
+	// (HAProxy's send-proxy-v2), with the ALPN the client negotiated and
+	// the TLVs proxy_v2_options asks for. Default false.
+	SendProxyV2 *bool `toml:"send_proxy_v2"`
+
+	// ProxyV2Options are the TLVs added to the version 2 header, HAProxy's
+	// names: "ssl" (the client's TLS: version, and with "cert-cn" the
+	// client certificate's CN, "ssl-cipher", "cert-sig" and "cert-key" of
+	// the certificate served), "authority" (the client's SNI), "crc32c"
+	// (a checksum), "unique-id" (the request's unique id, empty without
+	// one). Needs send_proxy_v2. None by default.
+	ProxyV2Options []string `toml:"proxy_v2_options"`
+
+	// CheckSendProxy sends a PROXY header in front of health checks
+	// (HAProxy's check-send-proxy): a LOCAL one, since a check has no
+	// client. Checks send one anyway when send_proxy or send_proxy_v2 is
+	// set. Default false.
+	CheckSendProxy *bool `toml:"check_send_proxy"`
 }
 
 // setDefaults gives every unset key of a [backend.default_server] its
@@ -99,6 +170,17 @@ func (sp *serverParams) setDefaults() {
 	orDefault(&sp.PoolMaxConn, -1)
 	orDefault(&sp.PoolLowConn, 0)
 	orDefault(&sp.PoolPurgeDelay, Duration(5*time.Second))
+	orDefault(&sp.SSL, false)
+	orDefault(&sp.Verify, "required")
+	orDefault(&sp.CAFile, "")
+	orDefault(&sp.SNI, "")
+	orDefault(&sp.VerifyHost, "")
+	orDefault(&sp.ALPN, "")
+	orDefault(&sp.Crt, "")
+	orDefault(&sp.CheckSSL, false)
+	orDefault(&sp.SendProxy, false)
+	orDefault(&sp.SendProxyV2, false)
+	orDefault(&sp.CheckSendProxy, false)
 }
 
 // validate checks the values set in a [backend.default_server] or in the
@@ -116,6 +198,7 @@ func (sp *serverParams) validate(s scope) {
 	oneOf(s.at("on_error"), sp.OnError, "fastinter", "fail-check", "sudden-death", "mark-down")
 	atLeast(s.at("pool_max_conn"), sp.PoolMaxConn, -1)
 	nonNegative(s.at("pool_low_conn"), sp.PoolLowConn)
+	oneOf(s.at("verify"), sp.Verify, "required", "none")
 	if sp.PoolPurgeDelay != nil && *sp.PoolPurgeDelay < 0 {
 		s.at("pool_purge_delay").errorf("must not be negative, got %q", sp.PoolPurgeDelay.String())
 	}
@@ -138,6 +221,8 @@ type serverSection struct {
 
 	// The keys that [backend.default_server] gives defaults to.
 	serverParams
+
+	tls *ServerTLS // loaded by checkTLS, nil without ssl and check_ssl
 }
 
 // setDefaults gives every unset key of a server its value from the
@@ -165,6 +250,20 @@ func (srv *serverSection) setDefaults(ds *serverParams) {
 	inherit(&sp.PoolMaxConn, ds.PoolMaxConn)
 	inherit(&sp.PoolLowConn, ds.PoolLowConn)
 	inherit(&sp.PoolPurgeDelay, ds.PoolPurgeDelay)
+	inherit(&sp.SSL, ds.SSL)
+	inherit(&sp.Verify, ds.Verify)
+	inherit(&sp.CAFile, ds.CAFile)
+	inherit(&sp.SNI, ds.SNI)
+	inherit(&sp.VerifyHost, ds.VerifyHost)
+	inherit(&sp.ALPN, ds.ALPN)
+	inherit(&sp.Crt, ds.Crt)
+	inherit(&sp.CheckSSL, ds.CheckSSL)
+	inherit(&sp.SendProxy, ds.SendProxy)
+	inherit(&sp.SendProxyV2, ds.SendProxyV2)
+	if sp.ProxyV2Options == nil {
+		sp.ProxyV2Options = ds.ProxyV2Options
+	}
+	inherit(&sp.CheckSendProxy, ds.CheckSendProxy)
 }
 
 // validate checks the values set in one [[backend.server]].
