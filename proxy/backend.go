@@ -39,11 +39,14 @@ type Backend struct {
 	observer lb.ConnObserver // algo's hooks, nil when it has none
 	dynamic  bool            // runtime weight changes apply (HAProxy's dynamic algorithms)
 	hashes   bool            // the algorithm hashes a key of the request (HAProxy's BE_LB_KIND_HI)
-	log      zerolog.Logger  // panic-mode warnings
-	clock    clock           // slowstart's time source; tests replace it
-	panicked bool            // the usable set is in panic mode
-	ramp     func() bool     // stops the pending slowstart step, nil when none
-	rampGen  uint64          // generation of the pending step: a stale one returns
+	// prepConns: a server sends a PROXY header or speaks TLS, so new
+	// connections go through Stream.prepare (servertls.go).
+	prepConns bool
+	log       zerolog.Logger // panic-mode warnings
+	clock     clock          // slowstart's time source; tests replace it
+	panicked  bool           // the usable set is in panic mode
+	ramp      func() bool    // stops the pending slowstart step, nil when none
+	rampGen   uint64         // generation of the pending step: a stale one returns
 
 	// free counts the servers of the usable set that have a free slot, so
 	// that a request finds "every server is full" in O(1) instead of making
@@ -172,6 +175,8 @@ func newBackend(id int, bc *conf.Backend) (*Backend, error) {
 		s.lb.Name = sc.Name
 		s.up.Pool.Configure(sc.PoolMaxConn, sc.PoolLowConn, sc.PoolPurgeDelay)
 		s.up.Reuse, s.up.TimeoutServer = http1.ParseReuse(bc.HTTPReuse), bc.TimeoutServer
+		s.setupTLS()
+		b.prepConns = b.prepConns || sc.SSL || sc.SendProxy != 0
 		s.lb.MinConn.Store(int64(sc.MinConn))
 		s.lb.MaxQueue = sc.MaxQueue
 		s.lb.BackendLoad = &b.Counters.Scur

@@ -39,12 +39,23 @@ import (
 // returned with the error. Otherwise the server connected to is returned,
 // with the connection and the connect time in ms: from the first attempt,
 // retries and delays included (HAProxy's Tc).
-func connectServer(be *Backend, srv *Server, view *lb.Request, direct bool) (*Server, net.Conn, int64, error) {
+//
+// prep, when not nil, readies each new connection (its PROXY header and
+// TLS handshake: Stream.prepare) and returns the one to use; its failure
+// is a failed attempt, as a refused connect (the connection is closed).
+func connectServer(be *Backend, srv *Server, view *lb.Request, direct bool, prep func(*Server, net.Conn) (net.Conn, error)) (*Server, net.Conn, int64, error) {
 	d := net.Dialer{Timeout: be.Conf.TimeoutConnect}
 	retries := be.Conf.Retries
 	start := time.Now()
 	for n := 0; ; n++ { // n retries done so far
 		c, err := d.Dial("tcp", srv.Addr())
+		if err == nil && prep != nil {
+			var pc net.Conn
+			if pc, err = prep(srv, c); err != nil {
+				c.Close()
+			}
+			c = pc
+		}
 		srv.observeConnect(err == nil)
 		if err == nil { // Go sets TCP_NODELAY on TCP connections by default
 			return srv, c, time.Since(start).Milliseconds(), nil

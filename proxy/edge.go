@@ -18,6 +18,7 @@ package proxy
 // a load balancer means.)
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -120,7 +121,8 @@ func (fe *Frontend) handshake(cc *clientConn, e *edge) bool {
 	if d := fe.Conf.TimeoutClientHS; d > 0 {
 		cc.c.SetDeadline(now.Add(d))
 	}
-	err := tc.Handshake()
+	var served *tlsx.Cert
+	err := tc.HandshakeContext(tlsx.WithServedCert(context.Background(), &served))
 	cc.c.SetDeadline(time.Time{})
 	if err != nil {
 		ssl.Failed.Add(1)
@@ -135,6 +137,9 @@ func (fe *Frontend) handshake(cc *clientConn, e *edge) bool {
 		storeMax(&ssl.KeyRateMax, ssl.KeyRate.Add(time.Now(), 1))
 	}
 	info := tlsx.NewConnInfo(&cs)
+	if served != nil {
+		info.Served = served.Leaf
+	}
 	// Under the owner's lock: a stop or shutdown session closes cc.c.
 	fe.mu.Lock()
 	cc.c, cc.tls = tc, info

@@ -7,6 +7,7 @@ import (
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
+	"github.com/fulcrum-proxy/fulcrum/proxy/tlsx"
 )
 
 // AdminState is a server's administrative state, set by the configuration
@@ -83,6 +84,11 @@ type Server struct {
 	// up is the server as the HTTP/1 engine needs it: its idle
 	// connections and its backend's reuse policy and timeout.
 	up http1.Upstream
+
+	// tlsc is the TLS of connections and checks to the server (ssl,
+	// check_ssl), nil when neither; pp its proxy_v2_options (servertls.go).
+	tlsc *tlsx.Client
+	pp   ppOptions
 
 	observer atomic.Pointer[TrafficObserver]
 

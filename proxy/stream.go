@@ -297,7 +297,11 @@ func (x *Stream) Upstream() *http1.Upstream { return &x.srv.up }
 // changes), and records the connect time. On failure it returns
 // stream.ConnectFailed (econ is counted).
 func (x *Stream) Connect() (net.Conn, stream.Outcome) {
-	srv, c, tc, err := connectServer(x.be, x.srv, &x.lbreq, x.pin != nil)
+	var prep func(*Server, net.Conn) (net.Conn, error)
+	if x.be.prepConns {
+		prep = x.prepare // servertls.go
+	}
+	srv, c, tc, err := connectServer(x.be, x.srv, &x.lbreq, x.pin != nil, prep)
 	x.srv = srv
 	if err != nil {
 		return nil, stream.ConnectFailed

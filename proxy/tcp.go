@@ -17,6 +17,8 @@ func (fe *Frontend) serveTCP(cc *clientConn) {
 	var x Stream
 	x.bind(fe, cc)
 	x.beginTCP(cc.accepted)
+	// What a server's sni expression may fetch in tcp mode (ssl_fc_sni).
+	x.areq.Src, x.areq.TLS, x.areq.SSL = cc.src, cc.tls, cc.tls != nil
 	be := fe.backend
 	if be == nil {
 		x.End(stream.NoServer)

@@ -74,12 +74,17 @@ func New(p *proxy.Proxy, log zerolog.Logger) (*Checker, error) {
 				ck := bc.Check
 				ps.inter, ps.fastinter, ps.downinter = ck.Inter, ck.FastInter, ck.DownInter
 				ps.connect, ps.read = timeouts(ck.Inter, bc.TimeoutCheck, bc.TimeoutConnect)
-				ps.health = tcpProbe{}
+				var prep ConnPrep
+				if sc.CheckSSL || sc.CheckSendProxy {
+					prep = s.CheckConn
+				}
+				ps.health = tcpProbe{prep: prep}
 				if ck.Type == "http" {
 					hp, err := newHTTPProbe(ck.Method, ck.Path, ck.Host, ck.ExpectStatus)
 					if err != nil {
 						return nil, err
 					}
+					hp.prep = prep
 					ps.health = hp
 				}
 			}

@@ -22,8 +22,9 @@ import (
 // Only the status line is read; the connection is then closed, so a large
 // or slow body costs nothing.
 type httpProbe struct {
-	request []byte // the whole request, built once
-	expect  []span // passing status codes
+	request []byte   // the whole request, built once
+	expect  []span   // passing status codes
+	prep    ConnPrep // the server's PROXY header and TLS, nil for none
 }
 
 // span is an inclusive range of status codes.
@@ -77,7 +78,7 @@ func (p *httpProbe) passes(code int) bool {
 
 // Run sends the request to addr and reads the status line.
 func (p *httpProbe) Run(ctx context.Context, addr string, connect, read time.Duration) Result {
-	c, fail := dial(ctx, addr, connect)
+	c, _, fail := dialPrep(ctx, addr, connect, p.prep)
 	if fail != nil {
 		return *fail
 	}

@@ -28,6 +28,38 @@ type Result struct {
 	Agent *AgentReply
 }
 
+// ConnPrep readies a check's new connection before its exchange, within
+// deadline: the server's check_send_proxy and check_ssl
+// (proxy.Server.CheckConn). It returns the connection to use, and whether
+// a TLS handshake ran (its failure is then a layer 6 one).
+type ConnPrep func(c net.Conn, deadline time.Time) (net.Conn, bool, error)
+
+// dialPrep connects as dial does, then readies the connection with prep
+// (nil: nothing to do) within timeout: a failed TLS handshake is L6TOUT
+// or L6RSP, a failed PROXY header write SOCKERR. tls reports a completed
+// TLS handshake (a tcp check then passes with L6OK).
+func dialPrep(ctx context.Context, addr string, timeout time.Duration, prep ConnPrep) (c net.Conn, tls bool, fail *Result) {
+	c, fail = dial(ctx, addr, timeout)
+	if fail != nil || prep == nil {
+		return c, false, fail
+	}
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	pc, hs, err := prep(c, time.Now().Add(timeout))
+	switch {
+	case err == nil:
+		return pc, hs, nil
+	case hs && isTimeout(err):
+		fail = &Result{Status: StatusL6TOUT}
+	case hs:
+		fail = &Result{Status: StatusL6RSP, Info: "SSL handshake failure"}
+	default:
+		fail = &Result{Status: StatusSOCKERR, Info: errText(err)}
+	}
+	c.Close()
+	return nil, false, fail
+}
+
 // dial connects to addr within timeout and maps a failure to L4TOUT,
 // L4CON or SOCKERR with HAProxy's detail text.
 func dial(ctx context.Context, addr string, timeout time.Duration) (net.Conn, *Result) {

@@ -150,7 +150,7 @@ func TestPoolTakeChecksTheSocket(t *testing.T) {
 			defer peer.Close()
 			up := &Upstream{}
 			up.Pool.Configure(-1, 0, 0)
-			uc := newUpConn(c, up)
+			uc := newUpConn(c, up, "")
 			uc.release(time.Now())
 			tc.peer(peer)
 			if !tc.wantS {
@@ -158,7 +158,7 @@ func TestPoolTakeChecksTheSocket(t *testing.T) {
 				// the socket shows it.
 				waitFor(t, 2*time.Second, "the peer's bytes", func() bool { return !socketIdle(uc.raw) })
 			}
-			got := up.Pool.get(false)
+			got := up.Pool.get(false, "")
 			if (got != nil) != tc.wantS {
 				t.Fatalf("get returned %v, want a connection: %v", got, tc.wantS)
 			}
@@ -284,4 +284,38 @@ func TestPlausibleRequestStart(t *testing.T) {
 			t.Errorf("%q: got %v, want %v", tc.in, got, tc.want)
 		}
 	}
+}
+
+// Issue 18, point 2: an idle connection made for one key (the SNI it
+// sent) is handed only to a request with the same key, whatever the
+// reuse policy's first-request rule says.
+func TestPoolKeyedBySNI(t *testing.T) {
+	mk := func(key string, uses int) *upConn {
+		c1, c2 := net.Pipe()
+		t.Cleanup(func() { c2.Close() })
+		return &upConn{c: c1, br: netio.GetReader(c1), bw: netio.GetWriter(c1), key: key, uses: uses}
+	}
+	var p Pool
+	p.Configure(-1, 0, 0)
+	a, b := mk("a.example", 2), mk("b.example", 2)
+	now := time.Now()
+	p.put(a, now)
+	p.put(b, now)
+	if got := p.get(false, "c.example"); got != nil {
+		t.Fatalf("a request for c.example got the connection made for %q", got.key)
+	}
+	if got := p.get(false, ""); got != nil {
+		t.Fatalf("a request without SNI got the connection made for %q", got.key)
+	}
+	if got := p.get(true, "a.example"); got != a {
+		t.Fatalf("a.example got %v, want its own connection", got)
+	}
+	if got := p.get(false, "a.example"); got != nil {
+		t.Fatalf("a.example got a second connection (made for %q)", got.key)
+	}
+	if got := p.get(false, "b.example"); got != b {
+		t.Fatalf("b.example got %v, want its own connection", got)
+	}
+	a.close()
+	b.close()
 }

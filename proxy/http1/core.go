@@ -64,6 +64,10 @@ type Stream interface {
 	// Upstream is the assigned server as the engine needs it (after Take
 	// and Connect, which may change it).
 	Upstream() *Upstream
+	// ConnKey is what, besides the server, a connection is made for (the
+	// TLS server name it sent): an idle connection serves only requests
+	// with the same key.
+	ConnKey() string
 	Connect() (net.Conn, stream.Outcome)
 	Connected(up net.Conn, reused bool)
 	Rebind(up net.Conn)

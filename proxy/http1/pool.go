@@ -2,6 +2,7 @@ package http1
 
 import (
 	"bufio"
+	"crypto/tls"
 	"net"
 	"sync"
 	"syscall"
@@ -55,16 +56,17 @@ type idleConn struct {
 	since time.Time
 }
 
-// get pops the most recently used idle connection that is still usable,
-// or returns nil. With provenOnly it returns only a connection that has
-// already served more than one request (http-reuse aggressive for first
-// requests). Connections found closed or with stray bytes are closed.
-func (p *Pool) get(provenOnly bool) *upConn {
+// get pops the most recently used idle connection made for key (the SNI
+// it sent) that is still usable, or returns nil. With provenOnly it
+// returns only a connection that has already served more than one
+// request (http-reuse aggressive for first requests). Connections found
+// closed or with stray bytes are closed.
+func (p *Pool) get(provenOnly bool, key string) *upConn {
 	for {
 		p.mu.Lock()
 		var uc *upConn
 		for i := len(p.idle) - 1; i >= 0; i-- {
-			if provenOnly && p.idle[i].uc.uses < 2 {
+			if provenOnly && p.idle[i].uc.uses < 2 || p.idle[i].uc.key != key {
 				continue
 			}
 			uc = p.idle[i].uc
@@ -280,6 +282,7 @@ type upConn struct {
 	br   *bufio.Reader
 	bw   *bufio.Writer
 	up   *Upstream // the server it was made to
+	key  string    // what it was made for besides the server (its SNI)
 	uses int       // requests served, for http-reuse aggressive
 
 	// peek is the RawConn.Read callback of idleOK, made once per
@@ -290,10 +293,16 @@ type upConn struct {
 	dl   netio.Deadlines
 }
 
-// newUpConn wraps a new connection to up.
-func newUpConn(c net.Conn, up *Upstream) *upConn {
-	uc := &upConn{c: c, br: netio.GetReader(c), bw: netio.GetWriter(c), up: up}
-	if sc, ok := c.(syscall.Conn); ok {
+// newUpConn wraps a new connection to up made for key. The idle check of
+// a TLS connection looks at the socket under it: a close_notify or any
+// record from the server makes it unusable.
+func newUpConn(c net.Conn, up *Upstream, key string) *upConn {
+	uc := &upConn{c: c, br: netio.GetReader(c), bw: netio.GetWriter(c), up: up, key: key}
+	sock := c
+	if tc, ok := c.(*tls.Conn); ok {
+		sock = tc.NetConn()
+	}
+	if sc, ok := sock.(syscall.Conn); ok {
 		uc.raw, _ = sc.SyscallConn()
 		uc.peek = func(fd uintptr) bool {
 			uc.idle = peekIdle(fd)

@@ -253,7 +253,7 @@ func (s *session) connect() (uc *upConn, reused bool, o stream.Outcome) {
 	if o != stream.Served {
 		return nil, false, o
 	}
-	uc = newUpConn(c, x.Upstream())
+	uc = newUpConn(c, x.Upstream(), x.ConnKey())
 	x.Connected(c, false)
 	return uc, false, stream.Served
 }
@@ -304,7 +304,7 @@ func (s *session) exchange(uc *upConn, reused bool) (*upConn, stream.Outcome) {
 			if o != stream.Served {
 				return nil, o
 			}
-			uc = newUpConn(c, x.Upstream())
+			uc = newUpConn(c, x.Upstream(), x.ConnKey())
 			x.Rebind(c)
 			reused = false
 			continue
@@ -496,9 +496,10 @@ func (s *session) waitQueue(p *queue.Pending, deadline time.Time) queue.WaitEnd 
 // be put into the other server's pool, so a later request for that
 // server's backend reached this one).
 func (s *session) reuse(up *Upstream) *upConn {
+	key := s.x.ConnKey()
 	if uc := s.owned; uc != nil {
 		s.owned = nil
-		if uc.up == up && uc.idleOK() {
+		if uc.up == up && uc.key == key && uc.idleOK() {
 			return uc
 		}
 		uc.close() // private to this session: never pooled
@@ -510,11 +511,11 @@ func (s *session) reuse(up *Upstream) *upConn {
 		if s.nreq <= 1 {
 			return nil
 		}
-		return up.Pool.get(false)
+		return up.Pool.get(false, key)
 	case ReuseAggressive:
-		return up.Pool.get(s.nreq <= 1)
+		return up.Pool.get(s.nreq <= 1, key)
 	default: // always
-		return up.Pool.get(false)
+		return up.Pool.get(false, key)
 	}
 }
 

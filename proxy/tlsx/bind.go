@@ -5,6 +5,7 @@ package tlsx
 // rebuilt whenever the Store changes one of its certificates or lists.
 
 import (
+	"context"
 	"crypto/tls"
 	"net"
 	"slices"
@@ -29,13 +30,27 @@ func (b *Bind) Config() *BindConfig { return b.cfg }
 func (b *Bind) Server(c net.Conn) *tls.Conn { return tls.Server(c, b.base) }
 
 // configFor is the base config's GetConfigForClient: the config of the
-// line serving hello.
+// line serving hello. A handshake run with WithServedCert learns the
+// certificate chosen.
 func (b *Bind) configFor(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	ctx := b.table.Load().lookup(hello)
 	if ctx == nil {
 		return nil, errNoCert
 	}
+	if p, ok := hello.Context().Value(servedKey{}).(**Cert); ok {
+		*p = ctx.cert
+	}
 	return ctx.conf, nil
+}
+
+// servedKey is the context key of WithServedCert.
+type servedKey struct{}
+
+// WithServedCert returns a context for tls.Conn.HandshakeContext under
+// which the bind records into *c the certificate it serves the handshake
+// (HAProxy's PROXY v2 cert-sig and cert-key TLVs describe it).
+func WithServedCert(ctx context.Context, c **Cert) context.Context {
+	return context.WithValue(ctx, servedKey{}, c)
 }
 
 // build makes the bind's table from the store's current certificates and

@@ -13,6 +13,9 @@ type ConnInfo struct {
 	SNI      string // as sent by the client (ssl_fc_sni), "" when none
 	ALPN     string // negotiated protocol (ssl_fc_alpn), "" when none
 	Resumed  bool   // an abbreviated handshake resumed a session
+	// Served is the certificate the bind served, nil when unknown (the
+	// handshake did not ask: WithServedCert).
+	Served *x509.Certificate
 
 	// ClientCert is the client's certificate, nil when it sent none (also
 	// on a resumed session that had one: crypto/tls restores it).
