@@ -22,6 +22,13 @@
 #               protocol to a second instance of the same proxy (a sink
 #               holding the same table): compare with http-ka for the cost of
 #               replication (not in the default MODES)
+#   TLS modes (not in the default MODES; MODES="tls-ka tls-close tls-resume tls-bulk"),
+#   against TLS binds (certificate made by openssl here: TLS_KEY=ecdsa P-256 or rsa 2048):
+#   tls-ka      wrk keep-alive over https (http mode, TLS terminated)
+#   tls-close   wrk over https with "Connection: close": a full handshake per request
+#   tls-resume  openssl s_time -reuse -www /: a new connection per request,
+#               each resuming the TLS session (one client, back to back)
+#   tls-bulk    curl downloading /big over TLS through a mode-tcp TLS frontend -> MB/s
 #
 # Environment knobs (defaults):
 #   ROUNDS=3 DUR=10 CONNS=64 THREADS=1 WARM=1 BULK_DUR=$DUR BULK_MB=256
@@ -37,6 +44,7 @@
 #   QCONNS=256 QMAXCONN=8 FUL_Q=8082 HAP_Q=8182             the queue mode
 #   FUL_P=8083 HAP_P=8183 PEER_BASE=10080                   the peers mode (peer
 #               ports PEER_BASE+0/+1 fulcrum and sink, +2/+3 haproxy and sink)
+#   TLS_KEY=ecdsa FUL_TLS=8443 FUL_TLST=8444 HAP_TLS=8543 HAP_TLST=8544  the TLS modes
 #
 # Everything listens on 127.0.0.1 only; every process is started by this
 # script and stopped by its PID at exit; every load run is time-bounded.
@@ -73,6 +81,11 @@ HAP_Q=${HAP_Q:-8182}
 FUL_P=${FUL_P:-8083}
 HAP_P=${HAP_P:-8183}
 PEER_BASE=${PEER_BASE:-10080}
+TLS_KEY=${TLS_KEY:-ecdsa}
+FUL_TLS=${FUL_TLS:-8443}
+FUL_TLST=${FUL_TLST:-8444}
+HAP_TLS=${HAP_TLS:-8543}
+HAP_TLST=${HAP_TLST:-8544}
 UP_PORTS="9001 9002 9003"
 
 # progress goes to the script's own stderr (fd 9), even from a trap that fires
@@ -81,21 +94,27 @@ exec 9>&2
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&9; }
 die() { log "ERROR: $*"; exit 2; }
 
-for v in ROUNDS DUR CONNS THREADS WARM BULK_DUR BULK_MB FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP QCONNS QMAXCONN FUL_Q HAP_Q FUL_P HAP_P PEER_BASE $([ -n "$FUL_GOMAXPROCS" ] && echo FUL_GOMAXPROCS); do
+for v in ROUNDS DUR CONNS THREADS WARM BULK_DUR BULK_MB FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP QCONNS QMAXCONN FUL_Q HAP_Q FUL_P HAP_P PEER_BASE FUL_TLS FUL_TLST HAP_TLS HAP_TLST $([ -n "$FUL_GOMAXPROCS" ] && echo FUL_GOMAXPROCS); do
   case ${!v} in ''|*[!0-9]*) die "$v must be a non-negative integer (got '${!v}')";; esac
 done
 [ "$ROUNDS" -ge 1 ] && [ "$DUR" -ge 1 ] && [ "$CONNS" -ge 1 ] && [ "$THREADS" -ge 1 ] && [ "$BULK_DUR" -ge 1 ] \
   || die "ROUNDS, DUR, CONNS, THREADS and BULK_DUR must be >= 1"
 for m in $MODES; do
-  case $m in http-ka|http-close|tcp-ka|tcp-bulk|queue|peers) ;; *) die "unknown mode '$m' (http-ka http-close tcp-ka tcp-bulk queue peers)";; esac
+  case $m in http-ka|http-close|tcp-ka|tcp-bulk|queue|peers|tls-ka|tls-close|tls-resume|tls-bulk) ;;
+    *) die "unknown mode '$m' (http-ka http-close tcp-ka tcp-bulk queue peers tls-ka tls-close tls-resume tls-bulk)";; esac
 done
+case $TLS_KEY in ecdsa|rsa) ;; *) die "TLS_KEY must be ecdsa or rsa (got '$TLS_KEY')";; esac
+WANT_TLS=0
+case " $MODES " in *" tls-"*) WANT_TLS=1;; esac
 for t in $ONLY; do
   case $t in haproxy|fulcrum) ;; *) die "unknown target '$t' in ONLY (haproxy fulcrum)";; esac
 done
 
 # ------------------------------------------------------------------ tools
 missing=""
-for t in haproxy nginx wrk curl; do command -v "$t" >/dev/null 2>&1 || missing="$missing $t"; done
+tools="haproxy nginx wrk curl"
+[ "$WANT_TLS" = 1 ] && tools="$tools openssl"
+for t in $tools; do command -v "$t" >/dev/null 2>&1 || missing="$missing $t"; done
 for t in setsid timeout; do command -v "$t" >/dev/null 2>&1 || die "missing $t (package util-linux / coreutils)"; done
 if [ -n "$missing" ]; then
   log "missing tools:$missing"
@@ -231,6 +250,14 @@ now_us() { local t=$EPOCHREALTIME; echo $(( 10#${t%.*} * 1000000 + 10#${t#*.} ))
 truncate -s "${BULK_MB}M" "$D/www/big" || die "cannot create $D/www/big"
 BIG_BYTES=$(( BULK_MB * 1024 * 1024 ))
 
+# the TLS binds' certificate (self-signed, certificate then key in one PEM)
+if [ "$WANT_TLS" = 1 ]; then
+  if [ "$TLS_KEY" = rsa ]; then kopt=(-newkey rsa:2048); else kopt=(-newkey ec -pkeyopt ec_paramgen_curve:P-256); fi
+  openssl req -x509 "${kopt[@]}" -nodes -days 2 -subj /CN=bench.test -addext subjectAltName=DNS:bench.test \
+    -keyout "$D/tmp/bench.key" -out "$D/tmp/bench.crt" 2> "$D/tmp/openssl.err" || { cat "$D/tmp/openssl.err" >&2; die "openssl could not make the certificate"; }
+  cat "$D/tmp/bench.crt" "$D/tmp/bench.key" > "$D/bench.pem"
+fi
+
 {
   cat <<EOF
 worker_processes 1;
@@ -280,6 +307,20 @@ frontend fe_tcp
     bind 127.0.0.1:$HAP_TCP
     default_backend be_tcp
 
+EOF
+  [ "$WANT_TLS" = 1 ] && cat <<EOF
+frontend fe_tls
+    mode http
+    bind 127.0.0.1:$HAP_TLS ssl crt $D/bench.pem alpn http/1.1
+    default_backend be_http
+
+frontend fe_tlst
+    mode tcp
+    bind 127.0.0.1:$HAP_TLST ssl crt $D/bench.pem
+    default_backend be_tcp
+
+EOF
+  cat <<EOF
 backend be_http
     mode http
     balance roundrobin
@@ -367,6 +408,22 @@ bind = ["127.0.0.1:$FUL_TCP"]
 mode = "tcp"
 default_backend = "be_tcp"
 
+EOF
+  [ "$WANT_TLS" = 1 ] && cat <<EOF
+[[frontend]]
+name = "fe_tls"
+bind = ["127.0.0.1:$FUL_TLS ssl crt $D/bench.pem alpn http/1.1"]
+mode = "http"
+default_backend = "be_http"
+
+[[frontend]]
+name = "fe_tlst"
+bind = ["127.0.0.1:$FUL_TLST ssl crt $D/bench.pem"]
+mode = "tcp"
+default_backend = "be_tcp"
+
+EOF
+  cat <<EOF
 [[backend]]
 name = "be_http"
 mode = "http"
@@ -462,6 +519,10 @@ ports_needed="$UP_PORTS"
 want_t() { case " $TARGETS " in *" $1 "*) return 0;; esac; return 1; }
 want_t haproxy && ports_needed="$ports_needed $HAP_HTTP $HAP_TCP $HAP_Q $HAP_P $((PEER_BASE + 2)) $((PEER_BASE + 3))"
 want_t fulcrum && ports_needed="$ports_needed $FUL_HTTP $FUL_TCP $FUL_Q $FUL_P $PEER_BASE $((PEER_BASE + 1))"
+if [ "$WANT_TLS" = 1 ]; then
+  want_t haproxy && ports_needed="$ports_needed $HAP_TLS $HAP_TLST"
+  want_t fulcrum && ports_needed="$ports_needed $FUL_TLS $FUL_TLST"
+fi
 for p in $ports_needed; do
   port_open "$p" && die "127.0.0.1:$p is already in use (another fulcrum/haproxy/nginx?); stop it or change the *_HTTP/*_TCP knobs"
 done
@@ -477,6 +538,8 @@ TPORT_HTTP=(); TPORT_TCP=()
 declare -A HTTP_PORT=([haproxy]=$HAP_HTTP [fulcrum]=$FUL_HTTP)
 declare -A TCP_PORT=([haproxy]=$HAP_TCP [fulcrum]=$FUL_TCP)
 declare -A Q_PORT=([haproxy]=$HAP_Q [fulcrum]=$FUL_Q)
+declare -A TLS_PORT=([haproxy]=$HAP_TLS [fulcrum]=$FUL_TLS)
+declare -A TLST_PORT=([haproxy]=$HAP_TLST [fulcrum]=$FUL_TLST)
 declare -A P_PORT=([haproxy]=$HAP_P [fulcrum]=$FUL_P)
 declare -A SINK_PORT=([haproxy]=$((PEER_BASE + 3)) [fulcrum]=$((PEER_BASE + 1)))
 want_mode() { case " $MODES " in *" $1 "*) return 0;; esac; return 1; }
@@ -521,6 +584,13 @@ for t in $TARGETS; do
   done
   big=$(curl -s -m 30 -o /dev/null -w '%{size_download}' "http://127.0.0.1:${TCP_PORT[$t]}/big")
   [ "$big" = "$BIG_BYTES" ] || log "warning: $t tcp /big returned $big bytes, expected $BIG_BYTES"
+  if [ "$WANT_TLS" = 1 ]; then
+    wait_port "${TLS_PORT[$t]}" "${PID[$t]}" && wait_port "${TLST_PORT[$t]}" "${PID[$t]}" || log "warning: $t does not listen on its TLS ports"
+    for p in "${TLS_PORT[$t]}" "${TLST_PORT[$t]}"; do
+      b=$(curl -s -m 3 --cacert "$D/tmp/bench.crt" --resolve "bench.test:$p:127.0.0.1" "https://bench.test:$p/")
+      log "sanity $t https :$p answered: ${b:-nothing}"
+    done
+  fi
 done
 
 # ------------------------------------------------------------------ measurement
@@ -533,12 +603,12 @@ to_ms() { # wrk time (123.45us / 1.23ms / 1.02s / 1.5m) -> ms
     else print "nan" }'
 }
 
-bulk_run() { # port seconds outfile -> "MB/s bytes fetches short"
-  local port=$1 secs=$2 out=$3 t0 t1 end s total=0 n=0 short=0
+bulk_run() { # port seconds outfile [scheme] -> "MB/s bytes fetches short"
+  local port=$1 secs=$2 out=$3 scheme=${4:-http} t0 t1 end s total=0 n=0 short=0
   t0=$(now_us); end=$(( t0 + secs * 1000000 ))
   : > "$out"
   while [ "$(now_us)" -lt "$end" ]; do
-    s=$(curl -s -o /dev/null --max-time $((secs + 30)) -w '%{size_download} %{time_total}' "http://127.0.0.1:$port/big")
+    s=$(curl -s -k -o /dev/null --max-time $((secs + 30)) -w '%{size_download} %{time_total}' "$scheme://127.0.0.1:$port/big")
     echo "$s" >> "$out"
     s=${s%% *}; s=${s:-0}
     total=$(( total + s )); n=$((n + 1))
@@ -550,8 +620,18 @@ bulk_run() { # port seconds outfile -> "MB/s bytes fetches short"
     'BEGIN{ printf "%.1f %.0f %d %d %.2f\n", (us > 0 ? b / (us / 1e6) / 1e6 : 0), b, n, sh, us / 1e6 }'
 }
 
+resume_run() { # port seconds outfile -> "conn/s connections wall_s"
+  local port=$1 secs=$2 out=$3 t0 t1
+  t0=$(now_us)
+  timeout $((secs + 30)) openssl s_time -connect "127.0.0.1:$port" -reuse -www / -time "$secs" > "$out" 2>&1
+  t1=$(now_us)
+  # "N connections in T real seconds, ..." (the reuse run)
+  awk -v us="$(( t1 - t0 ))" '/connections in .* real seconds/{n = $1; s = $4}
+    END{ if (s > 0) printf "%.1f %d %.2f\n", n / s, n, us / 1e6; else printf "nan 0 %.2f\n", us / 1e6 }' "$out"
+}
+
 measure() { # mode round slot target
-  local mode=$1 r=$2 slot=$3 t=$4 pid=${PID[$4]} port hdr=() out c0 c1 cpu
+  local mode=$1 r=$2 slot=$3 t=$4 pid=${PID[$4]} port hdr=() out c0 c1 cpu scheme=http
   local value unit p50=nan p99=nan err=0 count wall _n short
   case $mode in
     http-ka)    port=${HTTP_PORT[$t]} ;;
@@ -559,25 +639,34 @@ measure() { # mode round slot target
     tcp-ka|tcp-bulk) port=${TCP_PORT[$t]} ;;
     queue)      port=${Q_PORT[$t]} ;;
     peers)      port=${P_PORT[$t]} ;;
+    tls-ka|tls-resume) port=${TLS_PORT[$t]}; scheme=https ;;
+    tls-close)  port=${TLS_PORT[$t]}; scheme=https; hdr=(-H "Connection: close") ;;
+    tls-bulk)   port=${TLST_PORT[$t]}; scheme=https ;;
   esac
   local conns=$CONNS
   [ "$mode" = queue ] && conns=$QCONNS
   out=$D/raw/$mode.r$r.$t.txt
   if ! alive "$pid"; then log "$mode r$r $t: process $pid is gone, skipped"; return; fi
-  if [ "$mode" != tcp-bulk ] && [ "$WARM" -gt 0 ]; then
-    bg_wait timeout $((WARM + 15)) wrk -t"$THREADS" -c"$conns" -d"${WARM}s" "${hdr[@]+"${hdr[@]}"}" "http://127.0.0.1:$port/" > /dev/null 2>&1
-  fi
+  case $mode in *-bulk|tls-resume) ;; *)
+    if [ "$WARM" -gt 0 ]; then
+      bg_wait timeout $((WARM + 15)) wrk -t"$THREADS" -c"$conns" -d"${WARM}s" "${hdr[@]+"${hdr[@]}"}" "$scheme://127.0.0.1:$port/" > /dev/null 2>&1
+    fi ;;
+  esac
   local s0 o0 k0 s1 o1 k1 i0 i1 other
   child_secs > "$D/tmp/k0"; s0=$(sys_busy_ticks); i0=$(now_us); o0=$(our_ticks); read -r k0 < "$D/tmp/k0"
   c0=$(group_ticks "$pid")
-  if [ "$mode" = tcp-bulk ]; then
-    bg_wait bulk_run "$port" "$BULK_DUR" "$out" > "$out.sum"
+  if [ "$mode" = tcp-bulk ] || [ "$mode" = tls-bulk ]; then
+    bg_wait bulk_run "$port" "$BULK_DUR" "$out" "$scheme" > "$out.sum"
     read -r value count _n short wall < "$out.sum"
     unit=MB/s; err=$short
+  elif [ "$mode" = tls-resume ]; then
+    bg_wait resume_run "$port" "$DUR" "$out" > "$out.sum"
+    read -r value count wall < "$out.sum"
+    unit=conn/s
   else
     local w0 w1
     w0=$(now_us)
-    bg_wait timeout $((DUR + 30)) wrk -t"$THREADS" -c"$conns" -d"${DUR}s" --latency "${hdr[@]+"${hdr[@]}"}" "http://127.0.0.1:$port/" > "$out" 2>&1
+    bg_wait timeout $((DUR + 30)) wrk -t"$THREADS" -c"$conns" -d"${DUR}s" --latency "${hdr[@]+"${hdr[@]}"}" "$scheme://127.0.0.1:$port/" > "$out" 2>&1
     w1=$(now_us)
     wall=$(awk -v us=$(( w1 - w0 )) 'BEGIN{printf "%.2f", us / 1e6}')
     unit=req/s
@@ -596,10 +685,10 @@ measure() { # mode round slot target
   alive "$pid" || { log "$mode r$r $t: process died during the run (see $D/$t.log)"; err=$((err + 1)); }
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
     "$mode" "$r" "$slot" "$t" "${value:-nan}" "$unit" "$p50" "$p99" "$cpu" "$err" "${count:-0}" "${wall:-nan}" "$other" >> "$RES"
-  if [ "$mode" = tcp-bulk ]; then
+  if [ "$unit" = MB/s ]; then
     log "$mode r$r $t: ${value:-nan} MB/s  cpu=${cpu}s  short=$err  foreign_cpu=${other}%"
   else
-    log "$mode r$r $t: ${value:-nan} req/s  p50=${p50}ms p99=${p99}ms  cpu=${cpu}s  errors=$err  foreign_cpu=${other}%"
+    log "$mode r$r $t: ${value:-nan} $unit  p50=${p50}ms p99=${p99}ms  cpu=${cpu}s  errors=$err  foreign_cpu=${other}%"
   fi
 }
 
@@ -607,7 +696,7 @@ n_t=$(echo "$TARGETS" | wc -w)
 per_run=$(( DUR + WARM + 1 ))
 est=0
 for m in $MODES; do
-  if [ "$m" = tcp-bulk ]; then est=$(( est + ROUNDS * n_t * (BULK_DUR + 1) )); else est=$(( est + ROUNDS * n_t * per_run )); fi
+  if [ "$m" = tcp-bulk ] || [ "$m" = tls-bulk ]; then est=$(( est + ROUNDS * n_t * (BULK_DUR + 1) )); else est=$(( est + ROUNDS * n_t * per_run )); fi
 done
 log "machine: nproc=$(nproc) $(uname -r); haproxy $HAP_VER; targets: $TARGETS; modes: $MODES"
 log "rounds=$ROUNDS dur=${DUR}s conns=$CONNS threads=$THREADS warm=${WARM}s bulk=${BULK_MB}MB x ${BULK_DUR}s; about $(( est / 60 ))m$(( est % 60 ))s; workdir $D"
@@ -672,7 +761,7 @@ fmt() { # value decimals [suffix]
       if [ "$t" = haproxy ]; then ratio=1.00
       else ratio=$(ratios "$mode" 5 | median); ratio=$(fmt "$ratio" 2); fi
       want_t haproxy || ratio=-
-      if [ "$mode" = tcp-bulk ]; then vv=$(fmt "$v" 1); else vv=$(fmt "$v" 0); fi
+      case $mode in *-bulk) vv=$(fmt "$v" 1);; *) vv=$(fmt "$v" 0);; esac
       printf '%-11s %-8s %12s %9s %9s %7s %6s %11s %6s\n' "$mode" "$t" "$vv" \
         "$(fmt "$p50" 2 ms)" "$(fmt "$p99" 2 ms)" "$(fmt "$cpu" 2)" "$ratio" "$(fmt "$eff" 0)" "$errs"
     done
