@@ -33,6 +33,7 @@ type converter struct {
 	blocks   map[*section]*table   // each defaults section's comment block
 
 	referenced map[string]bool // backend names that routing rules name
+	tls        tlsGlobal       // the global TLS settings read so far
 }
 
 // none stands for "no defaults section": HAProxy's built-in defaults.
@@ -459,6 +460,7 @@ func (c *converter) isTableOnly(s *section) bool {
 func (c *converter) finishProxy(p *proxy) {
 	s := p.sec
 	if p.be != nil && !p.tableOnly {
+		c.applyServerVerify(p)
 		for _, k := range []string{"inter", "fastinter", "downinter", "rise", "fall"} {
 			if v, ok := p.chk[k]; ok {
 				e := p.checkTable().set(k, v.v, v.ln.num)

@@ -4,6 +4,7 @@ package haproxycfg
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -499,17 +500,46 @@ func sectionHas(s *section, kw string) bool {
 	return false
 }
 
-// convBind: bind ADDRESS[,ADDRESS...] [OPTIONS].
+// convBind: bind ADDRESS[,ADDRESS...] [OPTIONS]. fulcrum reads HAProxy's
+// bind options in its bind string: those it runs are written after each
+// address; on an ssl bind, ssl-default-bind-* come first (the bind's own
+// win).
 func convBind(x *ctx) {
 	addrs, err := bindAddrs(x.arg(0))
 	if err != nil {
 		x.skip(Unsupported, fmt.Sprintf("address %q: %v", x.arg(0), err))
 		return
 	}
-	if !x.options(bindOpts, x.args()[1:], nil) {
+	words := x.args()[1:]
+	// The defaults go after the bind's own options, those it does not
+	// set; their versions are the base the bind's own change.
+	dflt := &bindBuild{vers: newVersions()}
+	if slices.Contains(words, "ssl") {
+		o := &optCtx{x: x, bind: dflt}
+		for _, w := range x.c.tls.bindDefaults {
+			if opt, ok := bindOpts[w.name]; ok && opt.apply != nil {
+				o.name = w.name
+				opt.apply(o, w.args)
+			}
+		}
+	}
+	b := &bindBuild{vers: dflt.vers}
+	if !x.applyOptions(bindOpts, words, &optCtx{x: x, bind: b}) {
 		return
 	}
+	for _, w := range dflt.words {
+		if !b.has(w.name) {
+			b.words = append(b.words, w)
+		}
+	}
+	if !x.finishBind(b) {
+		return
+	}
+	opts := b.text()
 	for _, a := range addrs {
+		if opts != "" {
+			a += " " + opts
+		}
 		x.push(x.p.fe, "bind", a)
 	}
 }

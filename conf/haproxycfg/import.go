@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
@@ -70,9 +71,10 @@ func Import(data []byte, opt Options) (*Result, error) {
 		out := c.emit(opt.Name)
 		cfg, err := conf.Parse(checkAs, []byte(out.b.String()))
 		if err == nil {
+			text := c.warnings(out, cfg.Warnings)
 			notes := slices.Clone(c.notes)
 			slices.SortStableFunc(notes, func(a, b Note) int { return a.Line - b.Line })
-			return &Result{TOML: []byte(out.b.String()), Notes: notes, NoFrontend: len(cfg.Frontends) == 0}, nil
+			return &Result{TOML: []byte(text), Notes: notes, NoFrontend: len(cfg.Frontends) == 0}, nil
 		}
 		var errs *conf.Errors
 		if !errors.As(err, &errs) {
@@ -97,6 +99,65 @@ func Import(data []byte, opt Options) (*Result, error) {
 		}
 	}
 	return nil, errors.New("haproxycfg: the conversion does not settle")
+}
+
+// warnings turns the warnings of fulcrum's check (a value it runs with a
+// difference: h2 left out of an alpn, a cipher crypto/tls lacks, an
+// expired certificate) into notes on the lines they come from, and into
+// comments above what those lines became. It returns the output with them.
+func (c *converter) warnings(out *output, warns []conf.Error) string {
+	if len(warns) == 0 {
+		return out.b.String()
+	}
+	lines := strings.SplitAfter(out.b.String(), "\n")
+	above := map[int][]string{}
+	for _, w := range warns {
+		if w.Line < 1 || w.Line > len(out.src) || out.src[w.Line-1] == 0 {
+			continue
+		}
+		ln := c.f.lineAt(out.src[w.Line-1])
+		if ln == nil {
+			continue
+		}
+		why := "fulcrum check: " + checkMessage(w.Msg)
+		key := strconv.Itoa(ln.num) + "\x00" + why
+		if c.noted[key] {
+			continue
+		}
+		c.note(ln, keywordOf(ln), Differs, why)
+		indent := lines[w.Line-1][:len(lines[w.Line-1])-len(strings.TrimLeft(lines[w.Line-1], " "))]
+		var o output
+		o.comments([]string{noteLine(ln, Differs, why)}, 0)
+		above[w.Line-1] = append(above[w.Line-1], indent+o.b.String())
+	}
+	var b strings.Builder
+	for i, l := range lines {
+		for _, a := range above[i] {
+			b.WriteString(a)
+		}
+		b.WriteString(l)
+	}
+	return b.String()
+}
+
+// lineAt returns the line numbered num, nil if it is not a keyword line.
+func (f *file) lineAt(num int) *line {
+	for _, ln := range f.orphans {
+		if ln.num == num {
+			return ln
+		}
+	}
+	for _, s := range f.sections {
+		if s.hdr != nil && s.hdr.num == num {
+			return s.hdr
+		}
+		for _, ln := range s.lines {
+			if ln.num == num {
+				return ln
+			}
+		}
+	}
+	return nil
 }
 
 // scopePrefix matches the place a problem of fulcrum's check is about

@@ -37,13 +37,11 @@ type keyword struct {
 
 // Reasons shared by several rows.
 const (
-	whyTLS      = "TLS (being built)"
-	whyProxyPro = "the PROXY protocol (being built)"
-	whyH2       = "HTTP/2 (being built)"
-	whyLogs     = "syslog output, log formats and captures (being built; fulcrum logs one JSON or console line per request to stderr)"
-	whyDNS      = "DNS resolution at runtime (being built; a host name is resolved once, at start)"
-	whyPeers    = "peers: stick-table replication (being built)"
-	whyRemoved  = "removed from HAProxy (2.1 or earlier): HAProxy 2.6 refuses it"
+	whyH2      = "HTTP/2 (being built)"
+	whyLogs    = "syslog output, log formats and captures (being built; fulcrum logs one JSON or console line per request to stderr)"
+	whyDNS     = "DNS resolution at runtime (being built; a host name is resolved once, at start)"
+	whyPeers   = "peers: stick-table replication (being built)"
+	whyRemoved = "removed from HAProxy (2.1 or earlier): HAProxy 2.6 refuses it"
 )
 
 // proxyRows are the keywords of defaults, frontend, backend and listen
@@ -233,14 +231,33 @@ var globalRows = []keyword{
 	{name: "log", kind: NotYet, why: whyLogs},
 	{name: "log-send-hostname", kind: NotYet, why: whyLogs},
 	{name: "log-tag", kind: NotYet, why: whyLogs},
-	{name: "ca-base", kind: NotYet, why: whyTLS},
-	{name: "crt-base", kind: NotYet, why: whyTLS},
-	{name: "ssl-*", kind: NotYet, why: whyTLS},
-	{name: "maxsslconn", kind: NotYet, why: whyTLS},
-	{name: "maxsslrate", kind: NotYet, why: whyTLS},
-	{name: "issuers-chain-path", kind: NotYet, why: whyTLS},
+	{name: "ca-base", conv: convCABase},
+	{name: "crt-base", conv: convCrtBase},
+	{name: "ssl-default-bind-options", conv: convDefaultBindOptions},
+	{name: "ssl-default-bind-ciphers", conv: convDefaultBindSetting("ciphers")},
+	{name: "ssl-default-bind-ciphersuites", conv: convDefaultBindSetting("ciphersuites")},
+	{name: "ssl-default-bind-curves", conv: convDefaultBindSetting("curves")},
+	{name: "ssl-server-verify", conv: convServerVerify},
+	{name: "ssl-default-server-options", kind: Unsupported, why: "TLS options for every server: fulcrum offers servers TLSv1.2 and TLSv1.3 with crypto/tls's defaults"},
+	{name: "ssl-default-server-ciphers", kind: Unsupported, why: whyCiphersSrv},
+	{name: "ssl-default-server-ciphersuites", kind: Unsupported, why: whyCiphersSrv},
+	{name: "ssl-default-server-curves", kind: Unsupported, why: whyCiphersSrv},
+	{name: "ssl-dh-param-file", kind: Ignored, why: "crypto/tls has no DHE key exchange"},
+	{name: "ssl-load-extra-files", kind: Unsupported, why: "fulcrum reads the certificate, its chain and its key from one PEM file"},
+	{name: "ssl-load-extra-del-ext", kind: Unsupported, why: "fulcrum reads the certificate, its chain and its key from one PEM file"},
+	{name: "ssl-skip-self-issued-ca", kind: Unsupported, why: "fulcrum sends the chain as the PEM file holds it"},
+	{name: "ssl-mode-async", kind: Ignored, why: "no effect in fulcrum (no OpenSSL engines)"},
+	{name: "ssl-engine", kind: Unsupported, why: "OpenSSL engines: fulcrum's TLS is crypto/tls"},
+	{name: "ssl-provider", kind: Unsupported, why: "OpenSSL providers: fulcrum's TLS is crypto/tls"},
+	{name: "ssl-provider-path", kind: Unsupported, why: "OpenSSL providers: fulcrum's TLS is crypto/tls"},
+	{name: "ssl-propquery", kind: Unsupported, why: "OpenSSL providers: fulcrum's TLS is crypto/tls"},
+	{name: "ssl-*", kind: Unsupported, why: "this TLS setting is not converted (fulcrum's TLS is crypto/tls)"},
+	{name: "maxsslconn", kind: Unsupported, why: "a TLS connection limit: maxconn applies"},
+	{name: "maxsslrate", kind: Unsupported, why: "TLS handshake rate limits"},
+	{name: "issuers-chain-path", kind: Unsupported, why: "chains completed from a directory: put the chain in the certificate's PEM file"},
 	{name: "tune.http.maxhdr", conv: convGlobalInt("tune_http_maxhdr")},
-	{name: "tune.ssl.*", kind: NotYet, why: whyTLS},
+	{name: "tune.ssl.default-dh-param", kind: Ignored, why: "crypto/tls has no DHE key exchange"},
+	{name: "tune.ssl.*", kind: Unsupported, why: "TLS tuning: fulcrum's TLS is crypto/tls"},
 	{name: "tune.*", kind: Unsupported, why: "tuning settings"},
 	{name: "localpeer", kind: NotYet, why: whyPeers},
 	{name: "spread-checks", kind: Builtin, why: "fulcrum spreads checks over their interval by itself"},

@@ -3,8 +3,9 @@ package haproxycfg
 // The option tables of bind, server (and default-server) and stats
 // socket lines: one row per option HAProxy 2.6 knows, with the number of
 // words it takes and how it converts, or why not. An option without which
-// the line cannot run as asked (a TLS certificate on a bind, ssl on a
-// server) is "whole": the line is then not converted at all.
+// the line cannot run as asked (a certificate fulcrum cannot read on a
+// bind, a revocation list, generated certificates) is "whole": the line is
+// then not converted at all.
 
 import (
 	"fmt"
@@ -23,9 +24,14 @@ type option struct {
 // optCtx is what an option's apply writes to.
 type optCtx struct {
 	x         *ctx
-	t         *table // the server, default-server or socket table
-	ag        *agent // the server's or default-server's agent settings
-	isDefault bool   // default-server
+	t         *table     // the server, default-server or socket table
+	ag        *agent     // the server's or default-server's agent settings
+	bind      *bindBuild // a bind line's options (bind options only)
+	isDefault bool       // default-server
+	name      string     // the option being applied
+	// noWhole: an option without which a line could not run is only
+	// noted (ssl-default-bind-options: it applies to no line here).
+	noWhole bool
 }
 
 // options applies the options in words to t. It returns false when an
@@ -60,14 +66,19 @@ func (x *ctx) applyOptions(table map[string]option, words []string, o *optCtx) b
 		}
 		i += 1 + opt.args
 		if opt.apply == nil {
-			if opt.whole {
+			if opt.whole && !o.noWhole {
 				x.skip(opt.kind, fmt.Sprintf("%q: %s", text, opt.why))
 				return false
 			}
 			x.part(opt.kind, fmt.Sprintf("%q: %s", text, opt.why))
 			continue
 		}
+		o.name = name
 		if err := opt.apply(o, args); err != nil {
+			if opt.whole && !o.noWhole {
+				x.skip(Unsupported, fmt.Sprintf("%q: %v", text, err))
+				return false
+			}
 			x.part(Unsupported, fmt.Sprintf("%q: %v", text, err))
 		}
 	}
@@ -212,15 +223,25 @@ func socketMode(o *optCtx, a []string) error {
 }
 
 var (
-	tlsWhole   = option{kind: NotYet, why: whyTLS, whole: true}
-	tlsWhole1  = option{args: 1, kind: NotYet, why: whyTLS, whole: true}
-	tlsPart    = option{kind: NotYet, why: whyTLS}
-	tlsPart1   = option{args: 1, kind: NotYet, why: whyTLS}
-	ignored0   = option{kind: Ignored, why: "no effect in fulcrum"}
-	ignored1   = option{args: 1, kind: Ignored, why: "no effect in fulcrum"}
-	unsupp0    = option{kind: Unsupported, why: "not converted"}
-	unsupp1    = option{args: 1, kind: Unsupported, why: "not converted"}
-	proxyWhole = option{kind: NotYet, why: whyProxyPro, whole: true}
+	ignored0 = option{kind: Ignored, why: "no effect in fulcrum"}
+	ignored1 = option{args: 1, kind: Ignored, why: "no effect in fulcrum"}
+	unsupp0  = option{kind: Unsupported, why: "not converted"}
+	unsupp1  = option{args: 1, kind: Unsupported, why: "not converted"}
+	// Bind options.
+	bindPass0   = option{apply: bindPass}
+	bindPass1   = option{args: 1, apply: bindPass}
+	bindVersion = option{apply: versionOpt}
+	// Server TLS options fulcrum has no key for.
+	srvVersion0 = option{apply: serverVersion}
+	srvVersion1 = option{args: 1, apply: serverVersion}
+)
+
+// Reasons of the TLS options fulcrum does not run.
+const (
+	whyCiphersSrv = "ciphers to servers: crypto/tls's defaults apply"
+	whyCRL        = "certificate revocation lists: a revoked certificate would be accepted"
+	why0RTT       = "TLS early data (0-RTT): fulcrum never accepts it"
+	whyNPN        = "NPN (replaced by ALPN)"
 )
 
 // serverOpts are the options of server and default-server lines.
@@ -260,24 +281,47 @@ var serverOpts = map[string]option{
 	"resolve-opts":   {args: 1, kind: NotYet, why: whyDNS},
 	"resolve-net":    {args: 1, kind: NotYet, why: whyDNS},
 	"init-addr":      {args: 1, kind: NotYet, why: whyDNS},
-	"ssl":            tlsWhole,
-	"check-ssl":      tlsWhole,
-	"verify":         tlsPart1, "verifyhost": tlsPart1, "sni": tlsPart1, "alpn": tlsPart1, "npn": tlsPart1,
-	"ca-file": tlsPart1, "crl-file": tlsPart1, "crt": tlsPart1, "ciphers": tlsPart1, "ciphersuites": tlsPart1,
-	"curves": tlsPart1, "ssl-min-ver": tlsPart1, "ssl-max-ver": tlsPart1, "check-sni": tlsPart1, "check-alpn": tlsPart1,
-	"allow-0rtt": tlsPart, "ssl-reuse": tlsPart, "tls-tickets": tlsPart, "force-sslv3": tlsPart, "force-tlsv10": tlsPart,
-	"force-tlsv11": tlsPart, "force-tlsv12": tlsPart, "force-tlsv13": tlsPart,
-	"no-ssl": ignored0, "no-check-ssl": ignored0, "no-verifyhost": ignored0, "no-ssl-reuse": ignored0,
-	"no-tls-tickets": ignored0, "no-sslv3": ignored0, "no-tlsv10": ignored0, "no-tlsv11": ignored0,
-	"no-tlsv12": ignored0, "no-tlsv13": ignored0, "no-send-proxy": ignored0, "no-send-proxy-v2": ignored0,
-	"no-tfo": ignored0, "log-proto": ignored1, "shard": ignored1,
-	"send-proxy":           proxyWhole,
-	"send-proxy-v2":        proxyWhole,
-	"send-proxy-v2-ssl":    proxyWhole,
-	"send-proxy-v2-ssl-cn": proxyWhole,
-	"check-send-proxy":     proxyWhole,
-	"proxy-v2-options":     {args: 1, kind: NotYet, why: whyProxyPro, whole: true},
-	"set-proxy-v2-tlv-fmt": {args: 1, kind: NotYet, why: whyProxyPro},
+	"ssl":            {apply: setBool("ssl", true)},
+	"no-ssl":         {apply: setBool("ssl", false)},
+	"check-ssl":      {apply: setBool("check_ssl", true)},
+	"no-check-ssl":   {apply: setBool("check_ssl", false)},
+	"verify":         {args: 1, apply: setWord("verify")},
+	"verifyhost":     {args: 1, apply: setWord("verifyhost")},
+	"no-verifyhost":  {apply: func(o *optCtx, _ []string) error { o.t.set("verifyhost", "", o.x.ln.num); return nil }},
+	"sni":            {args: 1, apply: setWord("sni")},
+	"alpn":           {args: 1, apply: setWord("alpn")},
+	"ca-file":        {args: 1, apply: srvPath("ca_file")},
+	"crt":            {args: 1, apply: srvPath("crt")},
+	"crl-file":       {args: 1, kind: Unsupported, why: whyCRL, whole: true},
+	"npn":            {args: 1, kind: Unsupported, why: whyNPN},
+	"ciphers":        {args: 1, kind: Unsupported, why: whyCiphersSrv},
+	"ciphersuites":   {args: 1, kind: Unsupported, why: whyCiphersSrv},
+	"curves":         {args: 1, kind: Unsupported, why: whyCiphersSrv},
+	"ssl-min-ver":    srvVersion1,
+	"ssl-max-ver":    srvVersion1,
+	"no-sslv3":       srvVersion0, "no-tlsv10": srvVersion0, "no-tlsv11": srvVersion0,
+	"no-tlsv12": srvVersion0, "no-tlsv13": srvVersion0,
+	"force-sslv3": srvVersion0, "force-tlsv10": srvVersion0, "force-tlsv11": srvVersion0,
+	"force-tlsv12": srvVersion0, "force-tlsv13": srvVersion0,
+	"check-sni":            {args: 1, kind: Unsupported, why: "an SNI for checks: fulcrum's TLS checks send none"},
+	"check-alpn":           {args: 1, kind: Unsupported, why: "an ALPN for checks: fulcrum's TLS checks offer the server's alpn"},
+	"allow-0rtt":           {kind: Unsupported, why: why0RTT},
+	"ssl-reuse":            {kind: Builtin, why: "fulcrum resumes TLS sessions with servers"},
+	"no-ssl-reuse":         {kind: Unsupported, why: "fulcrum always resumes TLS sessions with servers"},
+	"tls-tickets":          {kind: Builtin, why: "fulcrum resumes TLS sessions with servers"},
+	"no-tls-tickets":       {kind: Unsupported, why: "fulcrum always resumes TLS sessions with servers"},
+	"no-tfo":               ignored0,
+	"log-proto":            ignored1,
+	"shard":                ignored1,
+	"send-proxy":           {apply: setBool("send_proxy", true)},
+	"no-send-proxy":        {apply: setBool("send_proxy", false)},
+	"send-proxy-v2":        {apply: setBool("send_proxy_v2", true)},
+	"no-send-proxy-v2":     {apply: setBool("send_proxy_v2", false)},
+	"send-proxy-v2-ssl":    {apply: proxyV2("ssl")},
+	"send-proxy-v2-ssl-cn": {apply: proxyV2("ssl", "cert-cn")},
+	"proxy-v2-options":     {args: 1, apply: proxyV2()},
+	"check-send-proxy":     {apply: setBool("check_send_proxy", true)},
+	"set-proxy-v2-tlv-fmt": {args: 1, kind: Unsupported, why: "custom PROXY v2 TLVs"},
 	"proto":                {args: 1, kind: NotYet, why: whyH2, whole: true},
 	"check-proto":          unsupp1,
 	"check-via-socks4":     unsupp0,
@@ -302,43 +346,64 @@ var serverOpts = map[string]option{
 
 // bindOpts are the options of bind lines.
 var bindOpts = map[string]option{
-	"ssl": tlsWhole, "crt": tlsWhole1, "crt-list": tlsWhole1, "ca-file": tlsWhole1, "verify": tlsWhole1,
-	"alpn": tlsWhole1, "npn": tlsWhole1, "ciphers": tlsWhole1, "ciphersuites": tlsWhole1, "curves": tlsWhole1,
-	"ecdhe": tlsWhole1, "crl-file": tlsWhole1, "ssl-min-ver": tlsWhole1, "ssl-max-ver": tlsWhole1,
-	"strict-sni": tlsWhole, "no-sslv3": tlsWhole, "no-tlsv10": tlsWhole, "no-tlsv11": tlsWhole,
-	"no-tlsv12": tlsWhole, "no-tlsv13": tlsWhole, "no-tls-tickets": tlsWhole, "allow-0rtt": tlsWhole,
-	"prefer-client-ciphers": tlsWhole, "generate-certificates": tlsWhole, "ca-sign-file": tlsWhole1,
-	"ca-sign-pass": tlsWhole1, "ca-verify-file": tlsWhole1, "ca-ignore-err": tlsWhole1, "crt-ignore-err": tlsWhole1,
-	"tls-ticket-keys": tlsWhole1, "no-ca-names": tlsWhole, "force-sslv3": tlsWhole, "force-tlsv10": tlsWhole,
-	"force-tlsv11": tlsWhole, "force-tlsv12": tlsWhole, "force-tlsv13": tlsWhole,
-	"accept-proxy":         {kind: NotYet, why: whyProxyPro, whole: true},
-	"accept-netscaler-cip": {args: 1, kind: Unsupported, why: "NetScaler client IP", whole: true},
-	"proto":                {args: 1, kind: NotYet, why: whyH2, whole: true},
-	"name":                 ignored1,
-	"id":                   {args: 1, kind: Unsupported, why: "fixed listener ids"},
-	"process":              ignored1,
-	"thread":               ignored1,
-	"shards":               ignored1,
-	"nice":                 ignored1,
-	"backlog":              {args: 1, kind: Unsupported, why: "listen backlogs (the system's somaxconn applies)"},
-	"maxconn":              {args: 1, kind: Unsupported, why: "per-bind maxconn: the frontend's maxconn applies"},
-	"defer-accept":         unsupp0,
-	"tfo":                  unsupp0,
-	"transparent":          unsupp0,
-	"v4v6":                 unsupp0,
-	"v6only":               unsupp0,
-	"interface":            unsupp1,
-	"mss":                  unsupp1,
-	"namespace":            unsupp1,
-	"tcp-ut":               unsupp1,
-	"level":                ignored1,
-	"severity-output":      ignored1,
-	"mode":                 ignored1,
-	"user":                 ignored1,
-	"group":                ignored1,
-	"uid":                  ignored1,
-	"gid":                  ignored1,
-	"expose-fd":            ignored1,
+	"ssl":            bindPass0,
+	"accept-proxy":   bindPass0,
+	"crt":            {args: 1, apply: bindCrt, whole: true},
+	"crt-list":       {args: 1, apply: bindCrtList, whole: true},
+	"ca-file":        {args: 1, apply: bindCAFile, whole: true},
+	"verify":         bindPass1,
+	"alpn":           bindPass1,
+	"ciphers":        bindPass1,
+	"ciphersuites":   bindPass1,
+	"curves":         bindPass1,
+	"no-tls-tickets": bindPass0,
+	"strict-sni":     bindPass0,
+	"ssl-min-ver":    {args: 1, apply: versionOpt},
+	"ssl-max-ver":    {args: 1, apply: versionOpt},
+	"no-sslv3":       bindVersion, "no-tlsv10": bindVersion, "no-tlsv11": bindVersion,
+	"no-tlsv12": bindVersion, "no-tlsv13": bindVersion,
+	"force-sslv3": bindVersion, "force-tlsv10": bindVersion, "force-tlsv11": bindVersion,
+	"force-tlsv12": bindVersion, "force-tlsv13": bindVersion,
+	"npn":                   {args: 1, kind: Unsupported, why: whyNPN},
+	"ecdhe":                 {args: 1, kind: Unsupported, why: "a single ECDHE curve: crypto/tls picks among its curves (curves lists them)"},
+	"crl-file":              {args: 1, kind: Unsupported, why: whyCRL, whole: true},
+	"ca-verify-file":        {args: 1, kind: Unsupported, why: "CAs that verify without being named to clients", whole: true},
+	"ca-ignore-err":         {args: 1, kind: Unsupported, why: "ignoring client certificate errors: fulcrum refuses them as verify says"},
+	"crt-ignore-err":        {args: 1, kind: Unsupported, why: "ignoring client certificate errors: fulcrum refuses them as verify says"},
+	"allow-0rtt":            {kind: Unsupported, why: why0RTT},
+	"prefer-client-ciphers": {kind: Unsupported, why: "the client's cipher preference: crypto/tls orders ciphers itself"},
+	"no-ca-names":           {kind: Unsupported, why: "fulcrum names its CAs to clients it asks for a certificate"},
+	"tls-ticket-keys":       {args: 1, kind: Unsupported, why: "ticket keys from a file: crypto/tls makes and rotates its own"},
+	"generate-certificates": {kind: Unsupported, why: "certificates generated on the fly", whole: true},
+	"ca-sign-file":          {args: 1, kind: Unsupported, why: "certificates generated on the fly", whole: true},
+	"ca-sign-pass":          {args: 1, kind: Unsupported, why: "certificates generated on the fly"},
+	"accept-netscaler-cip":  {args: 1, kind: Unsupported, why: "NetScaler client IP", whole: true},
+	"proto":                 {args: 1, kind: NotYet, why: whyH2, whole: true},
+	"name":                  ignored1,
+	"id":                    {args: 1, kind: Unsupported, why: "fixed listener ids"},
+	"process":               ignored1,
+	"thread":                ignored1,
+	"shards":                ignored1,
+	"nice":                  ignored1,
+	"backlog":               {args: 1, kind: Unsupported, why: "listen backlogs (the system's somaxconn applies)"},
+	"maxconn":               {args: 1, kind: Unsupported, why: "per-bind maxconn: the frontend's maxconn applies"},
+	"defer-accept":          unsupp0,
+	"tfo":                   unsupp0,
+	"transparent":           unsupp0,
+	"v4v6":                  unsupp0,
+	"v6only":                unsupp0,
+	"interface":             unsupp1,
+	"mss":                   unsupp1,
+	"namespace":             unsupp1,
+	"tcp-ut":                unsupp1,
+	"level":                 ignored1,
+	"severity-output":       ignored1,
+	"mode":                  ignored1,
+	"user":                  ignored1,
+	"group":                 ignored1,
+	"uid":                   ignored1,
+	"gid":                   ignored1,
+	"expose-fd":             ignored1,
 }
 
 // socketOpts are the options of `stats socket` lines.
@@ -355,11 +420,11 @@ var socketOpts = map[string]option{
 	"thread":          ignored1,
 	"name":            ignored1,
 	"severity-output": {args: 1, kind: Unsupported, why: "a default severity output (set severity-output works per session)"},
-	"accept-proxy":    {kind: NotYet, why: whyProxyPro},
+	"accept-proxy":    {kind: Unsupported, why: "the PROXY protocol on the stats socket"},
 	"tfo":             unsupp0,
 	"defer-accept":    unsupp0,
 	"transparent":     unsupp0,
 	"backlog":         unsupp1,
-	"ssl":             {kind: NotYet, why: whyTLS, whole: true},
-	"crt":             {args: 1, kind: NotYet, why: whyTLS, whole: true},
+	"ssl":             {kind: Unsupported, why: "TLS on the stats socket", whole: true},
+	"crt":             {args: 1, kind: Unsupported, why: "TLS on the stats socket", whole: true},
 }
