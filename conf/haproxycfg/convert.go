@@ -60,7 +60,7 @@ func (c *converter) note(ln *line, kw string, kind Kind, why string) {
 }
 
 // noteLine is the comment written above what a note is about:
-// `line 14, not supported yet: "ssl" (TLS)`.
+// `line 14, not supported yet: "proto h2": HTTP/2 (being built)`.
 func noteLine(ln *line, kind Kind, why string) string {
 	return fmt.Sprintf("line %d, %s: %s", ln.num, kind, why)
 }
