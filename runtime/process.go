@@ -62,6 +62,7 @@ func showActivity(c *Context, _ []string) error {
 	c.api.mu.Lock()
 	cli := len(c.api.sessions)
 	c.api.mu.Unlock()
+	runs, created, threads := schedFigures()
 	lines := [][2]any{
 		{"thread_id", fmt.Sprintf("0 (1..%d)", goruntime.GOMAXPROCS(0))},
 		{"date_now", fmt.Sprintf("%d.%06d", now.Unix(), now.Nanosecond()/1000)},
@@ -74,6 +75,9 @@ func showActivity(c *Context, _ []string) error {
 		{"curr_conns", conns},
 		{"accepted", accepted},
 		{"cli_sessions", cli},
+		{"sched_runs", runs},
+		{"goroutines_created", created},
+		{"os_threads", threads},
 	}
 	var b strings.Builder
 	for _, l := range lines {
