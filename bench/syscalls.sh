@@ -1,0 +1,289 @@
+#!/usr/bin/env bash
+# bench/syscalls.sh - kernel crossings per request, fulcrum and HAProxy 2.6
+# side by side (issue 21, point 1). Counts do not depend much on how busy the
+# machine is, unlike req/s: use this to judge a change on a shared machine.
+#
+# Starts three nginx upstreams, HAProxy (nbthread $HAP_NBTHREAD) and fulcrum
+# with the same configs as bench/run.sh (on other ports), then for each mode
+# and target runs wrk -c$CONNS for $DUR seconds while perf stat counts, in the
+# proxy's process (all its threads, those started meanwhile too):
+#   - every system call (raw_syscalls:sys_enter) and each of the usual kinds
+#     (syscalls:sys_enter_NAME; "other" is the rest);
+#   - the reads that failed with EAGAIN (syscalls:sys_exit_NAME for read,
+#     recvfrom, readv and recvmsg with ret == -11: a read that found the
+#     socket empty), and the accept4 calls that did (no connection waiting);
+#   - context switches and CPU migrations of its threads;
+# and reads the proxy's CPU time (/proc) and, for fulcrum, its goroutine runs
+# (`show activity` sched_runs: goroutines put on a P, estimated from the
+# runtime's /sched/latencies:seconds, which records one run in 8). Every
+# figure is divided by the requests wrk completed meanwhile.
+#
+# Modes: http-ka (keep-alive), http-close (a connection per request), tcp-ka
+# (wrk keep-alive through the tcp frontend: small messages).
+#
+# Knobs (defaults): DUR=5 CONNS=64 WARM=1 MODES="http-ka http-close tcp-ka"
+#   ONLY="haproxy fulcrum" FULCRUM=./bin/fulcrum FUL_GOMAXPROCS=2 HAP_NBTHREAD=2
+#   UP_BASE=23901 FUL_HTTP=23080 FUL_TCP=23081
+#   HAP_HTTP=23180 HAP_TCP=23181 WORKDIR=$(mktemp -d)
+#   FUL_ENV="NAME=value ..."   extra environment for fulcrum (experiments)
+#   RECORD=0     1: after the counts, a perf record -g profile of each run in
+#                WORKDIR/raw/MODE.TARGET.data (build fulcrum without -s -w
+#                for symbols: go build -o /tmp/fulcrum ./cmd/fulcrum)
+# Needs: haproxy nginx wrk socat linux-perf; root (or perf_event_paranoid <= 1).
+# Everything listens on 127.0.0.1; every process is stopped at exit.
+set -u
+export LC_ALL=C
+cd "$(dirname "$0")/.." || exit 2
+ROOT=$(pwd)
+
+DUR=${DUR:-5}
+CONNS=${CONNS:-64}
+WARM=${WARM:-1}
+MODES=${MODES:-"http-ka http-close tcp-ka"}
+ONLY=${ONLY:-"haproxy fulcrum"}
+FULCRUM=${FULCRUM:-./bin/fulcrum}
+FUL_GOMAXPROCS=${FUL_GOMAXPROCS-2}
+HAP_NBTHREAD=${HAP_NBTHREAD:-2}
+UP_BASE=${UP_BASE:-23901}
+FUL_HTTP=${FUL_HTTP:-23080}
+FUL_TCP=${FUL_TCP:-23081}
+HAP_HTTP=${HAP_HTTP:-23180}
+HAP_TCP=${HAP_TCP:-23181}
+FUL_ENV=${FUL_ENV:-}
+RECORD=${RECORD:-0}
+UP_PORTS="$UP_BASE $((UP_BASE + 1)) $((UP_BASE + 2))"
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 2; }
+
+for t in haproxy nginx wrk socat perf; do
+  command -v "$t" >/dev/null || die "missing $t: apt-get install -y haproxy nginx wrk socat linux-perf"
+done
+for v in DUR CONNS WARM UP_BASE FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP HAP_NBTHREAD; do
+  case ${!v} in ''|*[!0-9]*) die "$v must be a non-negative integer";; esac
+done
+for m in $MODES; do case $m in http-ka|http-close|tcp-ka) ;; *) die "unknown mode $m";; esac; done
+case $FULCRUM in /*) BIN=$FULCRUM;; *) BIN=$ROOT/${FULCRUM#./};; esac
+case " $ONLY " in *" fulcrum "*) [ -x "$BIN" ] || die "$BIN not found: run 'make build'";; esac
+
+if [ -n "${WORKDIR:-}" ]; then mkdir -p "$WORKDIR" && D=$WORKDIR; else D=$(mktemp -d -t fulcrum-sys.XXXXXX); fi
+D=$(cd "$D" && pwd)
+mkdir -p "$D/tmp" "$D/raw"
+SOCK=$D/admin.sock
+PIDS=()
+PROBE=""
+cleanup() {
+  local p
+  [ -n "$PROBE" ] && kill -INT "$PROBE" 2>/dev/null
+  for p in "${PIDS[@]+"${PIDS[@]}"}"; do kill -TERM "$p" 2>/dev/null; done
+  for p in "${PIDS[@]+"${PIDS[@]}"}"; do
+    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "-$p" 2>/dev/null
+  done
+  log "workdir: $D"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+wait_port() { for _ in $(seq 100); do port_open "$1" && return 0; sleep 0.1; done; return 1; }
+for p in $UP_PORTS $FUL_HTTP $FUL_TCP $HAP_HTTP $HAP_TCP; do port_open "$p" && die "127.0.0.1:$p is in use"; done
+
+# ------------------------------------------------------------------ configs
+{
+  echo "worker_processes 1; daemon off; pid $D/nginx.pid; error_log $D/nginx.err warn;"
+  [ "$(id -u)" = 0 ] && echo "user root;"
+  echo "events { worker_connections 8192; }"
+  echo "http { access_log off; client_body_temp_path $D/tmp/cb; proxy_temp_path $D/tmp/px;"
+  echo "  fastcgi_temp_path $D/tmp/fc; uwsgi_temp_path $D/tmp/uw; scgi_temp_path $D/tmp/sc;"
+  echo "  default_type text/plain; tcp_nodelay on;"
+  echo "  keepalive_requests 100000000; keepalive_timeout 300s;"
+  n=0
+  for p in $UP_PORTS; do
+    n=$((n + 1))
+    echo "  server { listen 127.0.0.1:$p backlog=4096; location / { add_header X-Upstream b$n; return 200 \"ok\\n\"; } }"
+  done
+  echo "}"
+} > "$D/nginx.conf"
+
+srv_hap() { local n=0 p; for p in $UP_PORTS; do n=$((n + 1)); echo "    server b$n 127.0.0.1:$p"; done; }
+cat > "$D/haproxy.cfg" <<EOF
+global
+    nbthread $HAP_NBTHREAD
+    maxconn 4000
+defaults
+    timeout connect 5s
+    timeout client 60s
+    timeout server 60s
+frontend fe_http
+    mode http
+    bind 127.0.0.1:$HAP_HTTP
+    default_backend be_http
+frontend fe_tcp
+    mode tcp
+    bind 127.0.0.1:$HAP_TCP
+    default_backend be_tcp
+backend be_http
+    mode http
+    balance roundrobin
+    http-reuse always
+$(srv_hap)
+backend be_tcp
+    mode tcp
+    balance roundrobin
+$(srv_hap)
+EOF
+
+srv_ful() { local n=0 p; for p in $UP_PORTS; do n=$((n + 1)); printf '[[backend.server]]\nname = "b%d"\naddress = "127.0.0.1:%s"\n' "$n" "$p"; done; }
+cat > "$D/fulcrum.toml" <<EOF
+[global]
+log_level = "error"
+[[global.stats_socket]]
+path = "$SOCK"
+level = "admin"
+[defaults]
+timeout_connect = "5s"
+timeout_client = "60s"
+timeout_server = "60s"
+[[frontend]]
+name = "fe_http"
+bind = ["127.0.0.1:$FUL_HTTP"]
+mode = "http"
+default_backend = "be_http"
+[[frontend]]
+name = "fe_tcp"
+bind = ["127.0.0.1:$FUL_TCP"]
+mode = "tcp"
+default_backend = "be_tcp"
+[[backend]]
+name = "be_http"
+mode = "http"
+balance = "roundrobin"
+http_reuse = "always"
+$(srv_ful)
+[[backend]]
+name = "be_tcp"
+mode = "tcp"
+balance = "roundrobin"
+$(srv_ful)
+EOF
+
+# ------------------------------------------------------------------ start
+start() { # name cmd... -> START_PID
+  local name=$1; shift
+  setsid "$@" > "$D/$name.log" 2>&1 < /dev/null &
+  START_PID=$!
+  PIDS+=("$START_PID")
+}
+start nginx nginx -p "$D" -e "$D/nginx.err" -c "$D/nginx.conf"
+for p in $UP_PORTS; do wait_port "$p" || die "nginx did not start (see $D/nginx.err)"; done
+declare -A PID HPORT TPORT
+HPORT=([haproxy]=$HAP_HTTP [fulcrum]=$FUL_HTTP)
+TPORT=([haproxy]=$HAP_TCP [fulcrum]=$FUL_TCP)
+for t in $ONLY; do
+  case $t in
+    haproxy) start haproxy haproxy -db -f "$D/haproxy.cfg" ;;
+    fulcrum)
+      # shellcheck disable=SC2086
+      if [ -n "$FUL_GOMAXPROCS" ]; then start fulcrum env GOMAXPROCS="$FUL_GOMAXPROCS" $FUL_ENV "$BIN" run -c "$D/fulcrum.toml"
+      else start fulcrum env $FUL_ENV "$BIN" run -c "$D/fulcrum.toml"; fi ;;
+    *) die "unknown target $t" ;;
+  esac
+  PID[$t]=$START_PID
+  wait_port "${HPORT[$t]}" && wait_port "${TPORT[$t]}" || { tail "$D/$t.log" >&2; die "$t did not start"; }
+done
+
+# ------------------------------------------------------------------ measuring
+HZ=$(getconf CLK_TCK)
+# the PID that holds the threads: `env` execs, setsid forks once at most
+real_pid() { local p=$1 c; c=$(pgrep -P "$p" | head -1); [ -n "$c" ] && [ "$(cat /proc/$p/comm)" = setsid ] && p=$c; echo "$p"; }
+ticks() { local s; s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }; s=${s##*) }; set -- $s; echo $(( ${12} + ${13} )); }
+sched_runs() { [ "$1" = fulcrum ] || { echo 0; return; }; echo "show activity" | socat -t 2 stdio "unix-connect:$SOCK" 2>/dev/null | awk -F': ' '$1=="sched_runs"{print $2}'; }
+url() { case $1 in tcp-ka) echo "http://127.0.0.1:${TPORT[$2]}/";; *) echo "http://127.0.0.1:${HPORT[$2]}/";; esac; }
+load() { # mode target secs outfile
+  local hdr=()
+  [ "$1" = http-close ] && hdr=(-H "Connection: close")
+  timeout $(( $3 + 20 )) wrk -t1 -c"$CONNS" -d"${3}s" "${hdr[@]+"${hdr[@]}"}" "$(url "$1" "$2")" > "$4" 2>&1
+  awk '/requests in/{print $1}' "$4"
+}
+
+KINDS="read write recvfrom sendto readv writev recvmsg sendmsg epoll_wait epoll_pwait epoll_ctl futex nanosleep sched_yield
+  accept4 connect close shutdown socket setsockopt getsockopt getsockname getpeername splice pipe2 clock_gettime
+  io_uring_enter mmap munmap madvise tgkill getpid rt_sigreturn"
+EVENTS="raw_syscalls:sys_enter,context-switches,cpu-migrations"
+for k in $KINDS; do EVENTS="$EVENTS,syscalls:sys_enter_$k"; done
+AGAIN=()   # one event per call that can fail with EAGAIN, each with its filter
+for k in read recvfrom readv recvmsg accept4; do AGAIN+=(-e "syscalls:sys_exit_$k" --filter 'ret == -11'); done
+RES=$D/results.tsv
+printf 'mode\ttarget\trequests\tname\tcount\n' > "$RES"
+for mode in $MODES; do
+  for t in $ONLY; do
+    pid=$(real_pid "${PID[$t]}")
+    [ "$WARM" -gt 0 ] && load "$mode" "$t" "$WARM" /dev/null > /dev/null
+    out=$D/raw/$mode.$t
+    perf stat -x, -e "$EVENTS" "${AGAIN[@]}" -p "$pid" -o "$out.perf" &
+    PROBE=$!
+    sleep 0.5   # let perf attach
+    c0=$(ticks "$pid"); g0=$(sched_runs "$t")
+    n=$(load "$mode" "$t" "$DUR" "$out.wrk")
+    c1=$(ticks "$pid"); g1=$(sched_runs "$t")
+    kill -INT "$PROBE"; wait "$PROBE" 2>/dev/null; PROBE=""
+    n=${n:-0}
+    [ "$n" -gt 0 ] || { log "$mode $t: no request completed"; continue; }
+    {
+      printf '%s\t%s\t%s\tcpu_ticks\t%s\n' "$mode" "$t" "$n" $(( c1 - c0 ))
+      [ "$t" = fulcrum ] && printf '%s\t%s\t%s\tsched_runs\t%s\n' "$mode" "$t" "$n" $(( ${g1:-0} - ${g0:-0} ))
+      awk -F, -v m="$mode" -v t="$t" -v n="$n" '$3 != "" && $1 ~ /^[0-9]+$/ {
+          name = $3; sub(/^syscalls:sys_enter_/, "", name); sub(/^syscalls:sys_exit_/, "EAGAIN_", name)
+          printf "%s\t%s\t%s\t%s\t%s\n", m, t, n, name, $1 }' "$out.perf"
+    } >> "$RES"
+    log "$mode $t: $n requests"
+    if [ "$RECORD" = 1 ]; then
+      # a CPU profile of the same load (kernel and user): perf report -i FILE
+      perf record -q -g -p "$pid" -o "$out.data" > /dev/null 2>&1 &
+      PROBE=$!
+      sleep 0.5
+      load "$mode" "$t" "$DUR" "$out.rec.wrk" > /dev/null
+      kill -INT "$PROBE"; wait "$PROBE" 2>/dev/null; PROBE=""
+      log "$mode $t: profile in $out.data"
+    fi
+  done
+done
+
+# ------------------------------------------------------------------ report
+{
+  echo
+  echo "kernel crossings per request: fulcrum ($BIN, GOMAXPROCS=${FUL_GOMAXPROCS:-default}${FUL_ENV:+, $FUL_ENV}) vs haproxy $(haproxy -v | awk 'NR==1{print $3}') (nbthread $HAP_NBTHREAD)"
+  echo "wrk -t1 -c$CONNS -d${DUR}s per pass on $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "per request, from perf stat on the proxy's threads: syscalls, EAGAIN (reads that found the socket empty),"
+  echo "cs (context switches), mig (CPU migrations); runs: goroutines put on a P (fulcrum's sched_runs, +-8 per pass);"
+  echo "cpu_us: the proxy's CPU time per request (it depends on the machine's load: compare with care)"
+  echo
+  awk -F'\t' -v hz="$HZ" -v kinds="$KINDS" 'NR > 1 {
+      k = $1 SUBSEP $2; n[k] = $3; v[k, $4] = $5
+      if (!(k in seen)) { seen[k] = 1; order[++no] = k }
+    }
+    END {
+      printf "%-10s %-7s %8s %8s %6s %6s %6s %6s %7s\n", "mode", "target", "requests", "syscalls", "EAGAIN", "cs", "mig", "runs", "cpu_us"
+      for (i = 1; i <= no; i++) { k = order[i]; split(k, a, SUBSEP)
+        ea = v[k, "EAGAIN_read"] + v[k, "EAGAIN_recvfrom"] + v[k, "EAGAIN_readv"] + v[k, "EAGAIN_recvmsg"]
+        printf "%-10s %-7s %8d %8.2f %6.2f %6.2f %6.2f %6s %7.1f\n", a[1], a[2], n[k], v[k, "raw_syscalls:sys_enter"] / n[k],
+          ea / n[k], v[k, "context-switches"] / n[k], v[k, "cpu-migrations"] / n[k],
+          (a[2] == "fulcrum" ? sprintf("%.2f", v[k, "sched_runs"] / n[k]) : "-"), v[k, "cpu_ticks"] / hz * 1e6 / n[k] }
+      print ""
+      print "system calls per request by kind (>= 0.01/req; other = the rest), then those failing with EAGAIN:"
+      nk = split(kinds, kk, /[ \n]+/)
+      for (i = 1; i <= no; i++) { k = order[i]; split(k, a, SUBSEP)
+        line = sprintf("%-10s %-7s", a[1], a[2]); sum = 0
+        for (j = 1; j <= nk; j++) { if (kk[j] == "") continue; c = v[k, kk[j]] + 0; sum += c
+          if (c / n[k] >= 0.01) line = line sprintf(" %s %.2f", kk[j], c / n[k]) }
+        o = v[k, "raw_syscalls:sys_enter"] - sum
+        if (o / n[k] >= 0.01) line = line sprintf(" other %.2f", o / n[k])
+        line = line " | EAGAIN:"
+        split("read recvfrom readv recvmsg accept4", ek, " ")
+        for (j = 1; j <= 5; j++) { c = v[k, "EAGAIN_" ek[j]] + 0; if (c / n[k] >= 0.01) line = line sprintf(" %s %.2f", ek[j], c / n[k]) }
+        print line }
+    }' "$RES"
+  echo
+  echo "raw: $RES"
+} | tee "$D/summary.txt"
