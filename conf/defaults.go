@@ -89,6 +89,18 @@ type defaultsSection struct {
 	// each request sent to a server (frontends and backends, HTTP mode).
 	// Default false.
 	ForwardFor *bool `toml:"forwardfor"`
+
+	// Log lists the frontends' log targets (frontends; see frontend log);
+	// none when absent.
+	Log []*logTargetSection `toml:"log"`
+
+	// LogFormat is the frontends' access log format (frontends; see
+	// frontend log_format). Default "" (httplog or tcplog by mode).
+	LogFormat *string `toml:"log_format"`
+
+	// DontLogNull leaves out of the log the connections that sent nothing
+	// (frontends; HAProxy's option dontlognull). Default false.
+	DontLogNull *bool `toml:"dontlognull"`
 }
 
 // setDefaults gives every unset key of [defaults] its built-in default. It is
@@ -112,6 +124,11 @@ func (d *defaultsSection) setDefaults() {
 	orDefault(&d.Retries, 3)
 	orDefault(&d.Redispatch, false)
 	orDefault(&d.ForwardFor, false)
+	orDefault(&d.LogFormat, "")
+	orDefault(&d.DontLogNull, false)
+	for _, l := range d.Log {
+		l.setDefaults()
+	}
 }
 
 // validate checks the values set in [defaults]. The checks are those of the
@@ -127,4 +144,8 @@ func (d *defaultsSection) validate(s scope) {
 	nonNegative(s.at("fullconn"), d.FullConn)
 	oneOf(s.at("http_reuse"), d.HTTPReuse, httpReuseModes...)
 	nonNegative(s.at("retries"), d.Retries)
+	for i, l := range d.Log {
+		l.validate(s.at("log").item(i), true)
+	}
+	validateLogFormat(s.at("log_format"), d.LogFormat)
 }

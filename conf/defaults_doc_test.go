@@ -76,6 +76,12 @@ func defaulted() map[string]any {
 			srv.setDefaults(serverDefaults())
 			return srv
 		}(),
+		"logTargetSection": func() any {
+			l := &logTargetSection{}
+			l.setDefaults()
+			return l
+		}(),
+		"captureSection": &captureSection{}, // no defaults
 		"agentSection": func() any {
 			a := &agentSection{}
 			a.setDefaults()

@@ -1,8 +1,10 @@
 package conf
 
 import (
-	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
 	"strings"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
+	"github.com/fulcrum-proxy/fulcrum/proxy/logformat"
 )
 
 // frontendSection is one [[frontend]]: where clients connect, and how their
@@ -93,8 +95,83 @@ type frontendSection struct {
 	// ([frontend.stats]).
 	Stats *statsPageSection `toml:"stats"`
 
+	// Log lists where the frontend's access log lines go besides stderr,
+	// as HAProxy's `log` lines: { target = "global" } for the
+	// [[global.log]] targets, or targets of its own (see [[global.log]]).
+	// [] means none (HAProxy's `no log`). Inherited from [defaults]; none
+	// when absent from both.
+	Log []*logTargetSection `toml:"log"`
+
+	// LogFormat is the access log line sent to the log targets, in
+	// HAProxy's log-format language ("%ci:%cp [%tr] %ft %b/%s ..."), or
+	// the name of one of HAProxy's formats: "httplog", "tcplog", "clf" or
+	// "default". HTTP-only variables are refused in mode tcp, where
+	// "httplog" means "tcplog" (as HAProxy's option httplog). Inherited
+	// from [defaults]; default "" (httplog in mode http, tcplog in tcp).
+	LogFormat *string `toml:"log_format"`
+
+	// CaptureRequestHeader lists request headers whose value is logged
+	// (%hr, between braces, in order), each cut to len characters:
+	// [{ name = "Host", len = 32 }], as HAProxy's `capture request header`.
+	CaptureRequestHeader []*captureSection `toml:"capture_request_header"`
+
+	// CaptureResponseHeader lists response headers whose value is logged
+	// (%hs), as HAProxy's `capture response header`.
+	CaptureResponseHeader []*captureSection `toml:"capture_response_header"`
+
+	// DontLogNull leaves out of the log the connections that sent nothing
+	// (probes, port scans), as HAProxy's option dontlognull. Inherited from
+	// [defaults]; default false.
+	DontLogNull *bool `toml:"dontlognull"`
+
 	rules *acl.Rules // compiled by compileRules
 	binds []*Bind    // Bind parsed by validate (nil elements: errors)
+
+	logFormat  *logformat.Format // compiled by compileLog
+	logSamples []*acl.Expr
+}
+
+// compileLog compiles the frontend's log format in its ACL scope sc, once
+// its mode is known: an unset format is httplog in mode http and tcplog in
+// mode tcp, where httplog and clf also mean tcplog (HAProxy downgrades
+// option httplog in a tcp proxy).
+func (f *frontendSection) compileLog(s scope, sc *acl.Scope) {
+	text := deref(f.LogFormat)
+	at := s.at("log_format")
+	if _, ok := logformat.Named(text); ok || text == "" {
+		if text == "" || text == "httplog" || text == "clf" {
+			text = "httplog"
+			if *f.Mode == ModeTCP {
+				text = "tcplog"
+			}
+		}
+	} else if f.LogFormat != nil && s.c.failed[at.p.key()] {
+		return // already reported by validate
+	}
+	f.logFormat, f.logSamples = compileLogFormat(at, text, *f.Mode, sc)
+}
+
+// logModel returns the frontend's log targets, the "global" entries
+// replaced by the global ones.
+func (f *frontendSection) logModel(c *checker, i int, global []LogTarget) []LogTarget {
+	var out []LogTarget
+	for j, l := range f.Log {
+		if l.Target == "global" {
+			out = append(out, global...)
+			continue
+		}
+		out = append(out, l.model(c.pos.line(path{"frontend"}.index(i).child("log").index(j))))
+	}
+	return out
+}
+
+// captures returns capture declarations as the model's.
+func captures(cs []*captureSection) []Capture {
+	var out []Capture
+	for _, c := range cs {
+		out = append(out, Capture{Name: c.Name, Len: c.Len})
+	}
+	return out
 }
 
 // setDefaults gives every unset key of a frontend its value from [defaults],
@@ -106,6 +183,15 @@ func (f *frontendSection) setDefaults(d *defaultsSection) {
 	inherit(&f.TimeoutHTTPRequest, d.TimeoutHTTPRequest)
 	inherit(&f.TimeoutClientHS, d.TimeoutClientHS)
 	inherit(&f.ForwardFor, d.ForwardFor)
+	inherit(&f.LogFormat, d.LogFormat)
+	inherit(&f.DontLogNull, d.DontLogNull)
+	if f.Log == nil {
+		f.Log = d.Log // the same targets, already defaulted
+	} else {
+		for _, l := range f.Log {
+			l.setDefaults()
+		}
+	}
 	if f.Stats != nil {
 		f.Stats.setDefaults()
 	}
@@ -146,6 +232,16 @@ func (f *frontendSection) validate(s scope) {
 	}
 	if f.StickTable != nil {
 		f.StickTable.validate(s.at("stick_table"))
+	}
+	for i, l := range f.Log {
+		l.validate(s.at("log").item(i), true)
+	}
+	validateLogFormat(s.at("log_format"), f.LogFormat)
+	for i, c := range f.CaptureRequestHeader {
+		c.validate(s.at("capture_request_header").item(i))
+	}
+	for i, c := range f.CaptureResponseHeader {
+		c.validate(s.at("capture_response_header").item(i))
 	}
 	if f.Stats != nil {
 		f.Stats.validate(s.at("stats"))

@@ -34,8 +34,25 @@ type globalSection struct {
 	LogLevel *string `toml:"log_level"`
 
 	// LogFormat is how log lines are written to stderr: "json", one JSON
-	// object per line, or "console", aligned text for people. Default "json".
+	// object per line, or "console", aligned text for people (access log
+	// fields in a fixed order). Default "json". (A frontend's log_format is
+	// another thing: HAProxy's log-format, for its log targets.)
 	LogFormat *string `toml:"log_format"`
+
+	// Log lists the process's log targets ([[global.log]]), HAProxy's
+	// global `log` lines: the frontends whose log list says "global" send
+	// their access log lines there.
+	Log []*logTargetSection `toml:"log"`
+
+	// LogTag is the program name in syslog headers, HAProxy's log-tag.
+	// Default "fulcrum".
+	LogTag *string `toml:"log_tag"`
+
+	// StatsHistoryInterval is the length of one point of the stats page's
+	// history: each frontend, backend and server keeps its last 90 points
+	// (request and error counts, p50/p99 response time, queue, sessions),
+	// 15 minutes at the default. "0s" turns the history off. Default "10s".
+	StatsHistoryInterval *Duration `toml:"stats_history_interval"`
 
 	// StatsSocket lists the Runtime API sockets ([[global.stats_socket]]),
 	// which speak HAProxy's Runtime API (socat, hatop, fulcrumctl).
@@ -77,6 +94,11 @@ func (g *globalSection) setDefaults() {
 	orDefault(&g.StatsTimeout, Duration(10*time.Second))
 	orDefault(&g.TuneHTTPMaxHdr, 101)
 	orDefault(&g.HashKey, "")
+	orDefault(&g.LogTag, "fulcrum")
+	orDefault(&g.StatsHistoryInterval, Duration(10*time.Second))
+	for _, l := range g.Log {
+		l.setDefaults()
+	}
 	for _, ss := range g.StatsSocket {
 		ss.setDefaults()
 	}
@@ -91,6 +113,15 @@ func (g *globalSection) validate(s scope) {
 	positive(s.at("stats_timeout"), g.StatsTimeout)
 	inRange(s.at("tune_http_maxhdr"), g.TuneHTTPMaxHdr, 1, 32767)
 	checkHashKey(s.at("hash_key"), g.HashKey)
+	for i, l := range g.Log {
+		l.validate(s.at("log").item(i), false)
+	}
+	if g.LogTag != nil && *g.LogTag == "" {
+		s.at("log_tag").errorf("must not be empty")
+	}
+	if g.StatsHistoryInterval != nil && *g.StatsHistoryInterval != 0 && *g.StatsHistoryInterval < Duration(100*time.Millisecond) {
+		s.at("stats_history_interval").errorf("must be 0s (off) or at least 100ms, got %s", g.StatsHistoryInterval.Std())
+	}
 	seen := map[string]int{}
 	for i, ss := range g.StatsSocket {
 		item := s.at("stats_socket").item(i)

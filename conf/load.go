@@ -206,7 +206,13 @@ func (f *fileSection) model(c *checker) *Config {
 			StatsTimeout:  f.Global.StatsTimeout.Std(),
 			StateFile:     f.Global.StateFile,
 			MaxHdr:        *f.Global.TuneHTTPMaxHdr,
+			LogTag:        *f.Global.LogTag,
+
+			StatsHistoryInterval: f.Global.StatsHistoryInterval.Std(),
 		},
+	}
+	for i, l := range f.Global.Log {
+		cfg.Global.Log = append(cfg.Global.Log, l.model(c.pos.line(path{"global", "log"}.index(i))))
 	}
 	for i, ss := range f.Global.StatsSocket {
 		cfg.Global.StatsSockets = append(cfg.Global.StatsSockets, StatsSocket{
@@ -245,6 +251,12 @@ func (f *fileSection) model(c *checker) *Config {
 			Stats:              fe.Stats.model(),
 			Rules:              fe.rules,
 			StickTable:         fe.StickTable.model(fe.Name, c.pos.line(path{"frontend"}.index(i).child("stick_table"))),
+			Log:                fe.logModel(c, i, cfg.Global.Log),
+			LogFormat:          fe.logFormat,
+			LogSamples:         fe.logSamples,
+			CaptureRequest:     captures(fe.CaptureRequestHeader),
+			CaptureResponse:    captures(fe.CaptureResponseHeader),
+			DontLogNull:        *fe.DontLogNull,
 		})
 	}
 	for i, t := range f.Tables {

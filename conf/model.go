@@ -1,11 +1,14 @@
 package conf
 
 import (
-	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
-	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
-	"github.com/fulcrum-proxy/fulcrum/proxy/tlsx"
 	"os"
 	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
+	"github.com/fulcrum-proxy/fulcrum/proxy/logformat"
+	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
+	"github.com/fulcrum-proxy/fulcrum/proxy/syslog"
+	"github.com/fulcrum-proxy/fulcrum/proxy/tlsx"
 )
 
 // Mode is a proxy's mode: "http" or "tcp".
@@ -52,6 +55,27 @@ type Global struct {
 	StatsTimeout  time.Duration // idle timeout of a Runtime API session
 	StateFile     string        // server state written at stop, read at start; "" = none
 	MaxHdr        int           // tune_http_maxhdr: lines in a message head, start line included
+	Log           []LogTarget   // [[global.log]], in file order
+	LogTag        string        // program name in syslog headers
+	// StatsHistoryInterval is the length of a history point (stats page
+	// sparklines); 0 = no history.
+	StatsHistoryInterval time.Duration
+}
+
+// LogTarget is one log target: a syslog destination with its format,
+// facility and levels (syslog.Target), from the line Line.
+type LogTarget struct {
+	syslog.Target
+	Line int
+	// Global marks a "global" entry; only in sections that have not
+	// replaced it by the global targets yet.
+	Global bool
+}
+
+// Capture is one captured header: its name, and the length kept.
+type Capture struct {
+	Name string
+	Len  int
 }
 
 // StatsSocket is one [[global.stats_socket]]: a Runtime API endpoint.
@@ -86,6 +110,16 @@ type Frontend struct {
 	Stats              *StatsPage  // nil unless [frontend.stats] enable = true
 	Rules              *acl.Rules  // tcp_request, http_request and use_backend, compiled
 	StickTable         *StickTable // nil = none; named as the frontend
+
+	// Log is where access log lines go besides stderr ("global" entries
+	// replaced by the global targets); LogFormat is their format (never
+	// nil), LogSamples the sample expressions its %[...] fetch, by index.
+	Log             []LogTarget
+	LogFormat       *logformat.Format
+	LogSamples      []*acl.Expr
+	CaptureRequest  []Capture // capture_request_header, in order
+	CaptureResponse []Capture // capture_response_header, in order
+	DontLogNull     bool
 }
 
 // StatsPage is a frontend's stats page ([frontend.stats] with enable = true).

@@ -111,6 +111,7 @@ func (f *fileSection) compileRules(s scope) *acl.Registry {
 			}
 		}
 		fe.rules = rs
+		fe.compileLog(item, sc)
 	}
 	for i, be := range f.Backends {
 		item := s.at("backend").item(i)
