@@ -75,6 +75,7 @@ type Backend struct {
 	timeoutQueue time.Duration
 
 	Counters Counters
+	state    backendState // UP/DOWN changes and downtime (snapshot_obs.go)
 }
 
 // serverBalance is a server's balancing state, kept by its backend.
@@ -349,6 +350,7 @@ func (b *Backend) rebuildLocked() {
 
 	b.algo.Rebuild(set)
 	b.usable.Store(int64(len(set)))
+	b.noteUsable(len(set)) // backend last change and downtime (snapshot_obs.go)
 	in := make([]int8, len(b.Servers))
 	for _, v := range set {
 		in[v.Index] = 1

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
@@ -49,10 +50,19 @@ func fastUpstream(b *testing.B) string {
 
 // BenchmarkProxyHTTPKeepAlive measures one request through the whole proxy
 // on loopback (client, proxy and upstream in this process), per request.
-func BenchmarkProxyHTTPKeepAlive(b *testing.B) {
+// The latency histograms are on (they always are); the history is off.
+func BenchmarkProxyHTTPKeepAlive(b *testing.B) { benchKeepAlive(b, 0) }
+
+// BenchmarkProxyHTTPKeepAliveHistory is BenchmarkProxyHTTPKeepAlive with
+// the history sampler running every 100 ms (its smallest interval, 100
+// times its default rate).
+func BenchmarkProxyHTTPKeepAliveHistory(b *testing.B) { benchKeepAlive(b, 100*time.Millisecond) }
+
+func benchKeepAlive(b *testing.B, history time.Duration) {
 	up := fastUpstream(b)
 	cfg := testConfig(conf.ModeHTTP, []string{up}, nil)
 	cfg.Backends[0].HTTPReuse = "always"
+	cfg.Global.StatsHistoryInterval = history
 	p, err := New(cfg, nopLogger())
 	if err != nil {
 		b.Fatal(err)

@@ -48,6 +48,13 @@ type Counters struct {
 	Ctime    SlidingAvg   // ms
 	Rtime    SlidingAvg   // ms
 	Ttime    SlidingAvg   // ms
+
+	// Timings are the latency histograms (histogram.go) and history the
+	// last minutes' points (history.go), nil until the sampler first saw
+	// traffic.
+	Timings Timings
+	history atomic.Pointer[History]
+	obs     obsCounters // connection and timing counters (snapshot_obs.go)
 }
 
 // sessionStart counts a new session at now: scur/smax, stot, rate, lastsess.

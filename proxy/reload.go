@@ -101,6 +101,7 @@ func (p *Proxy) inherit(old *Proxy) {
 			continue
 		}
 		p.carry(&ob.Counters, &b.Counters)
+		b.state.inherit(&ob.state) // backend last change and downtime (snapshot_obs.go)
 		ob.mu.Lock()
 		b.mu.Lock()
 		for _, s := range b.Servers {
@@ -157,6 +158,7 @@ type counterCarry struct {
 // and the rates and averages continue from from's.
 func (p *Proxy) carry(from, to *Counters) {
 	p.carryList(from.cumulative(), to.cumulative())
+	p.carryObservations(from, to) // histograms, history, obs counters (history.go)
 	for _, m := range [][2]*atomic.Int64{
 		{&from.Smax, &to.Smax}, {&from.rateMax, &to.rateMax}, {&from.reqRateMax, &to.reqRateMax},
 		{&from.qtimeMax, &to.qtimeMax}, {&from.lastSess, &to.lastSess},

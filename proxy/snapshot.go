@@ -30,6 +30,10 @@ type CounterValues struct {
 	// to a server (as HAProxy's qcur). QtimeMax is the longest queue
 	// time, ms. Zero on frontends.
 	Qcur, Qmax, QtimeMax int64
+
+	// Obs holds the connection and timing counters, the histograms and
+	// the history (snapshot_obs.go).
+	Obs ObsValues
 }
 
 // values copies c at now.
@@ -46,6 +50,7 @@ func (c *Counters) values(now time.Time) CounterValues {
 		Rate: c.SessRate.Rate(now), RateMax: c.rateMax.Load(),
 		ReqRate: c.ReqRate.Rate(now), ReqRateMax: c.reqRateMax.Load(),
 		Qtime: c.Qtime.Avg(), Ctime: c.Ctime.Avg(), Rtime: c.Rtime.Avg(), Ttime: c.Ttime.Avg(),
+		Obs: c.obsValues(),
 	}
 	if ns := c.lastSess.Load(); ns != 0 {
 		v.LastSess = time.Unix(0, ns)
@@ -278,7 +283,8 @@ func (p *Proxy) Snapshot() *Snapshot {
 		bs.Qcur, bs.Qmax = b.queue.Len(-1), b.queue.Max(-1)
 		bs.QtimeMax = b.Counters.qtimeMax.Load()
 		bs.TimeoutQueue = b.TimeoutQueue()
-		b.mu.Lock() // what rebuildLocked decided is written under it
+		bs.Obs.backend(b, now) // last change, downtime (snapshot_obs.go)
+		b.mu.Lock()            // what rebuildLocked decided is written under it
 		bs.Act, bs.Bck = b.view.act, b.view.bck
 		bs.Weight, bs.UserWeight = shownWeight(b.view.eweight), b.view.uweight
 		for _, s := range b.Servers {
@@ -296,6 +302,7 @@ func (p *Proxy) Snapshot() *Snapshot {
 			ss.ConfMaxConn = s.MaxConn()
 			ss.Qcur, ss.Qmax = b.queue.Len(s.ID-1), b.queue.Max(s.ID-1)
 			ss.QtimeMax = s.Counters.qtimeMax.Load()
+			ss.Obs.server(s) // idle connections (snapshot_obs.go)
 			if s.Op() == OpUp && s.Admin() != AdminMaint {
 				if ss.Backup {
 					bs.BackupUp++

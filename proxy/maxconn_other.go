@@ -1,0 +1,6 @@
+//go:build !unix
+
+package proxy
+
+// derivedMaxConn is unknown outside Unix.
+func derivedMaxConn() int { return 0 }
