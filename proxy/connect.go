@@ -43,7 +43,9 @@ import (
 // prep, when not nil, readies each new connection (its PROXY header and
 // TLS handshake: Stream.prepare) and returns the one to use; its failure
 // is a failed attempt, as a refused connect (the connection is closed).
-func connectServer(be *Backend, srv *Server, view *lb.Request, direct bool, prep func(*Server, net.Conn) (net.Conn, error)) (*Server, net.Conn, int64, error) {
+// lg, if not nil, is the request's log entry (retries, connect time, the
+// connection's addresses).
+func connectServer(be *Backend, srv *Server, view *lb.Request, direct bool, prep func(*Server, net.Conn) (net.Conn, error), lg *logEntry) (*Server, net.Conn, int64, error) {
 	d := net.Dialer{Timeout: be.Conf.TimeoutConnect}
 	retries := be.Conf.Retries
 	start := time.Now()
@@ -58,19 +60,22 @@ func connectServer(be *Backend, srv *Server, view *lb.Request, direct bool, prep
 		}
 		srv.observeConnect(err == nil)
 		if err == nil { // Go sets TCP_NODELAY on TCP connections by default
-			return srv, c, time.Since(start).Milliseconds(), nil
+			d := time.Since(start)
+			lg.logConnected(srv, c, d) // log.go
+			return srv, c, d.Milliseconds(), nil
 		}
 		if n >= retries {
 			srv.Counters.Econ.Add(1)
 			be.Counters.Econ.Add(1)
 			return srv, nil, -1, err
 		}
-		redispatched := false
+		redispatched, moved := false, false
 		if be.redispatchAt(srv, n+1, direct) {
 			if other := be.assign(view, srv, time.Now()); other != nil {
 				redispatched = true
 				be.unassign(srv)
 				if other != srv {
+					moved = true
 					srv.Counters.Wredis.Add(1)
 					be.Counters.Wredis.Add(1)
 				} else {
@@ -84,6 +89,7 @@ func connectServer(be *Backend, srv *Server, view *lb.Request, direct bool, prep
 			srv.Counters.Wretr.Add(1)
 			be.Counters.Wretr.Add(1)
 		}
+		lg.logRetry(moved) // log.go: retries, "+" after a redispatch
 		if !netio.IsTimeout(err) && (!redispatched || be.act.Load() <= 1) {
 			be.turnAround()
 		}

@@ -84,7 +84,7 @@ func connectAsync(t *testing.T, b *Backend, pin *Server, r *lb.Request, then fun
 	}
 	ch := make(chan connectResult, 1)
 	go func() {
-		srv, c, _, err := connectServer(b, srv, r, pin != nil, nil)
+		srv, c, _, err := connectServer(b, srv, r, pin != nil, nil, nil)
 		if c != nil {
 			t.Cleanup(func() { c.Close() })
 		}

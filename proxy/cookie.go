@@ -44,6 +44,13 @@ type cookieState struct {
 	served *Server // the server that answers (set by forward)
 	last   int64   // the cookie's last date (s), 0 = none
 	first  int64   // the cookie's first date (s), 0 = none
+
+	// reqStatus and respStatus are the cookie characters of HAProxy's
+	// termination state (log.go): on the request V valid, I invalid, D
+	// server down, E expired, O dated in the future; on the response I
+	// inserted, U updated, P provided by the server, R rewritten, D
+	// deleted. 0 means N (none).
+	reqStatus, respStatus byte
 }
 
 func newCookiePersist(be *Backend) *cookiePersist {
@@ -115,12 +122,21 @@ func (x *Stream) cookieRequest(cp *cookiePersist, be *Backend) *Server {
 			}
 		}
 		if cp.mode == "insert" && x.ck.expired(now) {
+			x.ck.reqStatus = 'E'
+			if (x.ck.last > 0 && x.ck.last-now > 86400) || (x.ck.first > 0 && x.ck.first-now > 86400) {
+				x.ck.reqStatus = 'O'
+			}
 			return nil
 		}
 		srv := cp.byValue[string(srvVal)]
 		if srv != nil && persistent(srv) {
 			x.ck.direct = true
+			x.ck.reqStatus = 'V'
 			return srv
+		}
+		x.ck.reqStatus = 'I'
+		if srv != nil {
+			x.ck.reqStatus = 'D'
 		}
 		return nil
 	}
@@ -194,14 +210,18 @@ func (x *Stream) cookieResponseHeader(w interface {
 	}
 	switch cp.mode {
 	case "insert":
+		x.ck.respStatus = 'D'
 		return true // removed: fulcrum sets its own
 	case "rewrite", "prefix":
 		if cp.ind && x.ck.direct {
+			x.ck.respStatus = 'D'
 			return true
 		}
 		if srv.Conf.Cookie == "" {
+			x.ck.respStatus = 'P'
 			return false
 		}
+		x.ck.respStatus = 'R'
 		w.Write(name)
 		w.WriteString(": ")
 		w.Write(cp.name)
@@ -219,6 +239,7 @@ func (x *Stream) cookieResponseHeader(w interface {
 		}
 		return true
 	}
+	x.ck.respStatus = 'P'
 	return false
 }
 
@@ -238,6 +259,10 @@ func (x *Stream) cookieInsert(w interface {
 	refresh := (cp.maxIdle > 0 && x.ck.last < now) || (cp.maxLife > 0 && x.ck.first == 0)
 	if direct && !refresh {
 		return
+	}
+	x.ck.respStatus = 'I'
+	if direct {
+		x.ck.respStatus = 'U'
 	}
 	w.WriteString("Set-Cookie: ")
 	w.Write(cp.name)

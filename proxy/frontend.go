@@ -60,6 +60,8 @@ type Frontend struct {
 	// replaced this one's at a reload, when its keep-alive connections may
 	// move there (handoff.go); nil otherwise.
 	successor atomic.Pointer[Frontend]
+
+	log *frontendLog // access log settings and targets (log.go)
 }
 
 // clientConn is one accepted client connection.

@@ -3,7 +3,11 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net"
+	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -77,8 +81,8 @@ func TestAccessLogHTTP(t *testing.T) {
 			"request": "GET /ok?x=1 HTTP/1.1", "client_ip": "127.0.0.1", "Tw": 0.0},
 		{"backend": "web", "server": "s2", "status": 503.0, "termination_state": "SC",
 			"request": "GET /dead HTTP/1.1", "Tc": -1.0, "Tr": -1.0},
-		{"backend": "<NOSRV>", "server": "<NOSRV>", "status": 400.0, "termination_state": "PR", "Tw": -1.0,
-			"request": "<BADREQ>"},
+		{"backend": "www", "server": "<NOSRV>", "status": 400.0, "termination_state": "PR", "Tw": -1.0,
+			"request": "<BADREQ>", "bytes_read": 0.0},
 	}
 	for i, w := range want {
 		for k, v := range w {
@@ -119,5 +123,137 @@ func TestAccessLogTCP(t *testing.T) {
 	}
 	if _, ok := l["status"]; ok {
 		t.Errorf("tcp log line has an HTTP status: %v", l)
+	}
+}
+
+// TestAccessLogJSONOrder checks the JSON line's keys come in
+// AccessLogFields' order (console lines keep it too), with the captures,
+// the counts and the queue positions.
+func TestAccessLogJSONOrder(t *testing.T) {
+	u := newUpstream(t, "s1")
+	cfg, err := conf.Parse("t.toml", []byte(`
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+default_backend = "web"
+capture_request_header = [{ name = "User-Agent", len = 5 }, { name = "X-None", len = 8 }]
+capture_response_header = [{ name = "X-Server", len = 10 }]
+[[backend]]
+name = "web"
+[[backend.server]]
+name = "s1"
+address = "`+u.addr()+`"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, addr, buf := startLoggedProxy(t, cfg)
+	dialRaw(t, addr).do(t, "GET /x HTTP/1.1\r\nHost: a\r\nUser-Agent: curl/8.0\r\n\r\n")
+	waitFor(t, 2*time.Second, "a log line", func() bool { return len(buf.lines()) >= 1 })
+	raw := strings.TrimSpace(buf.b.String())
+	pos := -1
+	for _, k := range AccessLogFields {
+		i := strings.Index(raw, `"`+k+`":`)
+		if i < 0 {
+			t.Errorf("no %s in %s", k, raw)
+			continue
+		}
+		if i < pos {
+			t.Errorf("%s out of order in %s", k, raw)
+		}
+		pos = i
+	}
+	l := buf.lines()[0]
+	for k, want := range map[string]any{"request_headers": []any{"curl/", ""}, "response_headers": []any{"s1"},
+		"actconn": 1.0, "feconn": 1.0, "beconn": 0.0, "srv_conn": 0.0, "retries": 0.0, "srv_queue": 0.0,
+		"backend_queue": 0.0, "cookie_status": "--", "bytes_uploaded": 50.0} {
+		if got := l[k]; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: got %v, want %v", k, got, want)
+		}
+	}
+	if _, err := time.Parse("2006-01-02T15:04:05.000Z07:00", l["accept_date"].(string)); err != nil {
+		t.Errorf("accept_date: %v", err)
+	}
+}
+
+// TestAccessLogSyslogFormats sends the access log of an http and a tcp
+// frontend to a UDP listener: a custom format with a sample fetch and
+// quoted fields, and the default tcplog; a TCP connection that sends
+// nothing is not logged with dontlognull.
+func TestAccessLogSyslogFormats(t *testing.T) {
+	u := newUpstream(t, "s1")
+	echo := tcpServer(t, echoConn)
+	sink := newSyslogSink(t)
+	cfg, err := conf.Parse("t.toml", []byte(fmt.Sprintf(`
+[global]
+log_tag = "lb1"
+[[global.log]]
+target = "udp@%[1]s"
+facility = "local3"
+format = "rfc5424"
+
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+default_backend = "web"
+log = [{ target = "global" }]
+log_format = "%%{+Q}o %%ci %%HM %%[req.hdr(x-user)] %%b:%%s %%ST %%[src] %%{-Q}tsc %%%% %%H"
+
+[[frontend]]
+name = "tcpfe"
+mode = "tcp"
+bind = ["127.0.0.1:0"]
+default_backend = "tcpbe"
+dontlognull = true
+log = [{ target = "%[1]s", format = "raw" }]
+
+[[backend]]
+name = "web"
+[[backend.server]]
+name = "s1"
+address = %[2]q
+
+[[backend]]
+name = "tcpbe"
+mode = "tcp"
+[[backend.server]]
+name = "t1"
+address = %[3]q
+`, sink.addr(), u.addr(), echo)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := startProxy(t, cfg)
+	dialRaw(t, p.Frontends[0].Addrs()[0].String()).do(t, "GET /x HTTP/1.1\r\nHost: a\r\nX-User: bob\r\n\r\n")
+	line := sink.nextRaw(t, 0)
+	host, _ := os.Hostname()
+	host, _, _ = strings.Cut(host, ".")
+	want := fmt.Sprintf(` - lb1 %d - - "127.0.0.1" "GET" "bob" "web":"s1" 200 "127.0.0.1" ---- %% "%s"`, os.Getpid(), host)
+	if !strings.HasPrefix(line, "<158>1 ") || !strings.HasSuffix(line, want) {
+		t.Errorf("rfc5424 line: got %q, want <158>1 DATE%s", line, want)
+	}
+	tcp := p.Frontends[1].Addrs()[0].String()
+	c, err := net.Dial("tcp", tcp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close() // nothing sent: not logged (dontlognull)
+	c, err = net.Dial("tcp", tcp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("hello"))
+	b := make([]byte, 5)
+	io.ReadFull(c, b)
+	c.Close()
+	line = sink.nextRaw(t, 1)
+	if !regexp.MustCompile(`^127\.0\.0\.1:\d+ \[\d\d/\w{3}/\d{4}:\d\d:\d\d:\d\d\.\d{3}\] tcpfe tcpbe/t1 \d+/\d+/\d+ 5 -- \d/\d/\d/\d/0 0/0$`).MatchString(line) {
+		t.Errorf("tcplog line: got %q", line)
+	}
+	sink.mu.Lock()
+	n := len(sink.lines)
+	sink.mu.Unlock()
+	if n != 2 {
+		t.Errorf("got %d lines, want 2 (the empty connection is not logged)", n)
 	}
 }

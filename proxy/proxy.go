@@ -45,6 +45,8 @@ type Proxy struct {
 	// last counts were added here (at once for a proxy built by New).
 	carried []counterCarry
 	settled chan struct{}
+
+	obs observers // log targets, captured errors (log.go, errcapture.go)
 }
 
 // New builds a proxy from a validated configuration. Nothing listens until
@@ -125,19 +127,24 @@ func build(cfg *conf.Config, log zerolog.Logger, prev *Proxy) (*Proxy, error) {
 		}
 	}
 	p.fds.register(p)
+	p.buildLogs() // log.go
 	return p, nil
 }
 
 // deriveFullConn sets the fullconn of each backend that has none, as
 // HAProxy does: 10% of the sum of the maxconn of the frontends that route
 // to it by default_backend or use_backend (a frontend without maxconn
-// counts the global one), at least 1.
+// counts the global one, and without a global one the limit HAProxy
+// derives from the file descriptors: derivedMaxConn), at least 1.
 func (p *Proxy) deriveFullConn() {
 	reach := map[*Backend]int{}
 	for _, fe := range p.Frontends {
 		mc := fe.Conf.MaxConn
 		if mc == 0 {
 			mc = p.Conf.Global.MaxConn
+		}
+		if mc == 0 {
+			mc = derivedMaxConn()
 		}
 		seen := map[*Backend]bool{}
 		for _, be := range append([]*Backend{fe.backend}, fe.useBackend...) {
@@ -149,7 +156,7 @@ func (p *Proxy) deriveFullConn() {
 	}
 	for _, b := range p.Backends {
 		if b.Conf.FullConn == 0 {
-			b.fullConn.Store(int64(max(1, reach[b]/10)))
+			b.fullConn.Store(int64(max(1, (reach[b]+9)/10))) // rounded up, as HAProxy (9986 -> 999)
 		}
 	}
 }
@@ -230,6 +237,7 @@ func (p *Proxy) serve(before func(net.Listener)) {
 		}
 	}
 	p.expireTables()
+	p.startObservers() // log targets, history sampler (observe.go)
 	p.wg.Add(1)
 	go p.sweepPools()
 }
@@ -315,6 +323,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 		}
 	}
 	p.fds.unregister(p)
+	p.stopLogs() // after the last access log line (log.go)
 	return err
 }
 

@@ -74,6 +74,7 @@ type Stream struct {
 	ck     cookieState // cookie persistence (cookie.go)
 	pin    *Server     // the server persistence pinned the request to
 	ans    []byte      // scratch for a rule's answer (redirect)
+	lg     logEntry    // the access log line's and histograms' accounting (log.go)
 }
 
 // errNoServer is returned when the backend has no usable server.
@@ -92,6 +93,8 @@ func (x *Stream) bind(fe *Frontend, cc *clientConn) {
 // the connection timed out waiting for it) on a connection idle since
 // idleStart: it counts the request on the frontend (req_tot, req_rate).
 func (x *Stream) Begin(idleStart, t0 time.Time) {
+	x.flushLog() // a line still waiting (log.go)
+	x.lg.reset()
 	x.be, x.srv, x.pin = nil, nil, nil
 	x.inBackend, x.assigned, x.local, x.tcp = false, false, false, false
 	x.idleStart, x.t0, x.tHead, x.tSent = idleStart, t0, time.Time{}, time.Time{}
@@ -264,7 +267,9 @@ func (x *Stream) Take(wake queue.Waker, wait queue.WaitFunc) stream.Outcome {
 		be.Counters.request(now)
 	}
 	x.inBackend = true
+	x.lg.logQueue(be, x.pin) // srv_queue, backend_queue (log.go)
 	srv, tw, err := be.take(&x.lbreq, x.pin, nil, now, wake, wait)
+	x.lg.logQueued(tw)
 	x.tw = max(tw, 0).Milliseconds()
 	x.srv = srv // after a queue error: the pinned server, for the log
 	switch {
@@ -301,7 +306,7 @@ func (x *Stream) Connect() (net.Conn, stream.Outcome) {
 	if x.be.prepConns {
 		prep = x.prepare // servertls.go
 	}
-	srv, c, tc, err := connectServer(x.be, x.srv, &x.lbreq, x.pin != nil, prep)
+	srv, c, tc, err := connectServer(x.be, x.srv, &x.lbreq, x.pin != nil, prep, &x.lg)
 	x.srv = srv
 	if err != nil {
 		return nil, stream.ConnectFailed
@@ -316,6 +321,7 @@ func (x *Stream) Connect() (net.Conn, stream.Outcome) {
 func (x *Stream) Connected(up net.Conn, reused bool) {
 	if reused {
 		x.tc = 0
+		x.lg.logReused(x.srv, up) // log.go
 	}
 	be, srv := x.be, x.srv
 	x.cc.stream.set(be, srv, up)
@@ -351,7 +357,9 @@ func (x *Stream) Sent(body int64) {
 // response time, and the request's stick store rules get the server now,
 // before the client has the response and can send its next request.
 func (x *Stream) ResponseHead() {
-	x.tr = time.Since(x.tSent).Milliseconds()
+	d := time.Since(x.tSent)
+	x.lg.logResponse(d) // log.go
+	x.tr = d.Milliseconds()
 	x.srv.Counters.Rtime.Add(x.tr)
 	x.be.Counters.Rtime.Add(x.tr)
 	x.stickStore(x.srv)
@@ -423,6 +431,7 @@ func (x *Stream) ResponseEdits() *acl.Edits {
 // FilterResponseField lets cookie persistence handle one response field:
 // true when it wrote the field itself (rewritten) or dropped it.
 func (x *Stream) FilterResponseField(w stream.FieldWriter, name, value []byte) bool {
+	x.captureResponseField(name, value) // capture_response_header (log.go)
 	return x.cookieResponseHeader(w, name, value)
 }
 
@@ -530,47 +539,14 @@ func (x *Stream) Release() {
 		x.be.Counters.sessionEnd()
 		x.inBackend = false
 	}
+	x.flushLog() // the access log line, after the release (log.go)
 }
 
-// logLine writes the access-log line of the request ended with o, after
-// the stick tables heard of its end.
+// logLine closes the access-log line of the request ended with o, after
+// the stick tables heard of its end; Release writes it (log.go).
 func (x *Stream) logLine(o stream.Outcome) {
-	row := o.Row()
-	be, srv := x.be, x.srv
 	tw := x.tw
 	x.tw = 0
-	x.stickEnd(srv, x.status, x.bytesOut, x.tr)
-	l := x.fe.p.log
-	if l.Info() == nil {
-		return
-	}
-	now := time.Now()
-	t0 := x.t0
-	if o == stream.ClientGoneHead {
-		t0 = time.Time{} // no request, no Ta (as HAProxy's CR lines)
-	}
-	e := logEntry{
-		client: x.cc.src, frontend: x.fe.Name, backend: "<NOSRV>", server: "<NOSRV>",
-		status: x.status, bytes: x.bytesOut, tq: x.tq, tw: -1, tc: x.tc, tr: x.tr,
-		ta: msBetween(t0, now), tt: msBetween(x.idleStart, now), flags: row.Flags, tcp: x.tcp,
-		tls: x.cc.tls,
-	}
-	if be != nil {
-		e.backend = be.Name
-		e.tw = tw
-	} else if x.local {
-		// Answered by the frontend itself (stats page): HAProxy logs the
-		// frontend as backend and <STATS> as server.
-		e.backend, e.server = x.fe.Name, "<STATS>"
-	}
-	if srv != nil {
-		e.server = srv.Name
-	}
-	switch {
-	case (x.status == 400 || x.status == 408) && be == nil && srv == nil:
-		e.request = "<BADREQ>" // as HAProxy logs a request it could not parse
-	case len(x.req.Method) > 0:
-		e.request = string(x.req.Method) + " " + string(x.req.URI) + " " + string(x.req.Version)
-	}
-	e.emit(&l)
+	x.stickEnd(x.srv, x.status, x.bytesOut, x.tr)
+	x.closeLog(o, tw) // log.go: the line, the histograms
 }

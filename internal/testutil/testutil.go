@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // SyncBuffer collects text written from several goroutines (a logger, a
@@ -46,4 +47,17 @@ func NeedTool(t testing.TB, name, pkg string) string {
 	}
 	t.Skipf("%s not found: apt-get install %s to run this test", name, pkg)
 	return ""
+}
+
+// WaitFor polls cond every 10 ms until it holds or d has passed; then the
+// test fails, naming what it waited for.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -88,6 +88,10 @@ type Stream interface {
 	Relayed(status int, n int64)
 	Replied(status int, n int64)
 	LocalDone(err error)
+	// BadMessage keeps a message the engine refused for `show errors`:
+	// its bytes (buf, the core may keep it), the offending byte's position
+	// and why; resp says a server's response (else the client's request).
+	BadMessage(resp bool, buf []byte, pos int, reason string)
 	End(o stream.Outcome)
 	Release()
 }

@@ -137,11 +137,13 @@ func (s *session) handle(idleStart time.Time) bool {
 			x.End(stream.ClientGoneHead)
 			return false
 		}
+		s.captureError(&s.req, s.br, false, err) // show errors (errpos.go)
 		x.BadHead()
 		return s.fail(stream.BadRequest)
 	}
 	x.HeadRead(len(s.req.buf))
 	if err := s.req.parse(false); err != nil {
+		s.captureError(&s.req, s.br, false, err) // show errors (errpos.go)
 		return s.fail(stream.BadRequest)
 	}
 	r := &s.req
@@ -321,6 +323,7 @@ func (s *session) exchange(uc *upConn, reused bool) (*upConn, stream.Outcome) {
 		case netio.IsTimeout(err):
 			return uc, stream.ServerTimeoutHead
 		case errors.Is(err, errBadHead) || errors.Is(err, errHeadTooLarge) || errors.Is(err, errSmuggling) || errors.Is(err, errTooManyHdrs):
+			s.captureError(&s.resp, uc.br, true, err) // show errors (errpos.go)
 			return uc, stream.BadResponse
 		}
 		return uc, stream.ServerGoneHead
