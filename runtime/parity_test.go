@@ -95,7 +95,7 @@ var parityDiffs = map[string]string{
 	"show servers state be_static":  "HAProxy's checks had run (L4OK, passed, health 4); no Checker runs here (INI, health at rise); and the seconds since the last change",
 	"show servers conn be_tcp":      "fulcrum has one connection pool per server (idle_per_thr[1]) and HAProxy's capture followed traffic",
 	"show env LANG":                 "the environment of the test process",
-	"show errors":                   "fulcrum does not capture invalid requests yet: 0 events",
+	"show errors":                   "the date, and HAProxy's capture had seen invalid requests (TestShowErrorsAsHAProxy compares a capture of the same traffic)",
 	"set server web/t1 health down": "fulcrum has no tracking servers (track): t1 is a plain server here",
 	"show acl":                      "HAProxy also lists its internal httpclient ACLs, its blocklist had one entry then, and the file names differ (./blocked.acl in haproxy.cfg; the test reads ../testdata/runtime/blocked.acl from test.toml)",
 	"show acl ./blocked.acl":        "the file is ../testdata/runtime/blocked.acl here (acl.txt looks it up by that name)",

@@ -34,16 +34,46 @@ func showEnv(c *Context, args []string) error {
 // haproxyDate formats t as HAProxy's dates in dumps: [29/Nov/2026:19:31:12.702].
 func haproxyDate(t time.Time) string { return t.Format("02/Jan/2006:15:04:05.000") }
 
-// showErrors reports captured invalid requests and responses. fulcrum does
-// not capture them yet, so the dump has HAProxy's header with 0 events; the
-// arguments are still checked as HAProxy does.
+// showErrors is `show errors [<px>] [request|response]`: the number of
+// invalid messages since the start, then the last invalid request of each
+// frontend and response of each backend (errors.go), optionally only those
+// of one proxy (by name or id; -1 means all) and one direction.
 func showErrors(c *Context, args []string) error {
-	if px := arg(args, 0); px != "" && px != "-1" {
-		if v, _, _ := strtol(px); v == 0 && c.Proxy.Backend(px) == nil && c.Proxy.Frontend(px) == nil {
+	px, dir := arg(args, 0), arg(args, 1)
+	if px == "request" || px == "response" {
+		px, dir = "", px
+	}
+	id := -1
+	if px != "" && px != "-1" {
+		v, _, _ := strtol(px)
+		switch {
+		case c.Proxy.Backend(px) != nil || c.Proxy.Frontend(px) != nil:
+		case v != 0:
+			id = int(v)
+			px = ""
+		default:
 			return reply("No such proxy.")
 		}
+	} else {
+		px = ""
 	}
-	c.Printf("Total events captured on [%s] : 0\n", haproxyDate(time.Now()))
+	total, events := c.Proxy.Errors()
+	var b []byte
+	b = fmt.Appendf(b, "Total events captured on [%s] : %d\n", haproxyDate(time.Now()), total)
+	for i := range events {
+		ev := &events[i]
+		if px != "" && ev.Proxy != px && ev.Other != px {
+			continue
+		}
+		if id >= 0 && ev.ProxyID != id && ev.OtherID != id {
+			continue
+		}
+		if (dir == "request" && ev.Response) || (dir == "response" && !ev.Response) {
+			continue
+		}
+		b = appendErrorEvent(b, ev)
+	}
+	c.Write(b)
 	return nil
 }
 
