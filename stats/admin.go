@@ -77,7 +77,17 @@ func (pg *page) adminAction(r *http.Request) string {
 		return "ERRP"
 	}
 	result := "ERRP"
-	run := func(core *proxy.Proxy) { result = applyAdmin(core, form.Get("b"), servers, apply) }
+	who := adminWho(r, action)
+	run := func(core *proxy.Proxy) {
+		result = applyAdmin(core, form.Get("b"), servers, func(p *proxy.Proxy, b *proxy.Backend, s *proxy.Server) bool {
+			before := serverStateOf(s)
+			done := apply(p, b, s)
+			if done {
+				pg.logAdmin(who, b, s, before)
+			}
+			return done
+		})
+	}
 	if pg.cfg.Change != nil {
 		pg.cfg.Change(run)
 	} else {
@@ -193,4 +203,54 @@ func setHealth(h checks.Health) func(*proxy.Proxy, *proxy.Backend, *proxy.Server
 		checks.Of(s).SetHealth(h)
 		return true
 	}
+}
+
+// adminActor is who asked for an admin action, for the change log.
+type adminActor struct {
+	action, user, src string
+}
+
+// adminWho returns the actor of r: the basic-auth user ("" without
+// authentication) and the client's address.
+func adminWho(r *http.Request, action string) adminActor {
+	user, _, _ := r.BasicAuth()
+	return adminActor{action: action, user: user, src: r.RemoteAddr}
+}
+
+// serverState is what an admin action may change on a server.
+type serverState struct {
+	admin  proxy.AdminState
+	op     proxy.OpState
+	weight int32
+}
+
+func serverStateOf(s *proxy.Server) serverState {
+	return serverState{admin: s.Admin(), op: s.Op(), weight: s.UserWeight.Load()}
+}
+
+// opName names an operational state as the change logs do.
+func opName(o proxy.OpState) string {
+	switch o {
+	case proxy.OpDown:
+		return "DOWN"
+	case proxy.OpStopping:
+		return "NOLB"
+	}
+	return "UP"
+}
+
+// logAdmin logs one server changed by a stats page action, as the Runtime
+// API logs a socket's changes: who (the page's user, from where), what
+// (the action and the server), the state now and before (to undo it).
+func (pg *page) logAdmin(who adminActor, b *proxy.Backend, s *proxy.Server, before serverState) {
+	if pg.cfg.Log == nil {
+		return
+	}
+	now := serverStateOf(s)
+	pg.cfg.Log.Info().Str("stats_page", pg.cfg.URI).Str("user", who.user).Str("src", who.src).
+		Str("action", who.action).Str("server", b.Name+"/"+s.Name).
+		Stringer("state", now.admin).Stringer("previous_state", before.admin).
+		Str("op_state", opName(now.op)).Str("previous_op_state", opName(before.op)).
+		Int32("weight", now.weight).Int32("previous_weight", before.weight).
+		Msg("stats page admin action")
 }

@@ -1,7 +1,9 @@
 package stats
 
 import (
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy"
 )
@@ -44,7 +46,7 @@ type (
 // columns is every column of HAProxy 2.6.12's `show stat`, in its order (the
 // CSV header is checked against a capture column by column). Columns are
 // only ever appended, never inserted or reordered (management.txt §9.1).
-var columns = []Column{
+var columns = append([]Column{
 	{Name: "pxname", Kinds: kFBS, typ: tStr, tags: "KNS",
 		Desc: "Proxy name",
 		get:  func(r *row) value { return str(r.pxname) }},
@@ -113,13 +115,13 @@ var columns = []Column{
 		get:  check(func(c *ck) value { return num(c.Failed) })},
 	{Name: "chkdown", Kinds: kBS, typ: tU64, tags: "MCP", prom: "check_up_down_total", promKinds: kBS,
 		Desc: "Total number of failed checks causing UP to DOWN server transitions, per server/backend, since the worker process started",
-		get:  check(func(c *ck) value { return num(c.Downs) })},
+		get:  chkdown},
 	{Name: "lastchg", Kinds: kBS, typ: tU32, tags: "MAP", prom: "check_last_change_seconds", promKinds: kBS,
 		Desc: "How long ago the last server state changed, in seconds",
 		get:  lastchg},
 	{Name: "downtime", Kinds: kBS, typ: tU32, tags: "MCP", prom: "downtime_seconds_total", promKinds: kBS,
 		Desc: "Total time spent in DOWN state, for server or backend",
-		get:  check(func(c *ck) value { return num(c.Downtime) })},
+		get:  downtime},
 	{Name: "qlimit", Kinds: kS, typ: tU32, tags: "CGS", prom: "queue_limit", promKinds: kS,
 		Desc: "Limit on the number of connections in queue, for servers only (maxqueue argument)",
 		get:  func(r *row) value { return positive(r.sv.MaxQueue) }},
@@ -292,7 +294,12 @@ var columns = []Column{
 		get:  counter(func(c *cv) int64 { return c.Stot })},
 	{Name: "intercepted", Kinds: kFB, typ: tU64, tags: "MCP", prom: "intercepted_requests_total", promKinds: kF,
 		Desc: "Total number of HTTP requests intercepted on the frontend (redirects/stats/services) since the worker process started",
-		get:  empty}, // not counted yet
+		get: func(r *row) value {
+			if r.kind != KindFrontend {
+				return value{} // requests a backend answers itself are not counted apart
+			}
+			return num(r.c.Obs.Intercepted)
+		}},
 	{Name: "dcon", Kinds: kF, typ: tU64, tags: "MCP", prom: "denied_connections_total", promKinds: kF,
 		Desc: "Total number of incoming connections blocked on a listener/frontend by a tcp-request connection rule since the worker process started",
 		get:  func(r *row) value { return num(r.fe.DeniedConn) }},
@@ -304,10 +311,10 @@ var columns = []Column{
 		get:  zero}, // no header rewrites
 	{Name: "connect", Kinds: kBS, typ: tU64, tags: "MCP", prom: "connection_attempts_total", promKinds: kBS,
 		Desc: "Total number of outgoing connection attempts on this backend/server since the worker process started",
-		get:  empty}, // not counted yet
+		get:  counter(func(c *cv) int64 { return c.Obs.Connect })},
 	{Name: "reuse", Kinds: kBS, typ: tU64, tags: "MCP", prom: "connection_reuses_total", promKinds: kBS,
 		Desc: "Total number of reused connection on this backend/server since the worker process started",
-		get:  empty}, // not counted yet
+		get:  counter(func(c *cv) int64 { return c.Obs.Reuse })},
 	{Name: "cache_lookups", Kinds: kFB, typ: tU64, tags: "MCP", prom: "http_cache_lookups_total", promKinds: kFB,
 		Desc: "Total number of HTTP requests looked up in the cache on this frontend/backend since the worker process started",
 		get:  zero}, // no cache
@@ -316,37 +323,42 @@ var columns = []Column{
 		get:  zero}, // no cache
 	{Name: "srv_icur", Kinds: kS, typ: tU32, tags: "MGP", prom: "idle_connections_current", promKinds: kS,
 		Desc: "Current number of idle connections available for reuse on this server",
-		get:  empty}, // not counted yet
+		get:  func(r *row) value { return num(int64(r.sv.Obs.Idle)) }},
 	{Name: "src_ilim", Kinds: kS, typ: tU32, tags: "CLP", prom: "idle_connections_limit", promKinds: kS,
 		Desc: "Limit on the number of available idle connections on this server (server 'pool_max_conn' directive)",
-		get:  empty}, // not counted yet
+		get: func(r *row) value {
+			if r.sv.Obs.PoolMax < 0 {
+				return value{} // no limit: HAProxy prints nothing (NaN)
+			}
+			return num(int64(r.sv.Obs.PoolMax))
+		}},
 	{Name: "qtime_max", Kinds: kBS, typ: tU32, tags: "MMP", prom: "max_queue_time_seconds", promKinds: kBS, promScale: 0.001,
 		Desc: "Maximum observed time spent in the queue, in milliseconds (backend/server)",
 		get:  counter(func(c *cv) int64 { return c.QtimeMax })},
 	{Name: "ctime_max", Kinds: kBS, typ: tU32, tags: "MMP", prom: "max_connect_time_seconds", promKinds: kBS, promScale: 0.001,
 		Desc: "Maximum observed time spent waiting for a connection to complete, in milliseconds (backend/server)",
-		get:  empty}, // not counted yet
+		get:  counter(func(c *cv) int64 { return c.Obs.CtimeMax })},
 	{Name: "rtime_max", Kinds: kBS, typ: tU32, tags: "MMP", prom: "max_response_time_seconds", promKinds: kBS, promScale: 0.001,
 		Desc: "Maximum observed time spent waiting for a server response, in milliseconds (backend/server)",
-		get:  empty}, // not counted yet
+		get:  counter(func(c *cv) int64 { return c.Obs.RtimeMax })},
 	{Name: "ttime_max", Kinds: kBS, typ: tU32, tags: "MMP", prom: "max_total_time_seconds", promKinds: kBS, promScale: 0.001,
 		Desc: "Maximum observed total request+response time (request+queue+connect+response+processing), in milliseconds (backend/server)",
-		get:  empty}, // not counted yet
+		get:  counter(func(c *cv) int64 { return c.Obs.TtimeMax })},
 	{Name: "eint", Kinds: kFBS, typ: tU64, tags: "MCP", prom: "internal_errors_total", promKinds: kFBS,
 		Desc: "Total number of internal errors since process started",
-		get:  empty}, // not counted yet
+		get:  zero}, // no internal error class: allocation failures and the like do not exist in Go
 	{Name: "idle_conn_cur", Kinds: kS, typ: tU32, tags: "MGP", prom: "unsafe_idle_connections_current", promKinds: kS,
 		Desc: "Current number of unsafe idle connections",
-		get:  empty}, // not counted yet
+		get:  func(r *row) value { return num(int64(r.sv.Obs.Idle - r.sv.Obs.SafeIdle)) }},
 	{Name: "safe_conn_cur", Kinds: kS, typ: tU32, tags: "MGP", prom: "safe_idle_connections_current", promKinds: kS,
 		Desc: "Current number of safe idle connections",
-		get:  empty}, // not counted yet
+		get:  func(r *row) value { return num(int64(r.sv.Obs.SafeIdle)) }},
 	{Name: "used_conn_cur", Kinds: kS, typ: tU32, tags: "MGP", prom: "used_connections_current", promKinds: kS,
 		Desc: "Current number of connections in use",
-		get:  empty}, // not counted yet
+		get:  counter(func(c *cv) int64 { return c.Scur })},
 	{Name: "need_conn_est", Kinds: kS, typ: tU32, tags: "MGP", prom: "need_connections_current", promKinds: kS,
 		Desc: "Estimated needed number of connections",
-		get:  empty}, // not counted yet
+		get:  counter(func(c *cv) int64 { return c.Scur })}, // the connections in use: no estimate is kept
 	{Name: "uweight", Kinds: kBS, typ: tU32, tags: "MaP", prom: "uweight", promKinds: kBS,
 		Desc: "Server's user weight, or sum of active servers' user weights for a backend",
 		get:  uweight},
@@ -432,6 +444,45 @@ var columns = []Column{
 	{Name: "h1_spliced_bytes_out", Kinds: kFB, typ: tU64, tags: "MCP",
 		Desc: "Total number of bytes sendusing kernel splicing",
 		get:  empty}, // not counted yet
+}, timingColumns()...)
+
+// timingColumns are fulcrum's own columns, after HAProxy 2.6's: the
+// latency percentiles of the histograms (proxy/histogram.go) since start,
+// <q|c|r|t>time_p<50|90|99|999>_us, in µs, within 6.25% of the true
+// value; empty before a first value. hatop and the Prometheus haproxy
+// exporter read the CSV with them (runtime/tools_test.go,
+// cmd/fulcrum/stats_test.go).
+func timingColumns() []Column {
+	var cols []Column
+	kinds := []struct{ prefix, what string }{
+		{"qtime", "time spent in the queue"}, {"ctime", "time spent connecting to the server"},
+		{"rtime", "server response time"}, {"ttime", "total request time"},
+	}
+	pcts := []struct {
+		name, text string
+		get        func(s *proxy.HistSummary) int64
+	}{
+		{"p50", "median", func(s *proxy.HistSummary) int64 { return s.P50 }},
+		{"p90", "90th percentile", func(s *proxy.HistSummary) int64 { return s.P90 }},
+		{"p99", "99th percentile", func(s *proxy.HistSummary) int64 { return s.P99 }},
+		{"p999", "99.9th percentile", func(s *proxy.HistSummary) int64 { return s.P999 }},
+	}
+	for k, kind := range kinds {
+		for _, p := range pcts {
+			cols = append(cols, Column{
+				Name: kind.prefix + "_" + p.name + "_us", Kinds: kFBS, typ: tU32, tags: "MDP",
+				Desc: fmt.Sprintf("fulcrum: %s of the %s since started, in microseconds (latency histogram, within 6.25%%)", p.text, kind.what),
+				get: func(r *row) value {
+					s := r.timing(k)
+					if s.Count == 0 {
+						return value{}
+					}
+					return num(p.get(s))
+				},
+			})
+		}
+	}
+	return cols
 }
 
 // Columns returns the column table, in CSV order.
@@ -626,12 +677,43 @@ func bck(r *row) value {
 	return boolValue(r.sv.Backup)
 }
 
-// lastchg: servers only; fulcrum does not record a backend's own changes.
+// lastchg: a server's last state change; a backend's last change between
+// UP and DOWN (its start when it never changed, as HAProxy).
 func lastchg(r *row) value {
-	if r.kind != KindServer || r.sv.LastChange.IsZero() {
+	if r.kind == KindBackend {
+		t := r.c.Obs.BackendChange
+		if t.IsZero() {
+			t = r.snap.Started
+		}
+		if t.IsZero() {
+			return value{}
+		}
+		return num(r.secondsSince(t))
+	}
+	if r.sv.LastChange.IsZero() {
 		return value{}
 	}
 	return num(r.secondsSince(r.sv.LastChange))
+}
+
+// chkdown: a checked server's UP to DOWN transitions; a backend's own.
+func chkdown(r *row) value {
+	if r.kind == KindBackend {
+		return num(r.c.Obs.BackendDowns)
+	}
+	return check(func(c *ck) value { return num(c.Downs) })(r)
+}
+
+// downtime: a checked server's time DOWN, seconds; a backend's own, when
+// it has servers (HAProxy prints none for a backend without).
+func downtime(r *row) value {
+	if r.kind == KindBackend {
+		if len(r.be.Servers) == 0 {
+			return value{}
+		}
+		return num(int64(r.c.Obs.BackendDowntime / time.Second))
+	}
+	return check(func(c *ck) value { return num(c.Downtime) })(r)
 }
 
 func lastsess(r *row) value {

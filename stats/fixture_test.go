@@ -42,6 +42,14 @@ func testSnapshot() *proxy.Snapshot {
 		Lbtot: 120, ReqTot: 120, Hrsp2xx: 110, Hrsp3xx: 4, Hrsp4xx: 5, Hrsp5xx: 1, Rate: 3, RateMax: 9,
 		Econ: 1, Eresp: 2, Wretr: 1, Wredis: 1, CliAbrt: 1, SrvAbrt: 1, LastSess: ago(2),
 		Qtime: 0, Ctime: 1, Rtime: 12, Ttime: 40}
+	// s1's latency histograms: 100 responses of 1..100 ms, 10 µs connects.
+	var tm proxy.Timings
+	for i := range 100 {
+		tm[proxy.TimingConnect].Record(10 * time.Microsecond)
+		tm[proxy.TimingResponse].Record(time.Duration(i+1) * time.Millisecond)
+		tm[proxy.TimingTotal].Record(time.Duration(i+2) * time.Millisecond)
+	}
+	web[0].Obs.Timings = &tm
 	// s2: UP, one failed check (UP 2/3).
 	web[1].Check = check("L7STS", "Layer7 wrong status", 3, 2, 3)
 	web[1].Check.Code = 503
@@ -105,7 +113,9 @@ func testSnapshot() *proxy.Snapshot {
 			webBE,
 			{Name: "be_tcp", ID: 4, Mode: "tcp", Balance: "leastconn", Servers: tcp, FullConn: 1,
 				Act: 1, Weight: 1, UserWeight: 1},
-			{Name: "be_down", ID: 5, Mode: "http", Balance: "roundrobin", Servers: down, FullConn: 1},
+			{Name: "be_down", ID: 5, Mode: "http", Balance: "roundrobin", Servers: down, FullConn: 1,
+				CounterValues: proxy.CounterValues{Obs: proxy.ObsValues{BackendChange: taken.Add(-160 * time.Second),
+					BackendDowntime: 160 * time.Second, BackendDowns: 1}}},
 			{Name: "be_empty", ID: 6, Mode: "http", Balance: "random(2)", FullConn: 1},
 		},
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/proxy"
 	"github.com/fulcrum-proxy/fulcrum/proxy/peers"
+	"github.com/rs/zerolog"
 )
 
 // PageConfig configures the HTTP stats page ([frontend.stats]).
@@ -48,6 +49,13 @@ type PageConfig struct {
 	// Peers gives the state of the [[peers]] sections for the page's peers
 	// tables and the per-peer metrics (peers.go); nil = none.
 	Peers func() []peers.Status
+	// HistoryInterval is the length of a history point (the sampler's,
+	// [global] stats_history_interval): the page draws the last points
+	// as sparklines and charts; 0 = no history columns.
+	HistoryInterval time.Duration
+	// Log receives a line per server an admin action changed, as the
+	// Runtime API logs its changes; nil = not logged.
+	Log *zerolog.Logger
 }
 
 // page serves the stats page. snapshot is called once per request; core,
@@ -79,7 +87,7 @@ func newPage(snapshot func() *proxy.Snapshot, core *proxy.Proxy, cfg PageConfig)
 // NewMetrics returns the Prometheus endpoint of p, behind the page's
 // authentication when cfg.Auth is set.
 func NewMetrics(p *proxy.Proxy, cfg PageConfig) http.Handler {
-	h := MetricsHandler(NewCollector(p.Snapshot, cfg.Facts), NewPeersCollector(cfg.Peers))
+	h := MetricsHandler(NewProxyCollector(p, cfg.Facts), NewPeersCollector(cfg.Peers))
 	pg := newPage(p.Snapshot, nil, cfg)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !pg.authorized(w, r) {
@@ -95,13 +103,14 @@ func (pg *page) authorized(w http.ResponseWriter, r *http.Request) bool {
 	return pg.auth.Check(w, r)
 }
 
-// pageOptions are the ";" options after the URI.
+// pageOptions are the ";" options after the URI, and the scope.
 type pageOptions struct {
 	format    string // "", "csv", "json", "typed"
 	norefresh bool
 	up        bool
 	noMaint   bool
 	st        string
+	scope     string // ?scope=: only proxies whose name contains it
 }
 
 // options parses the options that follow the URI anywhere in the rest of
@@ -129,6 +138,10 @@ func (pg *page) options(r *http.Request) pageOptions {
 		case strings.HasPrefix(opt, "st="):
 			o.st = strings.TrimPrefix(opt, "st=")
 		}
+	}
+	// HAProxy's Scope form: ?scope=NAME (at most 20 characters).
+	if sc := r.URL.Query().Get("scope"); sc != "" {
+		o.scope = sc[:min(len(sc), 20)]
 	}
 	return o
 }
@@ -221,6 +234,25 @@ type pageData struct {
 	// CertsHTML is the table of certificates expiring within 30 days
 	// (page_certs.go), escaped; empty when there is none.
 	CertsHTML template.HTML
+	// Scope is the Scope filter's value; Options the page's ";" options
+	// and scope, for the Refresh now and display links.
+	Scope   string
+	Options string
+	// History is the span the sparklines cover ("15m0s"), "" without.
+	History string
+	Actions []pageAction
+}
+
+// pageAction is one choice of the admin form.
+type pageAction struct{ Value, Text string }
+
+// pageActions are HAProxy 2.6's 13 admin actions, in its order and words.
+var pageActions = []pageAction{
+	{"ready", "Set state to READY"}, {"drain", "Set state to DRAIN"}, {"maint", "Set state to MAINT"},
+	{"dhlth", "Health: disable checks"}, {"ehlth", "Health: enable checks"}, {"hrunn", "Health: force UP"},
+	{"hnolb", "Health: force NOLB"}, {"hdown", "Health: force DOWN"}, {"dagent", "Agent: disable checks"},
+	{"eagent", "Agent: enable checks"}, {"arunn", "Agent: force UP"}, {"adown", "Agent: force DOWN"},
+	{"shutdown", "Kill Sessions"},
 }
 
 type pageResult struct{ Class, Text string }
@@ -236,9 +268,20 @@ type pageProxy struct {
 	// take five times the page's budget.
 	RowsHTML template.HTML
 	rows     []byte
+	// ChartHTML is a backend's history chart (sparkline.go).
+	ChartHTML template.HTML
 }
 
-type pageCell struct{ Text, Title string }
+// pageCell is one cell: its text, a plain title, and HAProxy's tooltip
+// table (hover) of label/value lines.
+type pageCell struct {
+	Text, Title string
+	Tips        []tip
+}
+
+// tip is one line of a cell's tooltip; a line with an empty Value is a
+// heading.
+type tip struct{ Label, Value string }
 
 // pageGroup is a group of columns of the HTML tables, by column name.
 type pageGroup struct {
@@ -274,6 +317,7 @@ var pageGroups = func() []pageGroup {
 		g("Warnings", "Retr", "wretr", "Redis", "wredis"),
 		g("Server", "Status", "status", "LastChk", "check_status", "Wght", "weight", "Act", "act", "Bck", "bck",
 			"Chk", "chkfail", "Dwn", "chkdown", "Dwntme", "downtime", "Thrtle", "throttle"),
+		g("Response time", "p50", "rtime_p50_us", "p99", "rtime_p99_us"),
 	}
 }()
 
@@ -290,7 +334,16 @@ var pageResults = map[string]pageResult{
 
 // renderHTML writes the HTML page of snap.
 func (pg *page) renderHTML(buf *bytes.Buffer, snap *proxy.Snapshot, f Filter, o pageOptions, admin bool) error {
-	d := pageData{URI: pg.cfg.URI, Admin: admin, Groups: pageGroups}
+	d := pageData{URI: pg.cfg.URI, Admin: admin, Groups: pageGroups, Scope: o.scope, Actions: pageActions}
+	d.Options = pageLinkOptions(o)
+	if iv := pg.cfg.HistoryInterval; iv > 0 {
+		d.History = (time.Duration(proxy.HistorySlots) * iv).String()
+	}
+	// Sparklines and tooltips on server rows cost a few KiB each: beyond
+	// maxSparkServers server rows on the page (narrow it with Scope) only
+	// frontends and backends get them.
+	detailServers := countServerRows(snap, &f, o.scope) <= maxSparkServers
+	sparkServers := pg.cfg.HistoryInterval > 0 && detailServers
 	if pg.cfg.Refresh > 0 && !o.norefresh {
 		d.Refresh = refreshSeconds(pg.cfg.Refresh)
 	}
@@ -313,6 +366,9 @@ func (pg *page) renderHTML(buf *bytes.Buffer, snap *proxy.Snapshot, f Filter, o 
 	var cur *pageProxy
 	var cells []pageCell
 	eachRow(snap, &f, func(r *row) error {
+		if o.scope != "" && !containsFold(r.pxname, o.scope) {
+			return nil
+		}
 		if r.kind == KindFrontend {
 			d.Proxies = append(d.Proxies, pageProxy{Kind: "frontend", Name: r.pxname, ID: r.iid})
 		} else if cur == nil || cur.Kind != "backend" || cur.ID != r.iid {
@@ -323,10 +379,21 @@ func (pg *page) renderHTML(buf *bytes.Buffer, snap *proxy.Snapshot, f Filter, o 
 		cells = cells[:0]
 		for _, g := range pageGroups {
 			for _, c := range g.Cols {
-				cells = append(cells, htmlCell(r, c.col))
+				cells = append(cells, htmlCell(r, c.col, r.kind != KindServer || detailServers))
 			}
 		}
 		cur.rows = appendRow(cur.rows, r, cells, admin, cur.Form)
+		if d.History != "" {
+			var pts []proxy.HistoryPoint
+			if r.kind != KindServer || sparkServers {
+				pts = r.c.Obs.History.Points()
+			}
+			cur.rows = appendSparklines(cur.rows[:len(cur.rows)-len("</tr>\n")], pts, pg.cfg.HistoryInterval)
+			cur.rows = append(cur.rows, "</tr>\n"...)
+			if r.kind == KindBackend {
+				cur.ChartHTML = template.HTML(appendBackendChart(nil, r.pxname, pts, pg.cfg.HistoryInterval))
+			}
+		}
 		return nil
 	})
 	for i := range d.Proxies {
@@ -384,7 +451,11 @@ func appendRow(b []byte, r *row, cells []pageCell, admin, form bool) []byte {
 		} else {
 			b = append(b, "<td>"...)
 		}
-		b = appendEscaped(b, c.Text)
+		if len(c.Tips) > 0 {
+			b = appendTips(b, c.Text, c.Tips)
+		} else {
+			b = appendEscaped(b, c.Text)
+		}
 		b = append(b, "</td>"...)
 	}
 	return append(b, "</tr>\n"...)
@@ -419,13 +490,27 @@ var lastchgCol = columnIndex("lastchg")
 
 // htmlCell formats column col of r for the HTML page: ages as durations,
 // flags as Y or -, the check with its duration and detail.
-func htmlCell(r *row, col int) pageCell {
+func htmlCell(r *row, col int, tips bool) pageCell {
 	c := &columns[col]
 	v := c.value(r)
-	if !v.set {
-		return pageCell{}
+	var cell pageCell
+	if v.set {
+		cell = htmlValue(r, c, v)
 	}
+	if tips {
+		cell.Tips = cellTips(r, c.Name)
+	}
+	return cell
+}
+
+// htmlValue is htmlCell's text (and title) of a set value.
+func htmlValue(r *row, c *Column, v value) pageCell {
 	switch c.Name {
+	case "weight":
+		// HAProxy's page shows the current weight and the initial one.
+		return pageCell{Text: strconv.FormatInt(v.n, 10) + "/" + strconv.Itoa(initialWeight(r))}
+	case "rtime_p50_us", "rtime_p99_us":
+		return pageCell{Text: fmtMs(v.n)}
 	case "lastsess":
 		if v.n < 0 {
 			return pageCell{Text: "never"}

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"math"
 	"net/http"
 	"strings"
 
@@ -20,6 +21,8 @@ import (
 type Collector struct {
 	snapshot func() *proxy.Snapshot
 	facts    func() ProcessFacts
+	core     *proxy.Proxy                // stick tables, log drops, listeners; nil in tests of a bare snapshot
+	extra    []promProcessMetric         // the promProcessExtra metrics infoFields does not have
 	descs    map[string]*prometheus.Desc // by full metric name
 }
 
@@ -62,7 +65,7 @@ func NewCollector(snapshot func() *proxy.Snapshot, facts func() ProcessFacts) *C
 			labels := kindLabels(k)
 			help := col.Desc
 			switch {
-			case col.Name == "status" || col.Name == "check_status":
+			case col.Name == "status" || col.Name == "check_status" || strings.HasPrefix(col.Name, "agg_"):
 				labels = append(labels, "state")
 				help = strings.TrimSuffix(help, ".") + ", per state label value."
 			case promCodes[col.Name] != "":
@@ -81,6 +84,16 @@ func NewCollector(snapshot func() *proxy.Snapshot, facts func() ProcessFacts) *C
 	}
 	c.descs["haproxy_process_build_info"] = prometheus.NewDesc("haproxy_process_build_info",
 		"Build info", []string{"version"}, nil)
+	for _, m := range promProcessExtra {
+		if c.descs["haproxy_process_"+m.name] != nil {
+			continue // `show info` has it now (infoFields)
+		}
+		c.descs["haproxy_process_"+m.name] = prometheus.NewDesc("haproxy_process_"+m.name, m.help, nil, nil)
+		c.extra = append(c.extra, m)
+	}
+	c.descs["haproxy_sticktable_size"] = prometheus.NewDesc("haproxy_sticktable_size", "Stick table size.", []string{"name", "type"}, nil)
+	c.descs["haproxy_sticktable_used"] = prometheus.NewDesc("haproxy_sticktable_used", "Number of entries used in this stick table.", []string{"name", "type"}, nil)
+	c.addOwnDescs()
 	return c
 }
 
@@ -138,33 +151,54 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			if col.tagsFor(r.kind)[1] == 'C' {
 				vt = prometheus.CounterValue
 			}
+			if promHTTPOnly[col.Name] && r.mode != "http" {
+				continue // HAProxy exports HTTP metrics of HTTP proxies only
+			}
 			switch col.Name {
 			case "status":
 				c.collectStatus(ch, desc, r, labels)
 				continue
 			case "check_status":
-				if r.sv.Check == nil || r.sv.Check.Status == "" {
+				if r.sv.Check == nil {
 					continue
 				}
 				for _, st := range promCheckStates {
 					ch <- prometheus.MustNewConstMetric(desc, vt, boolf(st == r.sv.Check.Status), append(labels, st)...)
 				}
 				continue
-			}
-			v := col.value(r)
-			if !v.set || col.typ == tStr {
+			case "check_code", "check_duration":
+				// Servers with an active check only, 0 before a first
+				// result, as HAProxy.
+				if r.sv.Check == nil || r.sv.Check.Paused {
+					continue
+				}
+			case "agg_server_status", "agg_server_check_status", "agg_check_status":
+				c.collectAgg(ch, desc, col.Name, r, labels)
 				continue
 			}
-			x := float64(v.n)
-			if col.promScale != 0 {
-				x *= col.promScale
+			v := col.value(r)
+			if col.typ == tStr {
+				continue
+			}
+			x := math.NaN() // HAProxy exports an empty field as NaN
+			if v.set {
+				x = float64(v.n)
+				if col.promScale != 0 {
+					x *= col.promScale
+				}
+			} else if col.Name == "check_code" || col.Name == "check_duration" {
+				x = 0
 			}
 			if code, ok := promCodes[col.Name]; ok {
+				if !v.set {
+					continue
+				}
 				ch <- prometheus.MustNewConstMetric(desc, vt, x, append(labels, code)...)
 				continue
 			}
 			ch <- prometheus.MustNewConstMetric(desc, vt, x, labels...)
 		}
+		c.collectOwn(ch, r, labels)
 		return nil
 	})
 	if c.facts == nil {
@@ -187,6 +221,133 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.descs["haproxy_process_"+fd.prom], vt, float64(v.n))
 	}
 	ch <- prometheus.MustNewConstMetric(c.descs["haproxy_process_build_info"], prometheus.GaugeValue, 1, in.Version)
+	for _, m := range c.extra {
+		vt := prometheus.GaugeValue
+		if m.counter {
+			vt = prometheus.CounterValue
+		}
+		ch <- prometheus.MustNewConstMetric(c.descs["haproxy_process_"+m.name], vt, m.get(c, snap, &in))
+	}
+	c.collectProcessOwn(ch)
+	if c.core != nil {
+		for _, t := range c.core.Tables() {
+			ch <- prometheus.MustNewConstMetric(c.descs["haproxy_sticktable_size"], prometheus.GaugeValue, float64(t.Size()), t.Name(), t.Type().String())
+			ch <- prometheus.MustNewConstMetric(c.descs["haproxy_sticktable_used"], prometheus.GaugeValue, float64(t.Used()), t.Name(), t.Type().String())
+		}
+	}
+}
+
+// collectAgg sends a backend's aggregated server states, HAProxy 2.6's
+// agg_server_status and agg_server_check_status (servers per state) and
+// agg_check_status (servers per last check result).
+func (c *Collector) collectAgg(ch chan<- prometheus.Metric, desc *prometheus.Desc, name string, r *row, labels []string) {
+	states := promServerStates
+	if name == "agg_check_status" {
+		states = promCheckStates
+	}
+	for _, st := range states {
+		n := 0
+		for i := range r.be.Servers {
+			sv := &r.be.Servers[i]
+			if name == "agg_check_status" {
+				if sv.Check != nil && sv.Check.Status == st {
+					n++
+				}
+			} else if promServerState(sv) == st {
+				n++
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(n), append(labels, st)...)
+	}
+}
+
+// promHTTPOnly are the columns whose metrics HAProxy exports for HTTP
+// proxies only.
+var promHTTPOnly = map[string]bool{
+	"hrsp_1xx": true, "hrsp_2xx": true, "hrsp_3xx": true, "hrsp_4xx": true, "hrsp_5xx": true, "hrsp_other": true,
+	"req_rate_max": true, "req_tot": true, "intercepted": true, "cache_lookups": true, "cache_hits": true,
+	"comp_in": true, "comp_out": true, "comp_byp": true, "comp_rsp": true,
+}
+
+// promProcessMetric is a haproxy_process_* metric that `show info` does
+// not print (yet): HAProxy's exporter has it.
+type promProcessMetric struct {
+	name, help string
+	counter    bool
+	get        func(c *Collector, snap *proxy.Snapshot, in *Info) float64
+}
+
+func zerof(*Collector, *proxy.Snapshot, *Info) float64 { return 0 }
+
+// promProcessExtra are HAProxy's process metrics outside infoFields. Those
+// of features fulcrum does not have (TLS, compression memory, peers,
+// resolvers, log forwarding, busy polling, a memory limit) are 0, as an
+// HAProxy without them reports.
+var promProcessExtra = []promProcessMetric{
+	{"jobs", "Current number of active jobs on the current worker process (frontend connections, master connections, listeners)", false,
+		func(c *Collector, _ *proxy.Snapshot, in *Info) float64 {
+			return float64(in.CurrConns) + float64(c.listeners())
+		}},
+	{"unstoppable_jobs", "Current number of unstoppable jobs on the current worker process", false, zerof},
+	{"listeners", "Current number of active listeners on the current worker process", false,
+		func(c *Collector, _ *proxy.Snapshot, _ *Info) float64 { return float64(c.listeners()) }},
+	{"max_connection_rate", "Highest ConnRate reached on this worker process since started (in connections per second)", false,
+		func(_ *Collector, snap *proxy.Snapshot, _ *Info) float64 { return float64(frontendRateMax(snap)) }},
+	{"max_session_rate", "Highest SessRate reached on this worker process since started (in sessions per second)", false,
+		func(_ *Collector, snap *proxy.Snapshot, _ *Info) float64 { return float64(frontendRateMax(snap)) }},
+	{"dropped_logs_total", "Total number of dropped logs for current worker process since started", true,
+		func(c *Collector, _ *proxy.Snapshot, _ *Info) float64 {
+			if c.core == nil {
+				return 0
+			}
+			return float64(c.core.LogDrops())
+		}},
+	{"pool_failures_total", "Total number of failed pool allocations since started", true, zerof},
+	{"max_memory_bytes", "Worker process's hard limit on memory usage in byes (-m on command line)", false, zerof},
+	{"current_zlib_memory", "Amount of memory currently used by HTTP compression on the current worker process (in bytes)", false, zerof},
+	{"max_zlib_memory", "Limit on the amount of memory used by HTTP compression on the current worker process (in bytes)", false, zerof},
+	{"active_peers", "Current number of verified active peers connections on the current worker process", false, zerof},
+	{"connected_peers", "Current number of peers having passed the connection step on the current worker process", false, zerof},
+	{"failed_resolutions", "Total number of failed DNS resolutions in current worker process since started", true, zerof},
+	{"recv_logs_total", "Total number of log messages received by log-forwarding listeners on this worker process since started", true, zerof},
+	{"busy_polling_enabled", "1 if busy-polling is currently in use on the worker process, otherwise zero (config.busy-polling)", false, zerof},
+}
+
+// listeners returns the proxy's listening sockets, 0 without a proxy.
+func (c *Collector) listeners() int {
+	if c.core == nil {
+		return 0
+	}
+	return c.core.Listeners()
+}
+
+// frontendRateMax is the highest connection rate seen, summed over the
+// frontends (each frontend's peak; the process's own peak is not kept).
+func frontendRateMax(snap *proxy.Snapshot) int64 {
+	var n int64
+	for i := range snap.Frontends {
+		n += snap.Frontends[i].RateMax
+	}
+	return n
+}
+
+// PromexOmitted lists the metrics of HAProxy 2.6's exporter that fulcrum
+// does not export, each with the reason (TestPrometheusSeriesAsHAProxy
+// checks every other HAProxy series is exported).
+var PromexOmitted = map[string]string{
+	"haproxy_process_idle_time_percent":       "Go's scheduler does not report the idle time of its threads; fulcrum_ has no substitute yet",
+	"haproxy_process_pool_allocated_bytes":    "HAProxy's memory pools; Go's allocator has none (Go's own heap figures are another thing)",
+	"haproxy_process_pool_used_bytes":         "as pool_allocated_bytes",
+	"haproxy_process_bytes_out_rate":          "no per-second rate of bytes is kept (bytes_out_total is)",
+	"haproxy_process_spliced_bytes_out_total": "spliced bytes are not counted apart from the others",
+}
+
+// NewProxyCollector returns the collector of p's /metrics: NewCollector
+// of p.Snapshot, with p's stick tables, log drops and listeners.
+func NewProxyCollector(p *proxy.Proxy, facts func() ProcessFacts) *Collector {
+	c := NewCollector(p.Snapshot, facts)
+	c.core = p
+	return c
 }
 
 // collectStatus sends the status metric: one series per state, 1 for the

@@ -99,6 +99,25 @@ type row struct {
 	mode   string
 	agg    backendAgg // backend rows only
 	f      *Filter
+
+	// timings are the row's latency percentiles, read once per row by
+	// the columns that print them (timing).
+	timings     [proxy.NumTimings]proxy.HistSummary
+	timingsRead bool
+}
+
+// timing returns the summary of the row's histogram of kind k (zero when
+// it has no values).
+func (r *row) timing(k int) *proxy.HistSummary {
+	if !r.timingsRead {
+		r.timingsRead = true
+		if t := r.c.Obs.Timings; t != nil {
+			for i := range t {
+				r.timings[i] = t[i].Summary()
+			}
+		}
+	}
+	return &r.timings[k]
 }
 
 // backendAgg is what a BACKEND row shows of its servers.
