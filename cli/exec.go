@@ -241,7 +241,9 @@ func (c *Client) print(cmd string, rs []reply, f Format) {
 	default:
 		for _, r := range rs {
 			text := r.text
-			if t, ok := ParseReply(cmd, r.text); ok {
+			if h, ok := ParseHistogram(r.text); ok && f != FormatCSV { // show histogram (histogram.go)
+				text = h.Render(max(c.width()-len(r.m.prefix()), 0))
+			} else if t, ok := ParseReply(cmd, r.text); ok {
 				text = t.Render(c.Colour, max(c.width()-len(r.m.prefix()), 0))
 			}
 			fmt.Fprint(c.Out, prefixLines(r.m.prefix(), text))
@@ -257,6 +259,10 @@ func (c *Client) printOne(cmd, reply string, f Format) {
 	case FormatJSON:
 		c.Out.Write(ReplyJSON(cmd, reply))
 	default:
+		if h, ok := ParseHistogram(reply); ok && f != FormatCSV { // show histogram (histogram.go)
+			fmt.Fprint(c.Out, h.Render(c.width()))
+			return
+		}
 		t, ok := ParseReply(cmd, reply)
 		switch {
 		case ok && f == FormatCSV:

@@ -172,7 +172,8 @@ func newLogger(g conf.Global, w io.Writer) zerolog.Logger {
 		if f, ok := w.(*os.File); ok {
 			color = isatty.IsTerminal(f.Fd()) && os.Getenv("NO_COLOR") == ""
 		}
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !color}
+		// Access log fields in HAProxy's order, not sorted by name.
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !color, FieldsOrder: proxy.AccessLogFields}
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger()
 }

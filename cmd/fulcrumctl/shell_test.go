@@ -321,7 +321,12 @@ func stable(transcript, prompt string) string {
 // header (empty and not), show stat.
 func TestShellTablesInTmux(t *testing.T) {
 	bin := buildCtl(t)
+	// A global maxconn: a backend's session limit (fullconn) derives from
+	// it, else from the machine's descriptor limit.
 	e := startProxyConfig(t, `
+[global]
+maxconn = 1000
+
 [defaults]
 mode = "http"
 
