@@ -6,6 +6,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/stream"
 )
 
 // TestHistIndexBounds checks that every value lands in a bucket whose
@@ -176,5 +179,29 @@ func BenchmarkHistogramSummary(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		h.Summary()
+	}
+}
+
+// BenchmarkRequestAccounting is what the access log and the histograms
+// add to a request when nothing is logged (the bench configuration's
+// log_level error): the queue and response hooks, and closeLog's records
+// into the frontend's, backend's and server's histograms.
+func BenchmarkRequestAccounting(b *testing.B) {
+	p, err := New(testConfig(conf.ModeHTTP, []string{"127.0.0.1:1"}, nil), nopLogger())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var x Stream
+	x.fe, x.be, x.srv = p.Frontends[0], p.Backends[0], p.Backends[0].Servers[0]
+	x.inBackend, x.assigned = true, true
+	b.ReportAllocs()
+	for b.Loop() {
+		x.lg.reset()
+		x.t0 = time.Now()
+		x.lg.logQueue(x.be, nil)
+		x.lg.logQueued(-1)
+		x.lg.c = 1
+		x.lg.logResponse(300 * time.Microsecond)
+		x.closeLog(stream.Served, 0)
 	}
 }
