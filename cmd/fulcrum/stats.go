@@ -30,7 +30,7 @@ func setupStats(p *proxy.Proxy, change func(func(*proxy.Proxy)), peersStatus fun
 		cfg := stats.PageConfig{
 			URI: sc.URI, Refresh: sc.Refresh, Auth: sc.Auth, Authenticator: stats.NewAuth(sc.Auth),
 			HideVersion: sc.HideVersion, Admin: statsAdmin(sc), Facts: processFacts, Change: change,
-			Peers: peersStatus,
+			Peers:           peersStatus,
 			HistoryInterval: p.Conf.Global.StatsHistoryInterval, Log: p.Logger(),
 		}
 		// /metrics first: a page at "/" must not hide it.
