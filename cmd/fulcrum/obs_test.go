@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
 	"github.com/fulcrum-proxy/fulcrum/proxy"
 )
 
@@ -209,5 +210,90 @@ func TestStatsPageHistoryChromium(t *testing.T) {
 	}
 	if strings.Contains(string(dom), "<script") {
 		t.Errorf("the page runs JavaScript")
+	}
+}
+
+// TestConsoleAccessLogOrder runs fulcrum with log_format = "console" and
+// checks that an access log line on stderr names its fields in
+// proxy.AccessLogFields' order (HAProxy's: client, dates, proxies,
+// status, bytes, timers, state, counts, queues, captures, request), not
+// sorted by name as zerolog's console writer does by default.
+func TestConsoleAccessLogOrder(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") }))
+	t.Cleanup(up.Close)
+	cfg, err := conf.Parse("console.toml", []byte(fmt.Sprintf(`
+[global]
+log_format = "console"
+
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+default_backend = "web"
+capture_request_header = [{ name = "Host", len = 16 }]
+capture_response_header = [{ name = "Content-Type", len = 16 }]
+
+[[backend]]
+name = "web"
+[[backend.server]]
+name = "s1"
+address = %q
+`, up.Listener.Addr())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logw := &testutil.SyncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan *proxy.Proxy, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, logw, func(p *proxy.Proxy) { started <- p }) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	var addr string
+	select {
+	case p := <-started:
+		addr = p.Frontends[0].Addrs()[0].String()
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("fulcrum did not start")
+	}
+	resp, err := http.Get("http://" + addr + "/x?y=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	var line string
+	testutil.WaitFor(t, 5*time.Second, "the access log line", func() bool {
+		for _, l := range strings.Split(logw.String(), "\n") {
+			if strings.Contains(l, "request=") {
+				line = l
+				return true
+			}
+		}
+		return false
+	})
+	if strings.Contains(line, "{") {
+		t.Fatalf("not a console line: %s", line)
+	}
+	pos := -1
+	for _, k := range proxy.AccessLogFields {
+		i := strings.Index(line, " "+k+"=")
+		if i < 0 {
+			t.Errorf("no %s= in %s", k, line)
+			continue
+		}
+		if i < pos {
+			t.Errorf("%s out of order in %s", k, line)
+		}
+		pos = i
+	}
+	for _, want := range []string{" frontend=www backend=web server=s1 status=200 ", " termination_state=-- cookie_status=-- ",
+		` request="GET /x?y=1 HTTP/1.1"`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("console line lacks %q: %s", want, line)
+		}
 	}
 }
