@@ -191,6 +191,20 @@ func positional(kinds ...string) func([]string, string, *names) []string {
 	}
 }
 
+// completeHistogram: show histogram PROXY|BACKEND/SERVER [TIMING].
+func completeHistogram(done []string, partial string, n *names) []string {
+	switch len(done) {
+	case 0:
+		if strings.Contains(partial, "/") {
+			return serverNames(partial, n, false)
+		}
+		return append(n.of("proxy", partial), serverNames(partial, n, false)...)
+	case 1:
+		return []string{"queue", "connect", "response", "total"}
+	}
+	return nil
+}
+
 // setServerValues are the values of `set server B/S <what>` that are
 // words.
 var setServerValues = map[string][]string{
@@ -287,6 +301,7 @@ var argCompleters = []argCompleter{
 	{[]string{"show", "servers", "conn"}, positional("backend")},
 	{[]string{"show", "queue"}, positional("backend")},
 	{[]string{"show", "errors"}, positional("proxy", "request|response")},
+	{[]string{"show", "histogram"}, completeHistogram},
 	{[]string{"show", "stat"}, func(done []string, partial string, n *names) []string {
 		return append(n.of("proxy", partial), "typed", "json", "desc", "up", "no-maint")
 	}},

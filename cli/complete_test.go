@@ -138,6 +138,10 @@ func TestCompletion(t *testing.T) {
 		{"watch: backends", "watch ", []string{"api", "stats", "web"}},
 		{"watch: one backend only", "watch web ", nil},
 		{"set timeout: literal", "set timeout ", []string{"cli"}},
+		{"show histogram: proxies and backends of servers", "show histogram ", []string{"api", "api/", "stats", "web", "web/", "www"}},
+		{"show histogram: servers", "show histogram web/", []string{"web/s1", "web/s2"}},
+		{"show histogram: timings", "show histogram web/s1 ", []string{"connect", "queue", "response", "total"}},
+		{"show histogram: nothing after the timing", "show histogram web total ", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
