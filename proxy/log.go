@@ -200,6 +200,7 @@ type observers struct {
 	hostname string
 	pid      int
 	errs     errorStore
+	idle     idleMeter // Idle_pct (idle.go)
 }
 
 // buildLogs sets up every frontend's access log from the configuration:

@@ -69,6 +69,9 @@ type Snapshot struct {
 
 	MaxConn  int  // global maxconn, 0 = unlimited
 	Stopping bool // the proxy is stopping (frontends print STOP)
+	// IdlePct is the process's idle time, percent, HAProxy's Idle_pct
+	// (idle.go); -1 when unknown.
+	IdlePct int
 
 	// SSL is the process's TLS figures and Certs the binds' certificates
 	// (edge.go).
@@ -267,7 +270,7 @@ func (s *ServerSnapshot) Status() string {
 // Snapshot takes a snapshot of every counter and state.
 func (p *Proxy) Snapshot() *Snapshot {
 	now := time.Now()
-	snap := &Snapshot{Taken: now, Started: p.started, MaxConn: p.MaxConn(), Stopping: p.stopping.Load()}
+	snap := &Snapshot{Taken: now, Started: p.started, MaxConn: p.MaxConn(), Stopping: p.stopping.Load(), IdlePct: p.IdlePct()}
 	p.edgeSnapshot(snap, now) // edge.go
 	for _, fe := range p.Frontends {
 		fs := FrontendSnapshot{Name: fe.Name, ID: fe.ID, Mode: string(fe.Conf.Mode), MaxConn: fe.MaxConn(),

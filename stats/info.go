@@ -43,6 +43,7 @@ type Info struct {
 	ConnRate    int64 // connections over the last second
 	SessRate    int64 // sessions over the last second (= ConnRate in fulcrum)
 	Tasks       int
+	IdlePct     int // the process's idle time, percent; -1 = unknown (proxy.Snapshot.IdlePct)
 	Stopping    bool
 	BytesOut    int64 // bytes sent to clients since start
 
@@ -55,6 +56,7 @@ func NewInfo(snap *proxy.Snapshot, p ProcessFacts) Info {
 		Name: "fulcrum", Version: p.Version, ReleaseDate: p.ReleaseDate, BuildInfo: p.BuildInfo,
 		Nbthread: p.Nbthread, Pid: p.Pid, Node: p.Node, Tasks: p.Tasks, UlimitN: p.UlimitN,
 		Started: snap.Started, MaxConn: snap.MaxConn, Stopping: snap.Stopping, SSL: snap.SSL,
+		IdlePct: snap.IdlePct,
 	}
 	if !snap.Started.IsZero() {
 		in.Uptime = snap.Taken.Sub(snap.Started)
@@ -72,7 +74,7 @@ func NewInfo(snap *proxy.Snapshot, p ProcessFacts) Info {
 }
 
 // infoField is one line of `show info`, at HAProxy 2.6's position. Lines
-// for what fulcrum does not have (memory pools, peers, idle time) are not
+// for what fulcrum does not have (memory pools, peers) are not
 // printed; lines for features fulcrum lacks (TLS, pipes, compression)
 // print 0.
 type infoField struct {
@@ -138,6 +140,14 @@ var infoFields = []infoField{
 	// goroutines; Go does not expose its run queue, so Run_queue stays 0.
 	{47, "Tasks", "MGP", tU32, "current_tasks", "Total number of tasks in the current worker process (active + sleeping)", func(in *Info) value { return num(int64(in.Tasks)) }},
 	{48, "Run_queue", "MGP", tU32, "current_run_queue", "Total number of active tasks+tasklets in the current worker process", infoZero},
+	// Idle_pct is the complement of the process's CPU use over its
+	// threads since the previous read at least a second old (proxy/idle.go).
+	{49, "Idle_pct", "MaP", tU32, "idle_time_percent", "Idle to total ratio over last sample (percent)", func(in *Info) value {
+		if in.IdlePct < 0 {
+			return value{}
+		}
+		return num(int64(in.IdlePct))
+	}},
 	{50, "node", "COS", tStr, "", "Node name (global.node)", func(in *Info) value { return str(in.Node) }},
 	{52, "Stopping", "MGP", tU32, "stopping", "1 if the worker process is currently stopping, otherwise zero", func(in *Info) value { return boolValue(in.Stopping) }},
 	{61, "TotalBytesOut", "MGP", tU64, "bytes_out_total", "Total number of bytes emitted by current worker process since started", func(in *Info) value { return num(in.BytesOut) }},

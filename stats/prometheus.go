@@ -335,7 +335,6 @@ func frontendRateMax(snap *proxy.Snapshot) int64 {
 // does not export, each with the reason (TestPrometheusSeriesAsHAProxy
 // checks every other HAProxy series is exported).
 var PromexOmitted = map[string]string{
-	"haproxy_process_idle_time_percent":       "Go's scheduler does not report the idle time of its threads; fulcrum_ has no substitute yet",
 	"haproxy_process_pool_allocated_bytes":    "HAProxy's memory pools; Go's allocator has none (Go's own heap figures are another thing)",
 	"haproxy_process_pool_used_bytes":         "as pool_allocated_bytes",
 	"haproxy_process_bytes_out_rate":          "no per-second rate of bytes is kept (bytes_out_total is)",
