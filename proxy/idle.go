@@ -51,6 +51,34 @@ func (m *idleMeter) percent(now time.Time, cpu time.Duration, threads int) int {
 	return m.pct
 }
 
+// rateMeter is a per-second rate of a growing total measured between
+// reads at least idleMinWindow apart (HAProxy's BytesOutRate, which it
+// keeps over the last second): closer reads get the previous measure. The
+// zero value is ready; its first read says 0.
+type rateMeter struct {
+	mu    sync.Mutex
+	at    time.Time
+	total int64
+	rate  int64
+}
+
+// perSecond returns the rate of total at now, per second.
+func (m *rateMeter) perSecond(now time.Time, total int64) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.at.IsZero() {
+		m.at, m.total = now, total
+		return 0
+	}
+	wall := now.Sub(m.at)
+	if wall < idleMinWindow {
+		return m.rate
+	}
+	m.rate = max(int64(float64(total-m.total)/wall.Seconds()+0.5), 0)
+	m.at, m.total = now, total
+	return m.rate
+}
+
 // IdlePct returns the process's idle time in percent, HAProxy's Idle_pct
 // (see idleMeter), over the last second or more; -1 when unknown.
 func (p *Proxy) IdlePct() int {

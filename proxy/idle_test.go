@@ -34,3 +34,27 @@ func TestIdleMeter(t *testing.T) {
 		t.Errorf("a new proxy's first IdlePct: got %d, want 100 (or -1 where the CPU time is unknown)", got)
 	}
 }
+
+// TestRateMeter: a per-second rate between reads at least a second
+// apart; a closer read gets the previous rate; a total that went down
+// (never, for counters) gives 0, not a negative rate.
+func TestRateMeter(t *testing.T) {
+	var m rateMeter
+	t0 := time.Unix(1000, 0)
+	for _, st := range []struct {
+		at    time.Duration
+		total int64
+		want  int64
+	}{
+		{0, 5000, 0},
+		{500 * time.Millisecond, 9000, 0},
+		{2 * time.Second, 11000, 3000},
+		{2500 * time.Millisecond, 99000, 3000},
+		{4 * time.Second, 11000 + 2*1632, 1632}, // over the 2 s since the last measure
+		{5 * time.Second, 0, 0},
+	} {
+		if got := m.perSecond(t0.Add(st.at), st.total); got != st.want {
+			t.Errorf("at %v, total %d: got %d/s, want %d/s", st.at, st.total, got, st.want)
+		}
+	}
+}

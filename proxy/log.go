@@ -201,6 +201,7 @@ type observers struct {
 	pid      int
 	errs     errorStore
 	idle     idleMeter // Idle_pct (idle.go)
+	bytesOut rateMeter // BytesOutRate (idle.go)
 }
 
 // buildLogs sets up every frontend's access log from the configuration:

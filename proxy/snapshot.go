@@ -72,6 +72,10 @@ type Snapshot struct {
 	// IdlePct is the process's idle time, percent, HAProxy's Idle_pct
 	// (idle.go); -1 when unknown.
 	IdlePct int
+	// BytesOutRate is the bytes sent to clients per second, over the
+	// time since the previous snapshot at least a second old (HAProxy's
+	// BytesOutRate; idle.go).
+	BytesOutRate int64
 
 	// SSL is the process's TLS figures and Certs the binds' certificates
 	// (edge.go).
@@ -272,13 +276,16 @@ func (p *Proxy) Snapshot() *Snapshot {
 	now := time.Now()
 	snap := &Snapshot{Taken: now, Started: p.started, MaxConn: p.MaxConn(), Stopping: p.stopping.Load(), IdlePct: p.IdlePct()}
 	p.edgeSnapshot(snap, now) // edge.go
+	var bout int64
 	for _, fe := range p.Frontends {
 		fs := FrontendSnapshot{Name: fe.Name, ID: fe.ID, Mode: string(fe.Conf.Mode), MaxConn: fe.MaxConn(),
 			DeniedConn: fe.DeniedConn.Load(), CounterValues: fe.Counters.values(now),
 			ProxyErrors: fe.ProxyErrors.Load(), SslFailedHandshake: fe.SslFailedHandshake.Load()}
 		fs.Slim = int64(fs.MaxConn)
 		snap.Frontends = append(snap.Frontends, fs)
+		bout += fs.Bout
 	}
+	snap.BytesOutRate = p.obs.bytesOut.perSecond(now, bout)
 	for _, b := range p.Backends {
 		bs := BackendSnapshot{Name: b.Name, ID: b.ID, Mode: string(b.Conf.Mode), Balance: b.Conf.Balance,
 			CounterValues: b.Counters.values(now)}

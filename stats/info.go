@@ -26,26 +26,27 @@ type ProcessFacts struct {
 // Info is `show info`: the process facts and the totals over frontends, at
 // one instant. NewInfo builds it; WriteInfo prints it.
 type Info struct {
-	Name        string
-	Version     string
-	ReleaseDate string
-	BuildInfo   string
-	Nbthread    int
-	Pid         int
-	Node        string
-	Started     time.Time
-	Uptime      time.Duration
-	UlimitN     int   // the process's file descriptor limit, 0 = unknown
-	MaxConn     int   // global maxconn, 0 = unlimited
-	CurrConns   int64 // client connections now, over all frontends
-	CumConns    int64 // client connections since start
-	CumReq      int64 // HTTP requests since start
-	ConnRate    int64 // connections over the last second
-	SessRate    int64 // sessions over the last second (= ConnRate in fulcrum)
-	Tasks       int
-	IdlePct     int // the process's idle time, percent; -1 = unknown (proxy.Snapshot.IdlePct)
-	Stopping    bool
-	BytesOut    int64 // bytes sent to clients since start
+	Name         string
+	Version      string
+	ReleaseDate  string
+	BuildInfo    string
+	Nbthread     int
+	Pid          int
+	Node         string
+	Started      time.Time
+	Uptime       time.Duration
+	UlimitN      int   // the process's file descriptor limit, 0 = unknown
+	MaxConn      int   // global maxconn, 0 = unlimited
+	CurrConns    int64 // client connections now, over all frontends
+	CumConns     int64 // client connections since start
+	CumReq       int64 // HTTP requests since start
+	ConnRate     int64 // connections over the last second
+	SessRate     int64 // sessions over the last second (= ConnRate in fulcrum)
+	Tasks        int
+	IdlePct      int // the process's idle time, percent; -1 = unknown (proxy.Snapshot.IdlePct)
+	Stopping     bool
+	BytesOut     int64 // bytes sent to clients since start
+	BytesOutRate int64 // bytes sent to clients per second, lately (proxy.Snapshot.BytesOutRate)
 
 	SSL proxy.SSLSnapshot // TLS figures (CurrSslConns, SslRate...)
 }
@@ -56,7 +57,7 @@ func NewInfo(snap *proxy.Snapshot, p ProcessFacts) Info {
 		Name: "fulcrum", Version: p.Version, ReleaseDate: p.ReleaseDate, BuildInfo: p.BuildInfo,
 		Nbthread: p.Nbthread, Pid: p.Pid, Node: p.Node, Tasks: p.Tasks, UlimitN: p.UlimitN,
 		Started: snap.Started, MaxConn: snap.MaxConn, Stopping: snap.Stopping, SSL: snap.SSL,
-		IdlePct: snap.IdlePct,
+		IdlePct: snap.IdlePct, BytesOutRate: snap.BytesOutRate,
 	}
 	if !snap.Started.IsZero() {
 		in.Uptime = snap.Taken.Sub(snap.Started)
@@ -151,6 +152,7 @@ var infoFields = []infoField{
 	{50, "node", "COS", tStr, "", "Node name (global.node)", func(in *Info) value { return str(in.Node) }},
 	{52, "Stopping", "MGP", tU32, "stopping", "1 if the worker process is currently stopping, otherwise zero", func(in *Info) value { return boolValue(in.Stopping) }},
 	{61, "TotalBytesOut", "MGP", tU64, "bytes_out_total", "Total number of bytes emitted by current worker process since started", func(in *Info) value { return num(in.BytesOut) }},
+	{63, "BytesOutRate", "MRP", tU64, "bytes_out_rate", "Number of bytes emitted by current worker process over the last second", func(in *Info) value { return num(in.BytesOutRate) }},
 	{66, "Build info", "POS", tStr, "", "Build info", func(in *Info) value { return str(in.BuildInfo) }},
 	{70, "Start_time_sec", "MDP", tU32, "start_time_seconds", "Start time in seconds", func(in *Info) value {
 		if in.Started.IsZero() {

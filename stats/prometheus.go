@@ -337,7 +337,6 @@ func frontendRateMax(snap *proxy.Snapshot) int64 {
 var PromexOmitted = map[string]string{
 	"haproxy_process_pool_allocated_bytes":    "HAProxy's memory pools; Go's allocator has none (Go's own heap figures are another thing)",
 	"haproxy_process_pool_used_bytes":         "as pool_allocated_bytes",
-	"haproxy_process_bytes_out_rate":          "no per-second rate of bytes is kept (bytes_out_total is)",
 	"haproxy_process_spliced_bytes_out_total": "spliced bytes are not counted apart from the others",
 }
 
