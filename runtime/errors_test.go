@@ -7,9 +7,12 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 )
 
 // badServer answers every request with the invalid response of the HAProxy
@@ -179,4 +182,95 @@ func TestDumpTextLine(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b, want)
 	}
+}
+
+// undumpLine reverses dumpTextLine's escapes on a dump line's text.
+func undumpLine(t *testing.T, s string) []byte {
+	t.Helper()
+	var out []byte
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			out = append(out, s[i])
+			continue
+		}
+		if i+1 >= len(s) {
+			t.Fatalf("a lone backslash ends %q", s)
+		}
+		i++
+		switch s[i] {
+		case 't':
+			out = append(out, '\t')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 'e':
+			out = append(out, 0x1b)
+		case '\\':
+			out = append(out, '\\')
+		case 'x':
+			if i+2 >= len(s) {
+				t.Fatalf("short \\x escape in %q", s)
+			}
+			v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
+			if err != nil || strings.ToUpper(s[i+1:i+3]) != s[i+1:i+3] {
+				t.Fatalf("bad \\x escape in %q", s)
+			}
+			out = append(out, byte(v))
+			i += 2
+		default:
+			t.Fatalf("unknown escape \\%c in %q", s[i], s)
+		}
+	}
+	return out
+}
+
+// FuzzDumpText: the dump of any bytes (a client's or a server's, as
+// `show errors` keeps them) is lines of at most 80 columns of printable
+// ASCII, each starting with its offset, that give the bytes back.
+func FuzzDumpText(f *testing.F) {
+	for _, s := range []string{"GET / HTTP/1.1\r\nHost: a\r\n\r\n", "\x00\xff\\\x1b\t", strings.Repeat("\xe9", 40), "", "\n\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, buf []byte) {
+		buf = buf[:min(len(buf), http1.MaxErrorCapture)] // what is kept: 5-digit offsets
+		var b []byte
+		n := 0
+		for line, ptr := 0, 0; ptr < len(buf); n++ {
+			next := 0
+			b, next, line = dumpTextLine(b, buf, ptr, line)
+			if next <= ptr {
+				t.Fatalf("no progress at %d", ptr)
+			}
+			ptr = next
+		}
+		var back []byte
+		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		if len(buf) == 0 {
+			lines = nil
+		}
+		if len(lines) != n {
+			t.Fatalf("%d lines written, %d found", n, len(lines))
+		}
+		for _, l := range lines {
+			if len(l) > 80 {
+				t.Fatalf("line of %d columns: %q", len(l), l)
+			}
+			for i := 0; i < len(l); i++ {
+				if l[i] < 0x20 || l[i] >= 0x7f {
+					t.Fatalf("unprintable byte in %q", l)
+				}
+			}
+			if len(l) < 9 || l[:2] != "  " || (l[7] != ' ' && l[7] != '+') || l[8] != ' ' {
+				t.Fatalf("line %q: not \"  OFFSET[ +] \"", l)
+			}
+			if off, err := strconv.Atoi(l[2:7]); err != nil || off != len(back) {
+				t.Fatalf("line %q: offset %d (%v), want %d", l, off, err, len(back))
+			}
+			back = append(back, undumpLine(t, l[9:])...)
+		}
+		if string(back) != string(buf) {
+			t.Fatalf("the dump gives back %q, want %q", back, buf)
+		}
+	})
 }
