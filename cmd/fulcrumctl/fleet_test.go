@@ -65,7 +65,12 @@ func heldUpstream(t *testing.T, name string, hold <-chan struct{}, arrived chan<
 func fleetMember(t *testing.T, sock string, hold <-chan struct{}, arrived chan<- string, extra string) *env {
 	t.Helper()
 	name := strings.TrimSuffix(filepath.Base(sock), ".sock")
+	// A global maxconn: a backend's session limit (fullconn, 10% of it)
+	// derives from it, else from the machine's descriptor limit.
 	return startProxySock(t, fmt.Sprintf(`
+[global]
+maxconn = 1000
+
 [defaults]
 mode = "http"
 timeout_connect = "2s"
@@ -396,10 +401,10 @@ func TestFleetWatchScreen(t *testing.T) {
 			"INSTANCE PROXY SERVER STATUS WEIGHT SESS QUEUE RATE LBTOT CHECK LASTCHG",
 			"a.sock web s1 no check 1 0/- 0 0 0 Ns",
 			"a.sock web s2 no check 1 0/- 0 0 0 Ns",
-			"a.sock web BACKEND UP 2 0/1 0 0 0",
+			"a.sock web BACKEND UP 2 0/100 0 0 0 Ns",
 			"b.sock web s1 no check 1 0/- 0 0 0 Ns",
 			"b.sock web s2 MAINT 1 0/- 0 0 0 Ns",
-			"b.sock web BACKEND UP 1 0/1 0 0 0",
+			"b.sock web BACKEND UP 1 0/100 0 0 0 Ns",
 			"fulcrumctl: gone.sock: cannot reach the socket " + gone + ": dial unix " + gone + ": connect: no such file or directory (retrying)",
 			"",
 		}
