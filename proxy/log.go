@@ -40,7 +40,8 @@ const (
 )
 
 // AccessLogFields are the fields of a JSON or console access log line, in
-// the order they are written (the console writer keeps this order).
+// the order they are written (the console writer keeps this order); the
+// ssl_ ones only on a TLS client connection.
 var AccessLogFields = []string{
 	"client_ip", "client_port", "accept_date", "frontend", "backend", "server", "status",
 	"bytes_read", "bytes_uploaded", "Ti", "Tq", "Tw", "Tc", "Tr", "Ta", "Tt", "termination_state",
@@ -436,6 +437,9 @@ func (fe *Frontend) writeLog(x *Stream) {
 	}
 	if le.Request.IsZero() {
 		le.Request = x.idleStart
+	}
+	if t := x.cc.tls; t != nil {
+		le.SSLVersion, le.SSLCipher = t.Protocol, t.Cipher
 	}
 	if a, ok := x.cc.c.LocalAddr().(*net.TCPAddr); ok {
 		le.FrontendAddr = a.AddrPort()

@@ -258,9 +258,9 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// rawExchange writes raw to addr, then reads until the server closes or
+// exchangeStatus writes raw to addr, then reads until the server closes or
 // after wait, and returns the status code seen ("" when none).
-func rawExchange(t *testing.T, addr, raw string, closeAfterWrite bool) string {
+func exchangeStatus(t *testing.T, addr, raw string, closeAfterWrite bool) string {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -413,25 +413,25 @@ func TestAccessLogAsHAProxy(t *testing.T) {
 		run   func(addr string)
 		state string // the termination state both must log
 	}{
-		{"normal", func(a string) { rawExchange(t, a, get("/ok?x=1", ""), false) }, "----"},
-		{"connection refused", func(a string) { rawExchange(t, a, get("/dead", ""), false) }, "SC--"},
-		{"bad request", func(a string) { rawExchange(t, a, "BROKEN\r\n\r\n", false) }, "PR--"},
-		{"bad response", func(a string) { rawExchange(t, a, get("/bad", ""), false) }, "PH--"},
+		{"normal", func(a string) { exchangeStatus(t, a, get("/ok?x=1", ""), false) }, "----"},
+		{"connection refused", func(a string) { exchangeStatus(t, a, get("/dead", ""), false) }, "SC--"},
+		{"bad request", func(a string) { exchangeStatus(t, a, "BROKEN\r\n\r\n", false) }, "PR--"},
+		{"bad response", func(a string) { exchangeStatus(t, a, get("/bad", ""), false) }, "PH--"},
 		{"server timeout", func(a string) {
 			defer hold()()
-			rawExchange(t, a, get("/slow", ""), false)
+			exchangeStatus(t, a, get("/slow", ""), false)
 			<-arrived
 		}, "sH--"},
-		{"client timeout", func(a string) { rawExchange(t, a, "GET / HTTP/1.1\r\n", false) }, "cR--"},
+		{"client timeout", func(a string) { exchangeStatus(t, a, "GET / HTTP/1.1\r\n", false) }, "cR--"},
 		{"queue timeout", func(a string) {
 			free := hold()
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				rawExchange(t, a, get("/q/slow", ""), false)
+				exchangeStatus(t, a, get("/q/slow", ""), false)
 			}()
 			<-arrived // the first request holds the server's only slot
-			rawExchange(t, a, get("/q/next", ""), false)
+			exchangeStatus(t, a, get("/q/next", ""), false)
 			testutil.WaitFor(t, 5*time.Second, "the queued request's connection closed", alone[a])
 			free()
 			<-done
@@ -441,21 +441,21 @@ func TestAccessLogAsHAProxy(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				rawExchange(t, a, get("/q2/slow", ""), false)
+				exchangeStatus(t, a, get("/q2/slow", ""), false)
 			}()
 			<-arrived
 			next := make(chan struct{})
 			go func() {
 				defer close(next)
-				rawExchange(t, a, get("/q2/next", ""), false)
+				exchangeStatus(t, a, get("/q2/next", ""), false)
 			}()
 			testutil.WaitFor(t, 5*time.Second, "a request in q2's queue", queued[a])
 			free()
 			<-done
 			<-next
 		}, "----"},
-		{"cookie inserted", func(a string) { rawExchange(t, a, get("/ck", ""), false) }, "--NI"},
-		{"cookie valid", func(a string) { rawExchange(t, a, get("/ck", "Cookie: SRV=c1\r\n"), false) }, "--VN"},
+		{"cookie inserted", func(a string) { exchangeStatus(t, a, get("/ck", ""), false) }, "--NI"},
+		{"cookie valid", func(a string) { exchangeStatus(t, a, get("/ck", "Cookie: SRV=c1\r\n"), false) }, "--VN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The queue cases log two lines (the request holding the

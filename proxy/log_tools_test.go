@@ -50,9 +50,9 @@ address = %q
 func toolsTraffic(t *testing.T, addr string) {
 	t.Helper()
 	for _, path := range []string{"/", "/", "/", "/", "/", "/missing", "/missing", "/missing", "/dead/1", "/dead/2"} {
-		rawExchange(t, addr, "GET "+path+" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", false)
+		exchangeStatus(t, addr, "GET "+path+" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", false)
 	}
-	rawExchange(t, addr, "BROKEN\r\n\r\n", false)
+	exchangeStatus(t, addr, "BROKEN\r\n\r\n", false)
 }
 
 func startToolsProxy(t *testing.T, targets string) string {
@@ -186,7 +186,7 @@ local1.* action(type="omfile" file=%[5]q template="RSYSLOG_TraditionalFileFormat
 		return bytes.Contains(b, []byte("/probe"))
 	}
 	testutil.WaitFor(t, 10*time.Second, "rsyslog to take the log", func() bool {
-		rawExchange(t, addr, "GET /probe HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", false)
+		exchangeStatus(t, addr, "GET /probe HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", false)
 		return probed("udp.log") && probed("unix.log")
 	})
 	toolsTraffic(t, addr)

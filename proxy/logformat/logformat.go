@@ -105,6 +105,11 @@ type Entry struct {
 	BadRequest           bool
 	Method, URI, Version []byte
 
+	// SSLVersion and SSLCipher are the client connection's TLS version
+	// and cipher suite (%sslv, %sslc: "TLSv1.3", "TLS_AES_128_GCM_SHA256"),
+	// "" on a plain connection.
+	SSLVersion, SSLCipher string
+
 	UniqueID   string // %ID, "" = none
 	Hostname   string // %H
 	Pid        int    // %pid
@@ -639,8 +644,13 @@ func appendVar(dst []byte, n *node, e *Entry) []byte {
 		return appendInt(dst, e.BytesUploaded)
 	case vCC, vCS, vID, vsslc, vsslv:
 		s := ""
-		if n.v == vID {
+		switch n.v {
+		case vID:
 			s = e.UniqueID
+		case vsslc:
+			s = e.SSLCipher
+		case vsslv:
+			s = e.SSLVersion
 		}
 		return appendStr(dst, s, fl)
 	case vH:

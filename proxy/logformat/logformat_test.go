@@ -207,3 +207,19 @@ func FuzzParse(f *testing.F) {
 		fm.Append(nil, &e)
 	})
 }
+
+// TestSSLVariables: %sslv and %sslc are the client connection's TLS
+// version and cipher, "-" (or "" quoted) on a plain connection.
+func TestSSLVariables(t *testing.T) {
+	f, err := Parse(`%sslv %sslc %{+Q}sslv`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := Entry{SSLVersion: "TLSv1.3", SSLCipher: "TLS_AES_128_GCM_SHA256"}
+	if got := string(f.Append(nil, &e)); got != `TLSv1.3 TLS_AES_128_GCM_SHA256 "TLSv1.3"` {
+		t.Errorf("TLS: got %q", got)
+	}
+	if got := string(f.Append(nil, &Entry{})); got != `- - ""` {
+		t.Errorf("plain: got %q", got)
+	}
+}
