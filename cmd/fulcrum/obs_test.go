@@ -198,13 +198,35 @@ func TestStatsPageHistoryChromium(t *testing.T) {
 	if y(pts[len(pts)-1]) >= y(pts[0]) && len(pts) == len(vals) {
 		t.Errorf("the p99 line is not drawn rising: first y %v, last y %v", y(pts[0]), y(pts[len(pts)-1]))
 	}
-	// s1 stays fast, and web's chart is there, closed until clicked.
+	// s1 stays fast: its own line, below s2's where s2 is slow (at most
+	// points: on a loaded machine a fast server's p99 may spike too, so
+	// its values are compared with s2's, not with a fixed bound).
 	s1row := regexp.MustCompile(`<tr class="[^"]*" data-server="web/s1"[^\n]*`).FindString(string(dom))
-	if mx := regexp.MustCompile(`<svg class="spark"[^>]*data-max="([0-9.]+)"[^>]*><title>response`).FindStringSubmatch(s1row); mx == nil {
-		t.Errorf("no response sparkline for s1")
-	} else if v, _ := strconv.ParseFloat(mx[1], 64); v >= 70 {
-		t.Errorf("s1's p99 reached %v ms: the slow server's traffic leaked into its row", v)
+	m1 := regexp.MustCompile(`<polyline class="p99" data-values="([^"]*)"`).FindStringSubmatch(s1row)
+	if m1 == nil {
+		t.Fatalf("no p99 sparkline for web/s1 in the DOM:\n%.2000s", s1row)
 	}
+	v1, v2 := strings.Fields(m1[1]), strings.Fields(m[1])
+	if len(v1) != len(v2) {
+		t.Fatalf("s1 has %d points, s2 %d: the rows do not cover the same intervals", len(v1), len(v2))
+	}
+	slowPts, below := 0, 0
+	for i := range v2 {
+		b, err2 := strconv.ParseFloat(v2[i], 64)
+		a, err1 := strconv.ParseFloat(v1[i], 64)
+		if err1 != nil || err2 != nil || b < 70 {
+			continue
+		}
+		slowPts++
+		if a < b {
+			below++
+		}
+	}
+	if slowPts == 0 || 2*below < slowPts {
+		t.Errorf("s1's p99 is below s2's at %d of s2's %d slow points: the slow server's times leaked into s1's row\ns1: %s\ns2: %s",
+			below, slowPts, m1[1], m[1])
+	}
+	// web's chart is there, closed until clicked.
 	if !regexp.MustCompile(`<details class="chart" id="chart-web"><summary>`).Match(dom) {
 		t.Errorf("no chart for backend web")
 	}
