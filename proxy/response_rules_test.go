@@ -194,7 +194,9 @@ address = "%s"
 	if got := tresp.Header.Get("Strict-Transport-Security"); got != "max-age=63072000" {
 		t.Errorf("TLS: got HSTS %q, want max-age=63072000", got)
 	}
-	waitFor(t, 5*time.Second, "the TLS request's log line", func() bool { return strings.Contains(logs.String(), `"ssl_version"`) })
+	waitFor(t, 5*time.Second, "the two requests' log lines", func() bool {
+		return strings.Contains(logs.String(), `"ssl_version"`) && strings.Contains(logs.String(), `"status":301`)
+	})
 	var tlsLine, plainLine string
 	for _, l := range strings.Split(logs.String(), "\n") {
 		switch {
