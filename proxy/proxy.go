@@ -27,12 +27,13 @@ type Proxy struct {
 	cancel  context.CancelFunc
 	started time.Time
 
-	tables      tables       // stick tables (stick.go)
-	certs       *tlsx.Store  // the binds' certificates (edge.go)
-	ssl         *sslCounters // TLS figures, shared along a chain of reloads
-	globalSlots limiter      // global maxconn (set maxconn global changes it)
-	fds         *fdBudget    // the process's descriptors, shared across reloads (fds.go)
-	work        chan work    // accepted connections for idle worker goroutines
+	tables      tables                        // stick tables (stick.go)
+	certs       *tlsx.Store                   // the binds' certificates (edge.go)
+	ssl         *sslCounters                  // TLS figures, shared along a chain of reloads
+	watcher     atomic.Pointer[ServerWatcher] // servers added and deleted (servers.go)
+	globalSlots limiter                       // global maxconn (set maxconn global changes it)
+	fds         *fdBudget                     // the process's descriptors, shared across reloads (fds.go)
+	work        chan work                     // accepted connections for idle worker goroutines
 	stopping    atomic.Bool
 	wg          sync.WaitGroup // accept loops and connections
 
@@ -120,7 +121,7 @@ func build(cfg *conf.Config, log zerolog.Logger, prev *Proxy) (*Proxy, error) {
 	}
 	p.deriveFullConn()
 	for _, b := range p.Backends {
-		for _, s := range b.Servers {
+		for _, s := range b.Servers() {
 			s.up.Pool.SetBudget(p.fds)
 		}
 	}
@@ -247,7 +248,7 @@ func (p *Proxy) sweepPools() {
 			return
 		case now := <-t.C:
 			for _, b := range p.Backends {
-				for _, s := range b.Servers {
+				for _, s := range b.Servers() {
 					s.up.Pool.Sweep(now)
 				}
 			}
@@ -310,7 +311,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 		<-done
 	}
 	for _, b := range p.Backends {
-		for _, s := range b.Servers {
+		for _, s := range b.Servers() {
 			s.up.Pool.CloseAll()
 		}
 	}

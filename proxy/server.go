@@ -58,10 +58,20 @@ const (
 // A server is usable for new, non-persistent traffic when it is op UP, admin
 // READY and its EffectiveWeight is above 0.
 type Server struct {
-	Name    string
-	ID      int // 1-based position in the backend (HAProxy's puid)
+	Name string
+	// ID is HAProxy's puid: 1 to n for the configured servers in file
+	// order, then the next one for each server added at runtime (or the
+	// one its `id` gives), never reused while the process lives.
+	ID      int
 	Backend *Backend
 	Conf    *conf.Server
+
+	// dynamic: not in the configuration file (added at runtime); forcedID:
+	// its id was given (`id`); gone: deleted from its backend (servers.go,
+	// where the rule around it is).
+	dynamic  bool
+	forcedID bool
+	gone     atomic.Bool
 
 	addr atomic.Pointer[string] // host:port, may change at runtime
 
@@ -196,7 +206,7 @@ func (b *Backend) SetMaxConn(s *Server, n int) (old int) {
 // maintenance, active and backup, as HAProxy's "N active and M backup
 // servers left" (the transition log line).
 func (b *Backend) ServersUp() (active, backup int) {
-	for _, s := range b.Servers {
+	for _, s := range b.Servers() {
 		if s.Op() != OpUp || s.Admin() == AdminMaint {
 			continue
 		}

@@ -130,6 +130,13 @@ type ServerSnapshot struct {
 	LastChange      time.Time
 	CounterValues
 
+	// Dynamic says the server is not in the configuration file (added at
+	// runtime); ForcedID that its id was given by an operator (`id`,
+	// HAProxy's srv_f_forced_id). Server is the server itself, for the
+	// commands that act on what they print; it may be deleted since.
+	Dynamic, ForcedID bool
+	Server            *Server
+
 	// Weight is the weight column: the effective weight (the user weight,
 	// lowered by slowstart while the server ramps up), rounded up, whatever
 	// the server's state, as HAProxy keeps it for DOWN, DRAIN and MAINT
@@ -281,12 +288,14 @@ func (p *Proxy) Snapshot() *Snapshot {
 		b.mu.Lock() // what rebuildLocked decided is written under it
 		bs.Act, bs.Bck = b.view.act, b.view.bck
 		bs.Weight, bs.UserWeight = shownWeight(b.view.eweight), b.view.uweight
-		for _, s := range b.Servers {
+		list := b.Servers() // one state of the servers for both loops
+		for _, s := range list {
 			ss := ServerSnapshot{
 				Name: s.Name, ID: s.ID, Addr: s.Addr(), Admin: s.Admin(), Op: s.Op(),
 				InitialWeight: s.InitialWeight, UserWeight: int(s.UserWeight.Load()),
 				Weight: shownWeight(s.bal.eweight), Throttle: s.bal.throttle, Usable: s.bal.usable,
 				Backup: s.Conf.Backup, LastChange: s.LastChange(), CounterValues: s.Counters.values(now),
+				Dynamic: s.dynamic, ForcedID: s.forcedID, Server: s,
 			}
 			if ss.Usable {
 				ss.EffectiveWeight = ss.Weight
@@ -294,7 +303,7 @@ func (p *Proxy) Snapshot() *Snapshot {
 			ss.Slim = int64(s.EffectiveMaxConn())
 			ss.MaxConn, ss.MaxQueue = s.EffectiveMaxConn(), s.Conf.MaxQueue
 			ss.ConfMaxConn = s.MaxConn()
-			ss.Qcur, ss.Qmax = b.queue.Len(s.ID-1), b.queue.Max(s.ID-1)
+			ss.Qcur, ss.Qmax = s.lb.Queued.Load(), b.queue.Max(s.lb.Index)
 			ss.QtimeMax = s.Counters.qtimeMax.Load()
 			if s.Op() == OpUp && s.Admin() != AdminMaint {
 				if ss.Backup {
@@ -308,7 +317,7 @@ func (p *Proxy) Snapshot() *Snapshot {
 		b.mu.Unlock()
 		// Check state is read outside the backend lock: proxy/check holds
 		// its own lock while it changes a server's state in the backend.
-		for i, s := range b.Servers {
+		for i, s := range list {
 			ss := &bs.Servers[i]
 			ss.HealthState.CheckStatus = 1 // INI, HAProxy's value for servers without checks
 			ss.HealthState.CheckHealth = 2 // rise's default

@@ -137,7 +137,7 @@ func (a *API) SetProxy(p *proxy.Proxy) {
 	// that show stat and show servers state print the configured checks
 	// from the first command on, whether or not the Checker started yet.
 	for _, b := range p.Backends {
-		for _, s := range b.Servers {
+		for _, s := range b.Servers() {
 			if s.Conf.Check || s.Conf.Agent != nil {
 				check.Of(s)
 			}

@@ -120,7 +120,7 @@ func findServer(p *proxy.Proxy, spec string) (*proxy.Backend, *proxy.Server, err
 	}
 	if id, ok := strings.CutPrefix(sname, "#"); ok {
 		if n, err := strconv.Atoi(id); err == nil {
-			for _, s := range b.Servers {
+			for _, s := range b.Servers() {
 				if s.ID == n {
 					return b, s, nil
 				}
@@ -410,9 +410,9 @@ func writeServersState(w io.Writer, p *proxy.Proxy, only *proxy.Backend, started
 		if only != nil && bs.ID != only.ID {
 			continue
 		}
-		b := p.Backends[bi]
 		for i := range bs.Servers {
-			ss, s := &bs.Servers[i], b.Servers[i]
+			ss := &bs.Servers[i]
+			s := ss.Server
 			host, port, err := net.SplitHostPort(ss.Addr)
 			if err != nil {
 				host, port = ss.Addr, "0"
@@ -450,10 +450,14 @@ func writeServersState(w io.Writer, p *proxy.Proxy, only *proxy.Backend, started
 				agentAddr = "-"
 			}
 			since := int64(snap.Taken.Sub(ss.LastChange) / time.Second)
-			fmt.Fprintf(w, "%d %s %d %s %s %d %d %d %d %d %d %d %d %d %d 0 0 - %s - 0 %d %s %s %d\n",
+			forced := 0
+			if ss.ForcedID {
+				forced = 1 // srv_f_forced_id: `id` on an added server
+			}
+			fmt.Fprintf(w, "%d %s %d %s %s %d %d %d %d %d %d %d %d %d %d 0 %d - %s - 0 %d %s %s %d\n",
 				bs.ID, bs.Name, ss.ID, ss.Name, host, op, admin, ss.UserWeight, ss.InitialWeight,
 				max(since, 0), hs.CheckStatus, hs.CheckResult, hs.CheckHealth, hs.CheckState, hs.AgentState,
-				port, hs.CheckPort, checkAddr, agentAddr, hs.AgentPort)
+				forced, port, hs.CheckPort, checkAddr, agentAddr, hs.AgentPort)
 		}
 	}
 }
@@ -472,7 +476,7 @@ func showServersConn(c *Context, args []string) error {
 		if only != nil && b != only {
 			continue
 		}
-		for _, s := range b.Servers {
+		for _, s := range b.Servers() {
 			host, port, err := net.SplitHostPort(s.Addr())
 			if err != nil {
 				host, port = s.Addr(), "0"

@@ -57,7 +57,7 @@ func New(p *proxy.Proxy, log zerolog.Logger) (*Checker, error) {
 	c := &Checker{Clock: realClock{}, Jitter: 0.05, Rand: rand.Int64N, log: log, probes: map[*Server]probeSet{}}
 	for _, b := range p.Backends {
 		bc := b.Conf
-		for _, s := range b.Servers {
+		for _, s := range b.Servers() {
 			sc := s.Conf
 			if !sc.Check && sc.Agent == nil {
 				if sc.Observe != "" {

@@ -17,7 +17,7 @@ func Inherit(p, old *proxy.Proxy) {
 		if ob == nil {
 			continue
 		}
-		for _, s := range b.Servers {
+		for _, s := range b.Servers() {
 			os := ob.Server(s.Name)
 			if os == nil {
 				continue
