@@ -299,6 +299,12 @@ func (f *fileSection) model(c *checker) *Config {
 				ErrorLimit: *srv.ErrorLimit,
 				OnError:    *srv.OnError,
 
+				Inter:     optDuration(srv.Inter),
+				FastInter: optDuration(srv.FastInter),
+				DownInter: optDuration(srv.DownInter),
+				Rise:      optInt(srv.Rise),
+				Fall:      optInt(srv.Fall),
+
 				PoolMaxConn:    *srv.PoolMaxConn,
 				PoolLowConn:    *srv.PoolLowConn,
 				PoolPurgeDelay: srv.PoolPurgeDelay.Std(),

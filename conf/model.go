@@ -205,6 +205,11 @@ type Server struct {
 	ErrorLimit int    // observe: consecutive errors that trigger OnError
 	OnError    string // fastinter | fail-check | sudden-death | mark-down
 
+	// The server's own check timings, HAProxy's server keywords: 0 means
+	// the backend's [backend.check] value (CheckTimes).
+	Inter, FastInter, DownInter time.Duration
+	Rise, Fall                  int
+
 	PoolMaxConn    int           // idle connections kept, -1 = no limit
 	PoolLowConn    int           // idle connections a purge leaves
 	PoolPurgeDelay time.Duration // 0 = never purged

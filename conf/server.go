@@ -30,6 +30,32 @@ type serverParams struct {
 	// without checks is always considered up. Default false.
 	Check *bool `toml:"check"`
 
+	// Inter is this server's own interval between two health checks while
+	// it is up, as HAProxy's server keyword: it replaces the backend's
+	// [backend.check] inter, and is this server's fastinter and downinter
+	// unless they are set too. "0s" means the backend's. Default "0s".
+	Inter *Duration `toml:"inter"`
+
+	// FastInter is this server's own interval between two health checks
+	// while its health is changing, as HAProxy's server keyword. "0s"
+	// means its inter if set, else the backend's fastinter. Default "0s".
+	FastInter *Duration `toml:"fastinter"`
+
+	// DownInter is this server's own interval between two health checks
+	// while it is down, as HAProxy's server keyword. "0s" means its inter
+	// if set, else the backend's downinter. Default "0s".
+	DownInter *Duration `toml:"downinter"`
+
+	// Rise is this server's own count of consecutive passing checks that
+	// bring it up, as HAProxy's server keyword. 0 means the backend's
+	// [backend.check] rise. Default 0.
+	Rise *int `toml:"rise"`
+
+	// Fall is this server's own count of consecutive failing checks that
+	// take it down, as HAProxy's server keyword. 0 means the backend's
+	// [backend.check] fall. Default 0.
+	Fall *int `toml:"fall"`
+
 	// Backup makes the server a backup: it gets traffic only when no active
 	// server of the backend is usable. Default false.
 	Backup *bool `toml:"backup"`
@@ -158,6 +184,11 @@ func (sp *serverParams) setDefaults() {
 	orDefault(&sp.MaxQueue, 0)
 	orDefault(&sp.MinConn, 0)
 	orDefault(&sp.Check, false)
+	orDefault(&sp.Inter, 0)
+	orDefault(&sp.FastInter, 0)
+	orDefault(&sp.DownInter, 0)
+	orDefault(&sp.Rise, 0)
+	orDefault(&sp.Fall, 0)
 	orDefault(&sp.Backup, false)
 	orDefault(&sp.Slowstart, 0)
 	orDefault(&sp.Disabled, false)
@@ -190,6 +221,8 @@ func (sp *serverParams) validate(s scope) {
 	nonNegative(s.at("maxconn"), sp.MaxConn)
 	nonNegative(s.at("maxqueue"), sp.MaxQueue)
 	nonNegative(s.at("minconn"), sp.MinConn)
+	nonNegative(s.at("rise"), sp.Rise)
+	nonNegative(s.at("fall"), sp.Fall)
 	if sp.Agent != nil {
 		sp.Agent.validate(s.at("agent"))
 	}
@@ -234,6 +267,11 @@ func (srv *serverSection) setDefaults(ds *serverParams) {
 	inherit(&sp.MaxQueue, ds.MaxQueue)
 	inherit(&sp.MinConn, ds.MinConn)
 	inherit(&sp.Check, ds.Check)
+	inherit(&sp.Inter, ds.Inter)
+	inherit(&sp.FastInter, ds.FastInter)
+	inherit(&sp.DownInter, ds.DownInter)
+	inherit(&sp.Rise, ds.Rise)
+	inherit(&sp.Fall, ds.Fall)
 	inherit(&sp.Backup, ds.Backup)
 	inherit(&sp.Slowstart, ds.Slowstart)
 	inherit(&sp.Disabled, ds.Disabled)
