@@ -104,9 +104,8 @@ func (b *Backend) publishLocked(list []*Server) {
 }
 
 // newServer returns the server of sc in b with id and slot, not yet
-// published, at its configured weight: in MAINT when sc is disabled. A
-// server with health checks starts DOWN when added at runtime (dynamic):
-// it takes traffic only once its checks pass (proxy/check).
+// published, at its configured weight: in MAINT when sc is disabled.
+// dynamic says it is not in the configuration file.
 func (b *Backend) newServer(sc *conf.Server, id, slot int, dynamic bool, now time.Time) *Server {
 	s := &Server{Name: sc.Name, ID: id, Backend: b, Conf: sc, InitialWeight: sc.Weight, dynamic: dynamic}
 	addr := sc.Address
@@ -114,9 +113,6 @@ func (b *Backend) newServer(sc *conf.Server, id, slot int, dynamic bool, now tim
 	s.UserWeight.Store(int32(sc.Weight))
 	if sc.Disabled {
 		s.admin.Store(int32(AdminMaint))
-	}
-	if dynamic && sc.Check {
-		s.op.Store(int32(OpDown))
 	}
 	s.lastChange.Store(now.UnixNano())
 	s.lb.Index = slot
@@ -169,7 +165,7 @@ func (e *IDInUseError) Error() string {
 // The server's checks are started by the proxy's ServerWatcher, if one is
 // installed (proxy/check's Checker), after it is published.
 func (p *Proxy) AddServer(b *Backend, sc *conf.Server, id int) (*Server, error) {
-	s, err := b.addServer(sc, id, true, p.fds, time.Now())
+	s, err := b.addServer(sc, addOpts{id: id, dynamic: true, fresh: true, fds: p.fds, now: time.Now()})
 	if err != nil {
 		return nil, err
 	}
@@ -179,11 +175,21 @@ func (p *Proxy) AddServer(b *Backend, sc *conf.Server, id int) (*Server, error) 
 	return s, nil
 }
 
-// addServer adds the server of sc to b: see AddServer. dynamic says the
-// server is not in the configuration file (added at runtime, or carried
-// over a reload as such); fds is the process's descriptor budget, which
-// its idle connections count in.
-func (b *Backend) addServer(sc *conf.Server, id int, dynamic bool, fds http1.Budget, now time.Time) (*Server, error) {
+// addOpts are addServer's settings.
+type addOpts struct {
+	id int // the server's id, 0 for the next one
+	// dynamic: the server is not in the configuration file (added at
+	// runtime, or carried over a reload or a restart as such). fresh: it
+	// is added by an operator now, not carried: with health checks it
+	// starts DOWN and takes traffic only once they pass (proxy/check).
+	dynamic, fresh bool
+	fds            http1.Budget // the process's descriptors, which its idle connections count in
+	now            time.Time
+}
+
+// addServer adds the server of sc to b: see AddServer.
+func (b *Backend) addServer(sc *conf.Server, o addOpts) (*Server, error) {
+	id, now := o.id, o.now
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	list := b.Servers()
@@ -209,9 +215,12 @@ func (b *Backend) addServer(sc *conf.Server, id int, dynamic bool, fds http1.Bud
 	if slot < 0 {
 		slot = len(slots)
 	}
-	s := b.newServer(sc, id, slot, dynamic, now)
+	s := b.newServer(sc, id, slot, o.dynamic, now)
 	s.forcedID = forced
-	s.up.Pool.SetBudget(fds)
+	if o.fresh && sc.Check {
+		s.op.Store(int32(OpDown))
+	}
+	s.up.Pool.SetBudget(o.fds)
 	b.queue.AddServer(slot, &s.lb.Queued)
 	i := sort.Search(len(list), func(i int) bool { return list[i].ID > id })
 	next := slices.Insert(slices.Clone(list), i, s)
@@ -331,6 +340,14 @@ func (p *Proxy) WatchServers(w ServerWatcher) ServerWatcher {
 	return *old
 }
 
+// UnwatchServers removes w if it is the proxy's ServerWatcher, and leaves
+// another one in place.
+func (p *Proxy) UnwatchServers(w ServerWatcher) {
+	if cur := p.watcher.Load(); cur != nil && *cur == w {
+		p.watcher.CompareAndSwap(cur, nil)
+	}
+}
+
 // carryDynamic adds to b, which replaces ob in a reload, every server ob
 // has that is not in the configuration file (added at runtime) and whose
 // name b's file does not define (the file wins): same configuration,
@@ -352,7 +369,7 @@ func (b *Backend) carryDynamic(ob *Backend, fds http1.Budget, now time.Time) {
 		if b.ServerByID(id) != nil {
 			id = 0
 		}
-		s, err := b.addServer(os.Conf, id, true, fds, now)
+		s, err := b.addServer(os.Conf, addOpts{id: id, dynamic: true, fds: fds, now: now})
 		if err != nil {
 			continue // cannot happen: the name and id were free
 		}
