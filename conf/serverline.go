@@ -85,7 +85,7 @@ var serverKeywords = []serverKeyword{
 	{name: "disabled", set: func(l *lineParse, _ string) error { l.s.Disabled = true; return nil }},
 	{name: "enabled", set: func(l *lineParse, _ string) error { l.s.Disabled = false; return nil }},
 	{name: "slowstart", arg: true, set: func(l *lineParse, v string) error {
-		d, err := parseHAProxyTime(v)
+		d, err := ParseHAProxyTime(v)
 		if err != nil {
 			return lineErr("unexpected character '%s' in 'slowstart' argument of server %s..", err.Error(), l.s.Name)
 		}
@@ -146,7 +146,7 @@ var serverKeywords = []serverKeyword{
 	{name: "pool-max-conn", arg: true, set: func(l *lineParse, v string) error { return setCount(&l.s.PoolMaxConn, "pool-max-conn", v, -1) }},
 	{name: "pool-low-conn", arg: true, set: func(l *lineParse, v string) error { return setCount(&l.s.PoolLowConn, "pool-low-conn", v, 0) }},
 	{name: "pool-purge-delay", arg: true, set: func(l *lineParse, v string) error {
-		d, err := parseHAProxyTime(v)
+		d, err := ParseHAProxyTime(v)
 		if err != nil {
 			return lineErr("unexpected character '%s' in argument to <pool-purge-delay>..", err.Error())
 		}
@@ -212,7 +212,7 @@ func setPositive(dst *int, kw, v string) error {
 
 // setInter sets *dst from v, a delay above 0 (HAProxy's time format).
 func setInter(dst *time.Duration, server, kw, v string) error {
-	d, err := parseHAProxyTime(v)
+	d, err := ParseHAProxyTime(v)
 	switch {
 	case err != nil:
 		return lineErr("unexpected character '%s' in '%s' argument of server %s..", err.Error(), kw, server)
@@ -223,10 +223,11 @@ func setInter(dst *time.Duration, server, kw, v string) error {
 	return nil
 }
 
-// parseHAProxyTime reads a delay as HAProxy's parse_time_err: digits, then
-// an optional unit us, ms, s, m, h or d (milliseconds without one). The
-// error's text is the first unexpected character.
-func parseHAProxyTime(v string) (time.Duration, error) {
+// ParseHAProxyTime reads a delay as HAProxy's parse_time_err: digits, then
+// an optional unit us, ms, s, m, h or d (milliseconds without one), as the
+// Runtime API's arguments and server lines write them. The error's text is
+// the first unexpected character ("" when v is empty).
+func ParseHAProxyTime(v string) (time.Duration, error) {
 	i := 0
 	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
 		i++
