@@ -401,6 +401,30 @@ func WriteServersState(w io.Writer, p *proxy.Proxy, started time.Time) error {
 	return bw.Flush()
 }
 
+// WriteStateFile writes p's state file (global state_file), which the
+// daemon writes at stop: WriteServersState's lines, then one comment line
+// per server added at runtime (proxy.AddedServerLine), which
+// proxy.LoadServerState reads to add it again. HAProxy reads such a file
+// too: it skips comments.
+func WriteStateFile(w io.Writer, p *proxy.Proxy, started time.Time) error {
+	bw := bufio.NewWriter(w)
+	writeServersState(bw, p, nil, started)
+	first := true
+	for _, b := range p.Backends {
+		for _, s := range b.Servers() {
+			if !s.Dynamic() {
+				continue
+			}
+			if first {
+				bw.WriteString("# servers added at runtime (fulcrum), as add server takes them:\n")
+				first = false
+			}
+			bw.WriteString(proxy.AddedServerLine(s) + "\n")
+		}
+	}
+	return bw.Flush()
+}
+
 // writeServersState is `show servers state [only]` written to w.
 func writeServersState(w io.Writer, p *proxy.Proxy, only *proxy.Backend, started time.Time) {
 	snap := p.Snapshot()
@@ -432,7 +456,7 @@ func writeServersState(w io.Writer, p *proxy.Proxy, only *proxy.Backend, started
 			case proxy.AdminMaint:
 				op = 0       // maintenance stops the server (SRV_ST_STOPPED)
 				admin = 0x01 // SRV_ADMF_FMAINT
-				if s.Conf.Disabled && ss.LastChange.Before(started) {
+				if s.Conf.Disabled && !s.Dynamic() && ss.LastChange.Before(started) {
 					admin |= 0x04 // SRV_ADMF_CMAINT: still `disabled` as configured
 				}
 			}
