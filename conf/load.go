@@ -279,6 +279,7 @@ func (f *fileSection) model(c *checker) *Config {
 			Cookie:            be.Cookie.model(),
 		}
 		b.HashKey, b.HashPreserveAffinity = *be.HashKey, *be.HashPreserveAffinity
+		b.DefaultServer = be.DefaultServer.defaultModel()
 		for j, srv := range be.Servers {
 			b.Servers = append(b.Servers, &Server{
 				Name:      srv.Name,

@@ -129,6 +129,10 @@ type Backend struct {
 	HashKey string
 	// HashPreserveAffinity is always | maxconn | maxqueue.
 	HashPreserveAffinity string
+
+	// DefaultServer is [backend.default_server] with its defaults: what a
+	// [[backend.server]] gets for the keys it does not set (Name "").
+	DefaultServer *Server
 }
 
 // StickTable is a stick table: a frontend's, a backend's or a [[table]].
