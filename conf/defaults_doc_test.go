@@ -76,6 +76,16 @@ func defaulted() map[string]any {
 			srv.setDefaults(serverDefaults())
 			return srv
 		}(),
+		"resolversSection": func() any {
+			r := &resolversSection{}
+			r.setDefaults()
+			return r
+		}(),
+		"serverTemplateSection": func() any {
+			st := &serverTemplateSection{}
+			st.serverParams.inherit(serverDefaults())
+			return st
+		}(),
 		"agentSection": func() any {
 			a := &agentSection{}
 			a.setDefaults()

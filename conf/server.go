@@ -174,6 +174,31 @@ type serverParams struct {
 	// client. Checks send one anyway when send_proxy or send_proxy_v2 is
 	// set. Default false.
 	CheckSendProxy *bool `toml:"check_send_proxy"`
+
+	// Resolvers names the [[resolvers]] that resolve the server's host name
+	// at runtime: its address follows the DNS answers (new connections go
+	// to the new address, those in flight finish on the old one). "" means
+	// the name is resolved when connecting, by the system. Default "".
+	Resolvers *string `toml:"resolvers"`
+
+	// ResolvePrefer is the address family a resolved server prefers when
+	// the name has both: "ipv4" or "ipv6". Default "ipv6", as HAProxy.
+	ResolvePrefer *string `toml:"resolve_prefer"`
+
+	// InitAddr is how a resolved server gets its address at start, the
+	// methods tried in order, separated by commas: "last" (the address in
+	// the state_file), "libc" (the system's resolver), "none" (start in
+	// MAINT (resolution) until DNS answers) or an IP address. "" means
+	// HAProxy's default, "last,libc", followed by "none" with resolvers.
+	// Default "".
+	InitAddr *string `toml:"init_addr"`
+
+	// ResolveOpts are HAProxy's resolve-opts, separated by commas:
+	// "allow-dup-ip" (servers resolving the same name may share an
+	// address), "prevent-dup-ip" (they may not; the default) and
+	// "ignore-weight" (SRV weights do not change the server's weight).
+	// Default "".
+	ResolveOpts *string `toml:"resolve_opts"`
 }
 
 // setDefaults gives every unset key of a [backend.default_server] its
@@ -212,6 +237,10 @@ func (sp *serverParams) setDefaults() {
 	orDefault(&sp.SendProxy, false)
 	orDefault(&sp.SendProxyV2, false)
 	orDefault(&sp.CheckSendProxy, false)
+	orDefault(&sp.Resolvers, "")
+	orDefault(&sp.ResolvePrefer, "ipv6")
+	orDefault(&sp.InitAddr, "")
+	orDefault(&sp.ResolveOpts, "")
 }
 
 // validate checks the values set in a [backend.default_server] or in the
@@ -235,6 +264,9 @@ func (sp *serverParams) validate(s scope) {
 	if sp.PoolPurgeDelay != nil && *sp.PoolPurgeDelay < 0 {
 		s.at("pool_purge_delay").errorf("must not be negative, got %q", sp.PoolPurgeDelay.String())
 	}
+	oneOf(s.at("resolve_prefer"), sp.ResolvePrefer, "ipv4", "ipv6")
+	checkInitAddr(s.at("init_addr"), sp.InitAddr)
+	checkResolveOpts(s.at("resolve_opts"), sp.ResolveOpts)
 }
 
 // serverSection is one [[backend.server]]: a server of the backend.
@@ -244,8 +276,9 @@ type serverSection struct {
 	// unique in its backend.
 	Name string `toml:"name"`
 
-	// Address is where the server listens, "host:port"; a host name is
-	// resolved once, at start. Required.
+	// Address is where the server listens, "host:port". A host name is
+	// resolved by the system when connecting, or at runtime by the
+	// server's resolvers. Required.
 	Address string `toml:"address"`
 
 	// Cookie is this server's value of the backend's persistence cookie.
@@ -261,7 +294,12 @@ type serverSection struct {
 // setDefaults gives every unset key of a server its value from the
 // backend's default_server, which must have had its own setDefaults.
 func (srv *serverSection) setDefaults(ds *serverParams) {
-	sp := &srv.serverParams
+	srv.serverParams.inherit(ds)
+}
+
+// inherit gives every unset key of sp its value from ds, a
+// default_server that had its own setDefaults.
+func (sp *serverParams) inherit(ds *serverParams) {
 	inherit(&sp.Weight, ds.Weight)
 	inherit(&sp.MaxConn, ds.MaxConn)
 	inherit(&sp.MaxQueue, ds.MaxQueue)
@@ -302,6 +340,10 @@ func (srv *serverSection) setDefaults(ds *serverParams) {
 		sp.ProxyV2Options = ds.ProxyV2Options
 	}
 	inherit(&sp.CheckSendProxy, ds.CheckSendProxy)
+	inherit(&sp.Resolvers, ds.Resolvers)
+	inherit(&sp.ResolvePrefer, ds.ResolvePrefer)
+	inherit(&sp.InitAddr, ds.InitAddr)
+	inherit(&sp.ResolveOpts, ds.ResolveOpts)
 }
 
 // validate checks the values set in one [[backend.server]].
@@ -309,6 +351,9 @@ func (srv *serverSection) validate(s scope) {
 	checkName(s.at("name"), srv.Name)
 	if required(s.at("address"), srv.Address) {
 		checkHostPort(s.at("address"), srv.Address, false)
+		if host, _ := serverHostPort(srv.Address); isSRVName(host) {
+			s.at("address").errorf("an SRV name needs a [[backend.server_template]], got %q", srv.Address)
+		}
 	}
 	srv.serverParams.validate(s)
 }
@@ -350,4 +395,43 @@ func (a *agentSection) model() *Agent {
 		return nil
 	}
 	return &Agent{Addr: a.Addr, Port: a.Port, Inter: a.Inter.Std(), Send: a.Send}
+}
+
+// server returns a server of the model named name with the parameters of
+// sp, which had its defaults: Address, Cookie and the DNS keys are the
+// caller's (resolution).
+func (sp *serverParams) server(name string, line int) *Server {
+	return &Server{
+		Name:      name,
+		Line:      line,
+		Weight:    *sp.Weight,
+		MaxConn:   *sp.MaxConn,
+		MaxQueue:  *sp.MaxQueue,
+		MinConn:   *sp.MinConn,
+		Backup:    *sp.Backup,
+		Disabled:  *sp.Disabled,
+		Slowstart: sp.Slowstart.Std(),
+
+		Check:      *sp.Check,
+		Agent:      sp.Agent.model(),
+		Observe:    *sp.Observe,
+		ErrorLimit: *sp.ErrorLimit,
+		OnError:    *sp.OnError,
+
+		Inter:     optDuration(sp.Inter),
+		FastInter: optDuration(sp.FastInter),
+		DownInter: optDuration(sp.DownInter),
+		Rise:      optInt(sp.Rise),
+		Fall:      optInt(sp.Fall),
+
+		PoolMaxConn:    *sp.PoolMaxConn,
+		PoolLowConn:    *sp.PoolLowConn,
+		PoolPurgeDelay: sp.PoolPurgeDelay.Std(),
+
+		SSL:            *sp.SSL,
+		CheckSSL:       *sp.SSL || *sp.CheckSSL,
+		SendProxy:      sp.sendProxy(),
+		ProxyV2Options: sp.ProxyV2Options,
+		CheckSendProxy: *sp.CheckSendProxy || *sp.SendProxy || *sp.SendProxyV2,
+	}
 }

@@ -21,6 +21,10 @@ type Proxy struct {
 	Conf      *conf.Config
 	Frontends []*Frontend
 	Backends  []*Backend
+	// Resolvers are the [[resolvers]] sections with their name servers'
+	// counters, which proxy/resolve keeps (resolution.go).
+	Resolvers []*Resolvers
+	fqdn      atomic.Pointer[FQDNChanger] // installed by proxy/resolve while it runs
 
 	log     zerolog.Logger
 	ctx     context.Context
@@ -77,6 +81,7 @@ func build(cfg *conf.Config, log zerolog.Logger, prev *Proxy) (*Proxy, error) {
 		p.Backends = append(p.Backends, b)
 		byName[b.Name] = b
 	}
+	p.Resolvers = newResolvers(cfg.Resolvers)
 	p.globalSlots.setMax(cfg.Global.MaxConn)
 	loaded := cfg.TLS
 	if loaded == nil {

@@ -115,6 +115,7 @@ func (b *Backend) newServer(sc *conf.Server, id, slot int, dynamic bool, now tim
 		s.admin.Store(int32(AdminMaint))
 	}
 	s.lastChange.Store(now.UnixNano())
+	s.initDNS() // resolution.go
 	s.lb.Index = slot
 	s.lb.Name = sc.Name
 	s.up.Pool.Configure(sc.PoolMaxConn, sc.PoolLowConn, sc.PoolPurgeDelay)

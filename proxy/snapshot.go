@@ -166,6 +166,14 @@ type ServerSnapshot struct {
 	// HealthState is what `show servers state` prints for the checks,
 	// filled whether or not checks are enabled.
 	HealthState ServerCheckState
+
+	// OperatorAdmin is the admin state set by the configuration or
+	// operators; Admin is MAINT also while DNS resolution holds the server
+	// (Resolution.Maint).
+	OperatorAdmin AdminState
+	// Resolution is the server's DNS resolution, nil for a server whose
+	// address does not come from DNS at runtime (resolution.go).
+	Resolution *ResolutionSnapshot
 }
 
 // ServerCheckState is the check part of a `show servers state` line
@@ -224,12 +232,15 @@ type AgentSnapshot struct {
 }
 
 // Status returns the server's status exactly as HAProxy's `show stat`
-// prints it (stats-csv.md section 3): MAINT; UP, "UP 1/3", "DRAIN (agent)",
+// prints it (stats-csv.md section 3): "MAINT (resolution)"; MAINT; UP, "UP 1/3", "DRAIN (agent)",
 // "DRAIN 2/3", DRAIN or "no check" while running; NOLB or "NOLB 1/3" while
 // soft-stopping; "DOWN (agent)", "DOWN 1/2" or DOWN while stopped. x/y is
 // health-rise+1 / fall going down, health / rise going up.
 func (s *ServerSnapshot) Status() string {
 	ck, ag := s.Check, s.Agent
+	if s.Resolution != nil && s.Resolution.Maint {
+		return "MAINT (resolution)" // whatever else holds it (stats.c)
+	}
 	if s.Admin == AdminMaint {
 		return "MAINT"
 	}
@@ -305,6 +316,7 @@ func (p *Proxy) Snapshot() *Snapshot {
 			ss.ConfMaxConn = s.MaxConn()
 			ss.Qcur, ss.Qmax = s.lb.Queued.Load(), b.queue.Max(s.lb.Index)
 			ss.QtimeMax = s.Counters.qtimeMax.Load()
+			ss.OperatorAdmin, ss.Resolution = s.OperatorAdmin(), s.resolutionSnapshot()
 			if s.Op() == OpUp && s.Admin() != AdminMaint {
 				if ss.Backup {
 					bs.BackupUp++

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -61,6 +62,18 @@ type StateResult struct {
 	// does not read.
 	Added, NotAdded int
 	Checks          []SavedChecks
+	// DNS are the saved addresses of the servers whose address comes from
+	// DNS, for proxy/resolve's init_addr "last".
+	DNS []SavedDNS
+}
+
+// SavedDNS is the DNS part of a server-state line: srv_addr, srv_fqdn and
+// srv_port, for a server whose address comes from DNS.
+type SavedDNS struct {
+	Server *Server
+	Addr   netip.Addr // srv_addr; the zero value for "-"
+	FQDN   string     // srv_fqdn ("" for "-"): a template slot's SRV target
+	Port   int        // srv_port
 }
 
 // SavedChecks is the check part of a server-state line, in HAProxy's
@@ -92,6 +105,7 @@ func (p *Proxy) LoadServerState(r io.Reader) (StateResult, error) {
 		admin, op      int
 		uweight, iwght int
 		checks         SavedChecks
+		dns            SavedDNS
 	}
 	var res StateResult
 	var lines []line
@@ -173,6 +187,16 @@ func (p *Proxy) LoadServerState(r io.Reader) (StateResult, error) {
 		if id, err := num("srv_id"); err == nil {
 			ids[l.be+"/"+l.srv] = id
 		}
+		// The DNS fields are optional: only init_addr "last" reads them.
+		if v, err := get("srv_addr"); err == nil {
+			l.dns.Addr, _ = netip.ParseAddr(v)
+		}
+		if v, err := get("srv_fqdn"); err == nil && v != "-" {
+			l.dns.FQDN = v
+		}
+		if v, err := num("srv_port"); err == nil {
+			l.dns.Port = v
+		}
 		lines = append(lines, l)
 	}
 	if err := sc.Err(); err != nil {
@@ -211,7 +235,12 @@ func (p *Proxy) LoadServerState(r io.Reader) (StateResult, error) {
 		}
 		// The checks' verdict, for a server still checked and not in
 		// maintenance (where the file says stopped whatever the checks).
-		if (s.Conf.Check || s.Conf.Agent != nil) && s.Admin() != AdminMaint {
+		if s.DNS() != nil {
+			l.dns.Server = s
+			res.DNS = append(res.DNS, l.dns)
+		}
+		// (Maintenance by resolution is decided later, by init_addr.)
+		if (s.Conf.Check || s.Conf.Agent != nil) && s.OperatorAdmin() != AdminMaint {
 			switch l.op {
 			case 0: // SRV_ST_STOPPED
 				b.SetOp(s, OpDown)

@@ -27,5 +27,6 @@ func init() {
 		peersCommands,      // peers.go: show peers
 		dynServerCommands,  // dynserver.go: add server, del server, wait
 		configDiffCommands, // configdiff.go: show config-diff
+		resolversCommands,  // resolvers.go: show resolvers
 	)
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -302,12 +303,27 @@ func setServerState(c *Context, b *proxy.Backend, s *proxy.Server, args []string
 	return nil
 }
 
-// setServerFQDN answers as HAProxy without resolvers: fulcrum has none.
+// setServerFQDN is `set server <b>/<s> fqdn <name>`: a server resolved by
+// DNS resolves name from now on (proxy/resolve), with HAProxy's replies
+// (server.c srv_update_fqdn, "FDQN" as it spells it).
 func setServerFQDN(c *Context, b *proxy.Backend, s *proxy.Server, args []string) error {
-	if arg(args, 0) == "" {
+	name := arg(args, 0)
+	if name == "" {
 		return reply("set server <b>/<s> fqdn requires a FQDN.")
 	}
-	return reply("set server <b>/<s> fqdn failed because no resolution is configured.")
+	old, err := c.Proxy.SetFQDN(s, name)
+	switch {
+	case errors.Is(err, proxy.ErrNoResolution):
+		return reply("set server <b>/<s> fqdn failed because no resolution is configured.")
+	case errors.Is(err, proxy.ErrSRVResolution):
+		return reply("set server <b>/<s> fqdn failed because SRV resolution is configured.")
+	case errors.Is(err, proxy.ErrInvalidFQDN):
+		return reply("invalid fqdn '" + name + "' by 'stats socket command'")
+	case old == name:
+		return reply("no need to change the FDQN by 'stats socket command'")
+	}
+	c.Changed().Str("server", fullName(b, s)).Str("fqdn", name).Str("previous_fqdn", old).Msg("server FQDN changed")
+	return reply(fmt.Sprintf("%s/%s changed its FQDN from %s to %s by 'stats socket command'", b.Name, s.Name, old, name))
 }
 
 // setServerSSL answers as HAProxy for a server without SSL settings:
@@ -437,10 +453,7 @@ func writeServersState(w io.Writer, p *proxy.Proxy, only *proxy.Backend, started
 		for i := range bs.Servers {
 			ss := &bs.Servers[i]
 			s := ss.Server
-			host, port, err := net.SplitHostPort(ss.Addr)
-			if err != nil {
-				host, port = ss.Addr, "0"
-			}
+			host, port := ss.HostPort()
 			hs := ss.HealthState
 			op := 2 // SRV_ST_RUNNING
 			switch ss.Op {
@@ -449,21 +462,39 @@ func writeServersState(w io.Writer, p *proxy.Proxy, only *proxy.Backend, started
 			case proxy.OpStopping:
 				op = 3
 			}
+			if ss.Admin == proxy.AdminMaint {
+				op = 0 // maintenance stops the server (SRV_ST_STOPPED)
+			}
 			admin := 0
-			switch ss.Admin {
+			switch ss.OperatorAdmin {
 			case proxy.AdminDrain:
 				admin = 0x08 // SRV_ADMF_FDRAIN
 			case proxy.AdminMaint:
-				op = 0       // maintenance stops the server (SRV_ST_STOPPED)
 				admin = 0x01 // SRV_ADMF_FMAINT
 				if s.Conf.Disabled && !s.Dynamic() && ss.LastChange.Before(started) {
 					admin |= 0x04 // SRV_ADMF_CMAINT: still `disabled` as configured
 				}
 			}
+			fqdn, srvrecord := "-", "-"
+			if r := ss.Resolution; r != nil {
+				if r.Maint {
+					admin |= 0x20 // SRV_ADMF_RMAINT
+				}
+				if r.FQDNSet {
+					admin |= 0x40 // SRV_ADMF_HMAINT: an SRV record named it (2.6 keeps the bit)
+				}
+				if r.FQDN != "" {
+					fqdn = r.FQDN
+				}
+				if r.SRV != "" {
+					srvrecord = r.SRV
+				}
+			}
 			checkAddr := "-"
 			if r := s.CheckReporter(); r == nil {
-				// No check state yet: the counter is rise, 0 when stopped.
-				if op == 0 {
+				// No check state yet: the counter is rise, 0 when stopped
+				// or once stopped by DNS resolution (nothing raises it).
+				if op == 0 || ss.Resolution != nil && ss.Resolution.Stopped {
 					hs.CheckHealth = 0
 				}
 			} else if a := check.Of(s).Info().CheckAddr; a != "" {
@@ -478,10 +509,10 @@ func writeServersState(w io.Writer, p *proxy.Proxy, only *proxy.Backend, started
 			if ss.ForcedID {
 				forced = 1 // srv_f_forced_id: `id` on an added server
 			}
-			fmt.Fprintf(w, "%d %s %d %s %s %d %d %d %d %d %d %d %d %d %d 0 %d - %s - 0 %d %s %s %d\n",
+			fmt.Fprintf(w, "%d %s %d %s %s %d %d %d %d %d %d %d %d %d %d 0 %d %s %s %s 0 %d %s %s %d\n",
 				bs.ID, bs.Name, ss.ID, ss.Name, host, op, admin, ss.UserWeight, ss.InitialWeight,
 				max(since, 0), hs.CheckStatus, hs.CheckResult, hs.CheckHealth, hs.CheckState, hs.AgentState,
-				forced, port, hs.CheckPort, checkAddr, agentAddr, hs.AgentPort)
+				forced, fqdn, port, srvrecord, hs.CheckPort, checkAddr, agentAddr, hs.AgentPort)
 		}
 	}
 }
