@@ -349,7 +349,7 @@ func lastOpt(v string, opt, opposite string) bool {
 // resolution fills the DNS keys of a server of the model from its
 // parameters and the name it resolves (host, "" for an IP address).
 func (sp *serverParams) resolution(m *Server, host string, port int) {
-	m.Resolvers = *sp.Resolvers
+	m.Resolvers, m.Port = *sp.Resolvers, port
 	m.ResolvePrefer = *sp.ResolvePrefer
 	m.InitAddr = parseInitAddr(*sp.InitAddr, m.Resolvers != "")
 	m.AllowDupIP = lastOpt(*sp.ResolveOpts, "allow-dup-ip", "prevent-dup-ip")
@@ -361,7 +361,6 @@ func (sp *serverParams) resolution(m *Server, host string, port int) {
 		return // an address: nothing to resolve, as HAProxy
 	}
 	m.FQDN = strings.ToLower(strings.TrimSuffix(host, "."))
-	m.Port = port
 }
 
 // serverHostPort splits a server address "host:port" (checked).
