@@ -25,7 +25,7 @@ func TestResolversModel(t *testing.T) {
 	}
 	r := cfg.Resolvers[0]
 	want := &Resolvers{Name: "dns", Line: 6,
-		Nameservers: []Nameserver{{"127.0.0.1:5353", "127.0.0.1:5353"}, {"[::1]:53", "[::1]:53"}, {"10.0.0.2", "10.0.0.2:53"}},
+		Nameservers:         []Nameserver{{"127.0.0.1:5353", "127.0.0.1:5353"}, {"[::1]:53", "[::1]:53"}, {"10.0.0.2", "10.0.0.2:53"}},
 		AcceptedPayloadSize: 8192, ResolveRetries: 2, TimeoutResolve: 500 * time.Millisecond, TimeoutRetry: 300 * time.Millisecond,
 		HoldValid: time.Second, HoldObsolete: 2 * time.Second, HoldNX: 3 * time.Second, HoldTimeout: 3 * time.Second,
 		HoldRefused: 3 * time.Second, HoldOther: 3 * time.Second}
