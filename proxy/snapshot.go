@@ -232,10 +232,11 @@ type AgentSnapshot struct {
 }
 
 // Status returns the server's status exactly as HAProxy's `show stat`
-// prints it (stats-csv.md section 3): "MAINT (resolution)"; MAINT; UP, "UP 1/3", "DRAIN (agent)",
-// "DRAIN 2/3", DRAIN or "no check" while running; NOLB or "NOLB 1/3" while
-// soft-stopping; "DOWN (agent)", "DOWN 1/2" or DOWN while stopped. x/y is
-// health-rise+1 / fall going down, health / rise going up.
+// prints it (stats-csv.md section 3): "MAINT (resolution)" while DNS gives
+// it no address (whatever else holds it, as HAProxy); MAINT; UP, "UP 1/3",
+// "DRAIN (agent)", "DRAIN 2/3", DRAIN or "no check" while running; NOLB or
+// "NOLB 1/3" while soft-stopping; "DOWN (agent)", "DOWN 1/2" or DOWN while
+// stopped. x/y is health-rise+1 / fall going down, health / rise going up.
 func (s *ServerSnapshot) Status() string {
 	ck, ag := s.Check, s.Agent
 	if s.Resolution != nil && s.Resolution.Maint {

@@ -258,6 +258,22 @@ address = "127.0.0.1:18081"
 	dm.Stop()
 	expect("name server down, past hold timeout", "show servers state", 2, all...)
 	checkStatus(t, e, "name server down", 3)
+
+	// set server fqdn, as the capture ends: HAProxy's replies, and h1
+	// then resolves a2.svc.test (with the 0x40 admin bit, as HAProxy's).
+	dm.Start()
+	for _, cmd := range []string{"set server be_host/h1 fqdn a2.svc.test", "set server be_srv/srv1 fqdn a1.svc.test",
+		"set server be_host/plain fqdn a2.svc.test", "set server be_host/h1 fqdn"} {
+		if got, want := e.run(t, LevelAdmin, cmd), captured(t, cmd, 0); got != want {
+			t.Errorf("%s: got %q, HAProxy 2.6: %q", cmd, got, want)
+		}
+	}
+	if got, want := e.run(t, LevelAdmin, "set server be_host/h1 fqdn a2.svc.test"), "no need to change the FDQN by 'stats socket command'\n\n"; got != want {
+		t.Errorf("same fqdn: got %q, want %q", got, want)
+	}
+	waitFor(t, 10*time.Second, "h1 on a2's address", func() bool {
+		return strings.Contains(e.run(t, LevelUser, "show servers state be_host"), " h1 127.0.0.2 2 64 ")
+	})
 }
 
 // checkStatus compares fulcrum's `show stat` status column with the n-th

@@ -426,7 +426,7 @@ func (m *Manager) SetFQDN(s *proxy.Server, fqdn string) (string, error) {
 	r := sec.linkHost(sv, name)
 	sv.fqdn, sv.fqdnSet = name, true
 	sv.mark("")
-	if r.status == statusValid {
+	if r.fresh(time.Now()) {
 		held := map[heldKey]int{}
 		for _, h := range r.hosts {
 			if h.ipItem != nil {

@@ -184,6 +184,13 @@ func maintReason(st status) string {
 	return "unspecified DNS error"
 }
 
+// fresh reports whether r's last answer was valid and is younger than
+// hold_valid: a server that starts resolving r's name takes it at once
+// (HAProxy's resolution cache) instead of waiting for the next query.
+func (r *resolution) fresh(now time.Time) bool {
+	return r.status == statusValid && now.Sub(r.lastValid) < r.sec.conf.HoldValid
+}
+
 // holding reports whether an error of status st at now is still covered
 // by r's last valid answer: nothing changes then.
 func (r *resolution) holding(st status, now time.Time) bool {
@@ -448,7 +455,7 @@ func (t *template) take(sv *server, it *srvItem) {
 		return
 	}
 	hr := sv.sec.linkHost(sv, it.target)
-	if hr.status == statusValid {
+	if hr.fresh(time.Now()) {
 		hr.pickIP(sv, map[heldKey]int{}, -1)
 	}
 }
