@@ -216,7 +216,7 @@ func (m *Manager) Init(saved []proxy.SavedDNS, prev *proxy.Proxy) error {
 	for _, sd := range saved {
 		bySrv[sd.Server] = sd
 	}
-	libc := map[string][]netip.Addr{}
+	libc := m.prefetch(bySrv, prev)
 	now := time.Now()
 	var errs []string
 	for _, sv := range m.servers {
@@ -239,6 +239,48 @@ func (m *Manager) Init(saved []proxy.SavedDNS, prev *proxy.Proxy) error {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// prefetch runs init_addr's "libc" lookups Init will need, at once for
+// every name (a slow or dead system resolver costs one timeout, not one
+// per name): those of servers not inherited from prev whose methods reach
+// "libc" before one that cannot fail.
+func (m *Manager) prefetch(saved map[*proxy.Server]proxy.SavedDNS, prev *proxy.Proxy) map[string][]netip.Addr {
+	names := map[string]bool{}
+	for _, sv := range m.servers {
+		if sv.tmpl != nil || sv.inherits(prev) {
+			continue
+		}
+	methods:
+		for _, method := range sv.s.Conf.InitAddr {
+			switch method {
+			case "last":
+				if sd, ok := saved[sv.s]; ok && sd.Addr.IsValid() {
+					break methods
+				}
+			case "libc":
+				names[sv.s.Conf.FQDN] = true
+				break methods
+			default: // none, an address
+				break methods
+			}
+		}
+	}
+	out := make(map[string][]netip.Addr, len(names))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ips, _ := m.lookup(m.ctx, name)
+			mu.Lock()
+			out[name] = ips
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // init is Init for one server. sv.sec.mu is held.
@@ -303,20 +345,33 @@ func (sv *server) init(saved map[*proxy.Server]proxy.SavedDNS, prev *proxy.Proxy
 		sv.b.Name, sv.s.Name, sc.FQDN, strings.Join(sc.InitAddr, ","))
 }
 
+// previous returns prev's server of the same backend and name as sv,
+// resolving the same name with the same resolvers, or nil.
+func (sv *server) previous(prev *proxy.Proxy) *proxy.Server {
+	if prev == nil {
+		return nil
+	}
+	ob := prev.Backend(sv.b.Name)
+	if ob == nil {
+		return nil
+	}
+	os := ob.Server(sv.s.Name)
+	if os == nil || os.DNS() == nil || os.Conf.FQDN != sv.s.Conf.FQDN || os.Conf.Resolvers != sv.s.Conf.Resolvers {
+		return nil
+	}
+	return os
+}
+
+// inherits reports whether sv takes its state from prev (inherit).
+func (sv *server) inherits(prev *proxy.Proxy) bool { return sv.previous(prev) != nil }
+
 // inherit copies, at a reload, what prev's server of the same backend and
 // name, resolving the same name, was given: its address and, for a
 // template slot, its record (which the slot waits for first). It reports
 // whether there was such a server.
 func (sv *server) inherit(prev *proxy.Proxy, now time.Time) bool {
-	if prev == nil {
-		return false
-	}
-	ob := prev.Backend(sv.b.Name)
-	if ob == nil {
-		return false
-	}
-	os := ob.Server(sv.s.Name)
-	if os == nil || os.DNS() == nil || os.Conf.FQDN != sv.s.Conf.FQDN || os.Conf.Resolvers != sv.s.Conf.Resolvers {
+	os := sv.previous(prev)
+	if os == nil {
 		return false
 	}
 	info := os.DNS()
