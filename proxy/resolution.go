@@ -7,7 +7,10 @@ package proxy
 // SRV_ADMF_RMAINT, server_parse_weight_change_request):
 //
 //   - the address: new connections use it at once; connections in flight
-//     finish where they are, and are not pooled again afterwards;
+//     finish where they are, and are not pooled again afterwards. A server
+//     that loses its address (MAINT (resolution)) keeps the last one to
+//     dial: a request picked just before connects there rather than
+//     failing; show servers state and show stat show no address;
 //   - maintenance by resolution, "MAINT (resolution)" in show stat, kept
 //     apart from the admin state operators set: an operator's MAINT or
 //     DRAIN stays when DNS brings a server back, and a READY set by an
@@ -44,6 +47,9 @@ type DNSInfo struct {
 	// FQDNSet is HAProxy's SRV_ADMF_HMAINT: set once an SRV record gave
 	// the server its name and, as in HAProxy 2.6, never cleared.
 	FQDNSet bool
+	// NoAddr is set while DNS gives the server no address: it is shown
+	// without one ("-"), though it keeps the last one to dial.
+	NoAddr bool
 	// Stopped is set once the server entered MAINT (resolution), never
 	// cleared: HAProxy resets the check counter of a server entering
 	// maintenance, and without checks nothing raises it again
@@ -85,9 +91,9 @@ func (s *Server) initDNS() {
 	if sc.Resolvers == "" || sc.FQDN == "" {
 		return
 	}
-	info := &DNSInfo{FQDN: sc.FQDN, Port: sc.Port}
+	info := &DNSInfo{FQDN: sc.FQDN, Port: sc.Port, NoAddr: true}
 	if sc.IsSRV() {
-		info = &DNSInfo{SRV: sc.FQDN}
+		info = &DNSInfo{SRV: sc.FQDN, NoAddr: true}
 	}
 	s.dns.Store(info)
 	none := ""
@@ -132,9 +138,10 @@ func (s *Server) setAddrLocked(addr string) (old string) {
 // ApplyDNS applies the new state of some of b's servers from one DNS
 // answer, in one step: addresses, maintenance by resolution and SRV
 // weights change under b's lock, and the usable set is rebuilt once. A
-// server leaving maintenance starts its slowstart, as one leaving MAINT.
+// server leaving maintenance starts its slowstart, as one leaving MAINT;
+// one losing its address keeps the last to dial (see the file comment).
 // It logs each address change and each maintenance change, in HAProxy's
-// words, and returns how many servers changed address.
+// words, and returns how many servers got an address.
 //
 // Called by proxy/resolve, never on the request path. Lock order: the
 // caller's own locks, then b.mu.
@@ -147,19 +154,17 @@ func (b *Backend) ApplyDNS(updates []DNSUpdate) (moved int) {
 	for i := range updates {
 		u := &updates[i]
 		s := u.Server
-		addr := ""
+		cur := s.dns.Load()
 		if u.Addr.IsValid() {
-			addr = u.Addr.String()
-		}
-		if old := s.setAddrLocked(addr); old != addr {
-			if addr != "" {
+			addr := u.Addr.String()
+			if old := s.setAddrLocked(addr); old != addr || cur == nil || cur.NoAddr {
 				moved++
 				b.log.Warn().Str("backend", b.Name).Str("server", s.Name).Str("addr", addr).Str("previous_addr", old).
-					Msgf("%s/%s changed its IP from %s to %s by %s", b.Name, s.Name, hostOrNone(old), u.Addr.Addr(), u.Reason)
+					Msgf("%s/%s changed its IP from %s to %s by %s", b.Name, s.Name, hostOrNone(old, cur), u.Addr.Addr(), u.Reason)
 			}
 		}
 		info := u.Info
-		cur := s.dns.Load()
+		info.NoAddr = !u.Addr.IsValid()
 		info.Stopped = u.Maint || cur != nil && cur.Stopped
 		if cur == nil || *cur != info {
 			s.dns.Store(&info)
@@ -219,9 +224,9 @@ func (b *Backend) ApplyDNS(updates []DNSUpdate) (moved int) {
 }
 
 // hostOrNone is the host of addr as HAProxy logs a previous address,
-// "(none)" when there was none.
-func hostOrNone(addr string) string {
-	if host, _, err := net.SplitHostPort(addr); err == nil {
+// "(none)" when there was none (or DNS had taken it away: info).
+func hostOrNone(addr string, info *DNSInfo) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil && (info == nil || !info.NoAddr) {
 		return host
 	}
 	return "(none)"

@@ -45,8 +45,13 @@ func TestApplyDNS(t *testing.T) {
 	}
 	b.SetAdmin(s2, AdminMaint)
 	b.ApplyDNS([]DNSUpdate{{Server: s1, Info: info, Maint: true, Weight: -1, Reason: "DNS NX status"}, {Server: s2, Addr: ap, Info: info, Weight: -1}})
-	if s1.Addr() != "" || status(0) != "MAINT (resolution)" || status(1) != "MAINT" || b.usable.Load() != 0 {
-		t.Fatalf("emptied: addr %q, statuses %q %q, usable %d", s1.Addr(), status(0), status(1), b.usable.Load())
+	if status(0) != "MAINT (resolution)" || status(1) != "MAINT" || b.usable.Load() != 0 {
+		t.Fatalf("emptied: statuses %q %q, usable %d", status(0), status(1), b.usable.Load())
+	}
+	// Shown without an address, it keeps the last to dial: a request
+	// picked just before connects there.
+	if ss := p.Snapshot().Backends[0].Servers[0]; ss.Addr != "" || s1.Addr() != "127.0.0.1:8080" {
+		t.Fatalf("emptied: shown %q, dials %q", ss.Addr, s1.Addr())
 	}
 	if ss := p.Snapshot().Backends[0].Servers[0]; ss.OperatorAdmin != AdminReady || ss.Admin != AdminMaint || !ss.Resolution.Stopped {
 		t.Errorf("snapshot: operator %v, admin %v, %+v", ss.OperatorAdmin, ss.Admin, ss.Resolution)

@@ -318,6 +318,9 @@ func (p *Proxy) Snapshot() *Snapshot {
 			ss.Qcur, ss.Qmax = s.lb.Queued.Load(), b.queue.Max(s.lb.Index)
 			ss.QtimeMax = s.Counters.qtimeMax.Load()
 			ss.OperatorAdmin, ss.Resolution = s.OperatorAdmin(), s.resolutionSnapshot()
+			if ss.Resolution != nil && ss.Resolution.NoAddr {
+				ss.Addr = "" // shown without one; it keeps the last to dial
+			}
 			if s.Op() == OpUp && s.Admin() != AdminMaint {
 				if ss.Backup {
 					bs.BackupUp++

@@ -165,7 +165,7 @@ timeout_resolve = "50ms"
 timeout_retry = "100ms"
 hold_obsolete = "300ms"
 hold_nx = "300ms"
-hold_timeout = "1s"
+hold_timeout = "2s"
 hold_refused = "300ms"
 hold_other = "300ms"
 

@@ -88,7 +88,7 @@ accepted_payload_size = 4096
 timeout_resolve = "50ms"
 timeout_retry = "200ms"
 hold_obsolete = "300ms"
-hold_timeout = "10s"
+hold_timeout = "60s"
 
 [[frontend]]
 name = "fe"
@@ -231,7 +231,7 @@ func TestDiscoverySRV(t *testing.T) {
 	d := startDiscovery(t, 5, 4, func(ups map[string]*upstream) []string {
 		return []string{srvHost(ups["a1"], "a1.svc.test", 256), srvHost(ups["a2"], "a2.svc.test", 512), srvHost(ups["a3"], "a3.svc.test", 768)}
 	})
-	waitFor(t, 5*time.Second, "three slots filled", func() bool { return d.filled("a1 a2 a3") })
+	waitFor(t, 15*time.Second, "three slots filled", func() bool { return d.filled("a1 a2 a3") })
 
 	// Weights 256, 512, 768 map to 1, 2, 3: roundrobin sends exactly
 	// 100, 200 and 300 of 600 requests.
@@ -251,15 +251,25 @@ func TestDiscoverySRV(t *testing.T) {
 	d.ups["a3"].delay.Store(int64(50 * time.Millisecond))
 	stop := make(chan struct{})
 	wait := d.load(8, stop)
-	waitFor(t, 5*time.Second, "requests on a3", func() bool { return d.ups["a3"].hits.Load() > 320 })
+	waitFor(t, 15*time.Second, "requests on a3", func() bool { return d.ups["a3"].hits.Load() > 320 })
 	d.dns.SetSRV(srvHost(d.ups["a1"], "a1.svc.test", 256), srvHost(d.ups["a2"], "a2.svc.test", 512))
-	waitFor(t, 5*time.Second, "a3's slot emptied", func() bool { return d.filled("a1 a2") })
+	waitFor(t, 15*time.Second, "a3's slot emptied", func() bool { return d.filled("a1 a2") })
+	// Requests picked for a3 before its slot emptied finish there; then
+	// a3 gets no more.
+	waitFor(t, 15*time.Second, "a3's requests in flight to finish", func() bool {
+		for _, ss := range d.p.Snapshot().Backends[0].Servers {
+			if ss.Resolution.Maint && ss.Scur > 0 {
+				return false
+			}
+		}
+		return true
+	})
 	emptied := d.ups["a3"].hits.Load()
 	// Two records appear: they fill the free slots and take traffic.
 	d.dns.SetSRV(srvHost(d.ups["a1"], "a1.svc.test", 256), srvHost(d.ups["a2"], "a2.svc.test", 512),
 		srvHost(d.ups["a4"], "a4.svc.test", 256), srvHost(d.ups["a5"], "a5.svc.test", 256))
-	waitFor(t, 5*time.Second, "a4 and a5 in slots", func() bool { return d.filled("a1 a2 a4 a5") })
-	waitFor(t, 5*time.Second, "traffic on a4 and a5", func() bool { return d.ups["a4"].hits.Load() > 0 && d.ups["a5"].hits.Load() > 0 })
+	waitFor(t, 15*time.Second, "a4 and a5 in slots", func() bool { return d.filled("a1 a2 a4 a5") })
+	waitFor(t, 15*time.Second, "traffic on a4 and a5", func() bool { return d.ups["a4"].hits.Load() > 0 && d.ups["a5"].hits.Load() > 0 })
 	close(stop)
 	hits, failures := wait()
 	if len(failures) > 0 {
@@ -277,7 +287,7 @@ func TestDiscoveryNameserverDown(t *testing.T) {
 	d := startDiscovery(t, 2, 2, func(ups map[string]*upstream) []string {
 		return []string{srvHost(ups["a1"], "a1.svc.test", 1), srvHost(ups["a2"], "a2.svc.test", 1)}
 	})
-	waitFor(t, 5*time.Second, "two slots filled", func() bool { return d.filled("a1 a2") })
+	waitFor(t, 15*time.Second, "two slots filled", func() bool { return d.filled("a1 a2") })
 	sent := func() int64 { return d.p.Resolvers[0].Nameservers[0].Counters.Sent.Load() }
 	d.dns.Stop()
 	// Several resolutions fail (timeout_retry 200ms, 3 tries): the slots
@@ -357,7 +367,7 @@ init_addr = "none"
 	}()
 	s := p.Backend("web").Server("app")
 	want1 := fmt.Sprintf("127.0.0.1:%d", u1.port())
-	waitFor(t, 5*time.Second, "the first address", func() bool { return s.Addr() == want1 })
+	waitFor(t, 15*time.Second, "the first address", func() bool { return s.Addr() == want1 })
 	client := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
 	defer client.Transport.(*http.Transport).CloseIdleConnections()
 	front := "http://" + p.Frontends[0].Addrs()[0].String() + "/"
@@ -387,9 +397,9 @@ init_addr = "none"
 		b, _ := io.ReadAll(resp.Body)
 		inflight <- string(b)
 	}()
-	waitFor(t, 5*time.Second, "the request in flight", func() bool { return u1.hits.Load() == 2 })
+	waitFor(t, 15*time.Second, "the request in flight", func() bool { return u1.hits.Load() == 2 })
 	dm.SetHosts("127.0.0.2 app.test")
-	waitFor(t, 5*time.Second, "the new address", func() bool { return s.Addr() == fmt.Sprintf("127.0.0.2:%d", u1.port()) })
+	waitFor(t, 15*time.Second, "the new address", func() bool { return s.Addr() == fmt.Sprintf("127.0.0.2:%d", u1.port()) })
 	for i := range 5 {
 		if got := get(); got != "two" {
 			t.Fatalf("after the change, request %d: got %q, want two (pooled connections to the old address must not serve)", i, got)
@@ -459,7 +469,7 @@ init_addr = "none"
 		p.Shutdown(ctx)
 	}()
 	ns := &p.Resolvers[0].Nameservers[0].Counters
-	waitFor(t, 5*time.Second, "failed resolutions", func() bool { return ns.Sent.Load()+ns.SndError.Load() >= 6 })
+	waitFor(t, 15*time.Second, "failed resolutions", func() bool { return ns.Sent.Load()+ns.SndError.Load() >= 6 })
 	for _, ss := range p.Snapshot().Backends[0].Servers {
 		if got := ss.Status(); got != "MAINT (resolution)" || ss.Addr != "" {
 			t.Errorf("%s: status %q, address %q; want MAINT (resolution) without address", ss.Name, got, ss.Addr)

@@ -101,8 +101,11 @@ func checkInvariants(t *testing.T, p *proxy.Proxy) {
 		addrs := map[string]string{}
 		for _, s := range b.Servers() {
 			addr, info := s.Addr(), s.DNS()
-			if (addr == "") != s.ResolutionMaint() {
-				t.Fatalf("%s/%s: address %q with resolution maint %v", b.Name, s.Name, addr, s.ResolutionMaint())
+			if info.NoAddr != s.ResolutionMaint() {
+				t.Fatalf("%s/%s: no address %v with resolution maint %v", b.Name, s.Name, info.NoAddr, s.ResolutionMaint())
+			}
+			if info.NoAddr {
+				addr = ""
 			}
 			if w := s.UserWeight.Load(); w < 0 || w > 256 {
 				t.Fatalf("%s/%s: weight %d", b.Name, s.Name, w)

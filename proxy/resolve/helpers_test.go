@@ -90,7 +90,7 @@ func addrAnswer(ips ...string) outcome {
 // "MAINT" when in maintenance by resolution, user weight and DNS name.
 func state(s *proxy.Server) string {
 	addr := s.Addr()
-	if addr == "" {
+	if info := s.DNS(); addr == "" || info != nil && info.NoAddr {
 		addr = "-"
 	}
 	m := "UP"

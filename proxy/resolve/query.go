@@ -97,7 +97,6 @@ func (sec *section) ask(ctx context.Context, name string, qt uint16) (o outcome,
 			sent++
 		}
 	}
-	deadline := time.Now().Add(sec.conf.TimeoutRetry)
 	timer := time.NewTimer(sec.conf.TimeoutRetry)
 	defer timer.Stop()
 	o = outcome{status: statusTimeout}
@@ -125,10 +124,11 @@ func (sec *section) ask(ctx context.Context, name string, qt uint16) (o outcome,
 			if k == kTruncated && !r.tcp {
 				// fulcrum goes beyond HAProxy 2.6 here, which counts a
 				// truncated answer as an error: ask the same name server
-				// over TCP, within the same deadline.
+				// over TCP, a new query with its own timeout_retry.
 				ns.c.Truncated.Add(1)
 				sec.m.wg.Add(1)
-				go ns.exchangeTCP(sec, q, deadline)
+				go ns.exchangeTCP(sec, q, time.Now().Add(sec.conf.TimeoutRetry))
+				timer.Reset(sec.conf.TimeoutRetry)
 				continue
 			}
 			waiting[r.ns] = false

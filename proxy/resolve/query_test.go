@@ -64,29 +64,30 @@ func TestQueryEdgeCases(t *testing.T) {
 		records  int
 		counters []string // per name server
 		udp, tcp int      // queries the first server saw
+		retry    string   // timeout_retry, 100ms when empty
 	}{
 		{"truncated over UDP, asked again over TCP", []func(dns.ResponseWriter, *dns.Msg, bool){records(srvZone(120), 1)}, 512,
-			"_http._tcp.svc.test", dns.TypeSRV, statusValid, 120, []string{"sent=1 valid=1 truncated=1"}, 1, 1},
+			"_http._tcp.svc.test", dns.TypeSRV, statusValid, 120, []string{"sent=1 valid=1 truncated=1"}, 1, 1, "5s"},
 		{"a large accepted payload size needs no TCP", []func(dns.ResponseWriter, *dns.Msg, bool){records(srvZone(120), 1)}, 16384,
-			"_http._tcp.svc.test", dns.TypeSRV, statusValid, 120, []string{"sent=1 valid=1"}, 1, 0},
+			"_http._tcp.svc.test", dns.TypeSRV, statusValid, 120, []string{"sent=1 valid=1"}, 1, 0, "5s"},
 		{"NXDOMAIN: both families, twice", []func(dns.ResponseWriter, *dns.Msg, bool){rcode(dns.RcodeNameError)}, 512,
-			"nope.test", dns.TypeA, statusNX, 0, []string{"sent=4 nx=4"}, 4, 0},
+			"nope.test", dns.TypeA, statusNX, 0, []string{"sent=4 nx=4"}, 4, 0, ""},
 		{"NXDOMAIN for SRV: no family fallback", []func(dns.ResponseWriter, *dns.Msg, bool){rcode(dns.RcodeNameError)}, 512,
-			"_x._tcp.test", dns.TypeSRV, statusNX, 0, []string{"sent=2 nx=2"}, 2, 0},
+			"_x._tcp.test", dns.TypeSRV, statusNX, 0, []string{"sent=2 nx=2"}, 2, 0, ""},
 		{"REFUSED", []func(dns.ResponseWriter, *dns.Msg, bool){rcode(dns.RcodeRefused)}, 512,
-			"web.test", dns.TypeA, statusRefused, 0, []string{"sent=4 refused=4"}, 4, 0},
+			"web.test", dns.TypeA, statusRefused, 0, []string{"sent=4 refused=4"}, 4, 0, ""},
 		{"SERVFAIL", []func(dns.ResponseWriter, *dns.Msg, bool){rcode(dns.RcodeServerFailure)}, 512,
-			"web.test", dns.TypeA, statusOther, 0, []string{"sent=4 other=4"}, 4, 0},
+			"web.test", dns.TypeA, statusOther, 0, []string{"sent=4 other=4"}, 4, 0, ""},
 		{"AAAA empty, A answers", []func(dns.ResponseWriter, *dns.Msg, bool){records(srvZone(0), 1)}, 512,
-			"web.test", dns.TypeAAAA, statusValid, 1, []string{"sent=2 valid=1 any_err=1"}, 2, 0},
+			"web.test", dns.TypeAAAA, statusValid, 1, []string{"sent=2 valid=1 any_err=1"}, 2, 0, ""},
 		{"no answer at all", []func(dns.ResponseWriter, *dns.Msg, bool){silent}, 512,
-			"web.test", dns.TypeA, statusTimeout, 0, []string{"sent=2 timeout=2"}, 2, 0},
+			"web.test", dns.TypeA, statusTimeout, 0, []string{"sent=2 timeout=2"}, 2, 0, ""},
 		{"one name server silent, the other valid", []func(dns.ResponseWriter, *dns.Msg, bool){silent, records(srvZone(0), 1)}, 512,
-			"web.test", dns.TypeA, statusValid, 1, []string{"sent=1", "sent=1 valid=1"}, 1, 0},
+			"web.test", dns.TypeA, statusValid, 1, []string{"sent=1", "sent=1 valid=1"}, 1, 0, ""},
 		{"NXDOMAIN from one, valid from the slower other", []func(dns.ResponseWriter, *dns.Msg, bool){rcode(dns.RcodeNameError), late(20*time.Millisecond, records(srvZone(0), 1))}, 512,
-			"web.test", dns.TypeA, statusValid, 1, []string{"sent=1 nx=1", "sent=1 valid=1"}, 1, 0},
+			"web.test", dns.TypeA, statusValid, 1, []string{"sent=1 nx=1", "sent=1 valid=1"}, 1, 0, ""},
 		{"too big for the accepted payload size", []func(dns.ResponseWriter, *dns.Msg, bool){tooBig}, 512,
-			"web.test", dns.TypeA, statusTimeout, 0, []string{"sent=2 timeout=2 too_big=2"}, 2, 0},
+			"web.test", dns.TypeA, statusTimeout, 0, []string{"sent=2 timeout=2 too_big=2"}, 2, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,7 +98,11 @@ func TestQueryEdgeCases(t *testing.T) {
 				servers = append(servers, d)
 				addrs = append(addrs, d.addr)
 			}
-			p := loadProxy(t, resolversConf(addrs...)+fmt.Sprintf("accepted_payload_size = %d\n", tt.payload))
+			cfg := resolversConf(addrs...) + fmt.Sprintf("accepted_payload_size = %d\n", tt.payload)
+			if tt.retry != "" {
+				cfg = strings.Replace(cfg, `timeout_retry = "100ms"`, fmt.Sprintf("timeout_retry = %q", tt.retry), 1)
+			}
+			p := loadProxy(t, cfg)
 			m := New(p, zerolog.Nop())
 			defer m.Stop()
 			o := m.sections[0].resolve(context.Background(), tt.qname, tt.qtype)

@@ -265,7 +265,7 @@ init_addr = "none"
 			for i, s := range p.Backend("b").Servers() {
 				want := tt.want[i]
 				got := s.Addr()
-				if got == "" {
+				if s.DNS().NoAddr {
 					got = "-"
 				}
 				if got != want {
@@ -364,10 +364,10 @@ init_addr = "`+tt.initAddr+`"
 			}
 			s := proxyServer(t, p, "b/s1")
 			got := s.Addr() + " UP"
-			if s.Addr() == "" {
+			if s.DNS().NoAddr {
 				got = "- MAINT"
 			}
-			if got != tt.want || s.ResolutionMaint() != (s.Addr() == "") {
+			if got != tt.want || s.ResolutionMaint() != s.DNS().NoAddr {
 				t.Errorf("got %q (resolution maint %v), want %q", got, s.ResolutionMaint(), tt.want)
 			}
 		})
