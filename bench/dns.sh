@@ -12,8 +12,10 @@
 # "changing" (a loop swaps 127.0.0.3 and 127.0.0.4 in the hosts file and
 # SIGHUPs dnsmasq every CHANGE_MS: each swap empties one slot and fills
 # another, so that one server changes address and its idle connections are
-# closed). It prints req/s of every run, the address changes fulcrum
-# logged during each changing run, and the ratio of the medians.
+# closed). It prints req/s and fulcrum's CPU time per request of every run
+# (utime+stime from /proc, less sensitive to other work on a shared
+# machine than req/s), the address changes fulcrum logged during each
+# changing run, and the ratios of the medians.
 #
 # Environment knobs (defaults): ROUNDS=3 DUR=10 CONNS=64 THREADS=1
 #   CHANGE_MS=100 FULCRUM=./bin/fulcrum BUILD=0 FUL_PORT=8380 UP_PORT=9301
@@ -176,37 +178,51 @@ changer() { # swaps the third address every CHANGE_MS until killed
   done
 }
 
-run_wrk() { # label -> req/s
-  local out rps
+HZ=$(getconf CLK_TCK)
+cpu_ticks() { # utime+stime of one process, all its threads
+  local s; s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
+  s=${s##*) }
+  # shellcheck disable=SC2086
+  set -- $s # $12 utime $13 stime
+  echo $(( ${12} + ${13} ))
+}
+run_wrk() { # label -> "req/s cpu_us_per_request"
+  local out rps n t0 t1
+  t0=$(cpu_ticks "$FUL_PID")
   out=$(timeout $((DUR + 30)) wrk -t"$THREADS" -c"$CONNS" -d"${DUR}s" "http://127.0.0.1:$FUL_PORT/" 2>&1)
+  t1=$(cpu_ticks "$FUL_PID")
   echo "$out" > "$D/wrk-$1.txt"
   rps=$(echo "$out" | awk '/^Requests\/sec:/ {print $2}')
+  n=$(echo "$out" | awk '/requests in/ {print $1}')
   if echo "$out" | grep -q 'Non-2xx\|Socket errors'; then log "$1: $(echo "$out" | grep 'Non-2xx\|Socket errors')"; fi
-  echo "${rps:-0}"
+  awk -v r="${rps:-0}" -v n="${n:-0}" -v t=$((t1 - t0)) -v hz="$HZ" 'BEGIN { printf "%s %.1f\n", r, (n > 0) ? 1e6 * t / hz / n : 0 }'
 }
 
 log "warm-up"; timeout 10 wrk -t1 -c"$CONNS" -d2s "http://127.0.0.1:$FUL_PORT/" > /dev/null 2>&1
-STEADY=(); CHANGING=()
+STEADY=(); CHANGING=(); STEADY_CPU=(); CHANGING_CPU=()
 for r in $(seq "$ROUNDS"); do
   for mode in $( [ $((r % 2)) = 1 ] && echo "steady changing" || echo "changing steady" ); do
     hosts_a; kill -HUP "$DNSMASQ_PID"; sleep 0.5
     if [ "$mode" = changing ]; then
       before=$(changes)
       changer & CHANGER=$!
-      rps=$(run_wrk "changing-$r")
+      set -- $(run_wrk "changing-$r")
       kill "$CHANGER" 2>/dev/null; wait "$CHANGER" 2>/dev/null; CHANGER=""
       n=$(( $(changes) - before ))
-      CHANGING+=("$rps")
-      log "round $r changing: $rps req/s, $n address changes applied"
+      CHANGING+=("$1"); CHANGING_CPU+=("$2")
+      log "round $r changing: $1 req/s, fulcrum CPU $2 us/request, $n address changes applied"
     else
-      rps=$(run_wrk "steady-$r")
-      STEADY+=("$rps")
-      log "round $r steady:   $rps req/s"
+      set -- $(run_wrk "steady-$r")
+      STEADY+=("$1"); STEADY_CPU+=("$2")
+      log "round $r steady:   $1 req/s, fulcrum CPU $2 us/request"
     fi
   done
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 ms=$(median "${STEADY[@]}"); mc=$(median "${CHANGING[@]}")
 ratio=$(awk -v s="$ms" -v c="$mc" 'BEGIN { printf "%.1f", (s > 0) ? 100 * c / s : 0 }')
-echo "steady median:   $ms req/s (${STEADY[*]})"
-echo "changing median: $mc req/s (${CHANGING[*]}) = ${ratio}% of steady"
+cs=$(median "${STEADY_CPU[@]}"); cc=$(median "${CHANGING_CPU[@]}")
+cratio=$(awk -v s="$cs" -v c="$cc" 'BEGIN { printf "%.1f", (s > 0) ? 100 * c / s : 0 }')
+echo "steady median:   $ms req/s (${STEADY[*]}), fulcrum CPU $cs us/request (${STEADY_CPU[*]})"
+echo "changing median: $mc req/s (${CHANGING[*]}) = ${ratio}% of steady; fulcrum CPU $cc us/request (${CHANGING_CPU[*]}) = ${cratio}% of steady"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (the machine's other work weighs on req/s; CPU per request does not depend on it as much)"
