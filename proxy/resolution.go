@@ -138,8 +138,10 @@ func (s *Server) setAddrLocked(addr string) (old string) {
 // ApplyDNS applies the new state of some of b's servers from one DNS
 // answer, in one step: addresses, maintenance by resolution and SRV
 // weights change under b's lock, and the usable set is rebuilt once. A
-// server leaving maintenance starts its slowstart, as one leaving MAINT;
-// one losing its address keeps the last to dial (see the file comment).
+// server leaving maintenance starts its slowstart, as one leaving MAINT,
+// and one entering it hands its queue to the others (redispatch), as
+// SetAdmin; one losing its address keeps the last to dial (see the file
+// comment).
 // It logs each address change and each maintenance change, in HAProxy's
 // words, and returns how many servers got an address.
 //
@@ -172,6 +174,7 @@ func (b *Backend) ApplyDNS(updates []DNSUpdate) (moved int) {
 		if u.Weight >= 0 && u.Weight <= 256 && int(s.UserWeight.Load()) != u.Weight &&
 			(b.dynamic || u.Weight == 0 || u.Weight == s.InitialWeight) {
 			s.UserWeight.Store(int32(u.Weight))
+			s.bal.frozen = false // recomputed from the new weight, as SetWeight
 			rebuild = true
 		}
 		if s.rmaint.Load() == u.Maint {
@@ -184,8 +187,11 @@ func (b *Backend) ApplyDNS(updates []DNSUpdate) (moved int) {
 			entering = append(entering, s)
 			continue
 		}
-		if s.OperatorAdmin() != AdminMaint && s.Conf.Slowstart > 0 {
-			s.bal.rampStart = now
+		if s.OperatorAdmin() != AdminMaint {
+			s.bal.frozen = false // as SetAdmin leaving MAINT
+			if s.Conf.Slowstart > 0 {
+				s.bal.rampStart = now
+			}
 		}
 		leaving = append(leaving, s)
 	}
@@ -193,6 +199,7 @@ func (b *Backend) ApplyDNS(updates []DNSUpdate) (moved int) {
 		b.rebuildLocked()
 	}
 	for _, s := range entering {
+		b.redistribute(s) // its queue goes to the others, as SetAdmin's
 		s.up.Pool.CloseAll()
 		act, bck := b.ServersUp()
 		reason := ""
