@@ -51,7 +51,7 @@ func TestHundredSRV(t *testing.T) {
 	for step, base := range []int{10000, 20000} {
 		apply(r, hundredSRV(base), t0.Add(time.Duration(step)*time.Second))
 		ports := map[int]bool{}
-		for i, s := range p.Backend("web").Servers {
+		for i, s := range p.Backend("web").Servers() {
 			info := s.DNS()
 			if s.ResolutionMaint() || info.Port < base || info.Port >= base+100 || ports[info.Port] {
 				t.Fatalf("step %d: slot %d: %s port %d", step, i, state(s), info.Port)
