@@ -45,6 +45,9 @@ type serverKeyword struct {
 	arg    bool
 	set    func(l *lineParse, v string) error
 	notYet bool
+	// notDynamic: a keyword of configured servers only, refused on a
+	// server line in HAProxy 2.6's words.
+	notDynamic bool
 }
 
 // lineParse is a server line being parsed.
@@ -159,6 +162,13 @@ var serverKeywords = []serverKeyword{
 	{name: "alpn", arg: true, notYet: true},
 	{name: "send-proxy", notYet: true},
 	{name: "send-proxy-v2", notYet: true},
+	// DNS resolution is the configuration's alone ([[resolvers]], server
+	// templates): HAProxy 2.6 refuses its keywords on a dynamic server.
+	{name: "resolvers", arg: true, notDynamic: true},
+	{name: "init-addr", arg: true, notDynamic: true},
+	{name: "resolve-prefer", arg: true, notDynamic: true},
+	{name: "resolve-opts", arg: true, notDynamic: true},
+	{name: "resolve-net", arg: true, notDynamic: true},
 }
 
 // missingValue is the reply for a keyword without its value, in HAProxy's
@@ -280,6 +290,9 @@ func ParseServerLine(name string, args []string) (*Server, ServerLine, error) {
 		}
 		if kw.notYet {
 			return nil, l.line, lineErr("'%s' option is not supported yet.", kw.name)
+		}
+		if kw.notDynamic {
+			return nil, l.line, lineErr("'%s' option is not accepted for dynamic server", kw.name)
 		}
 		v := ""
 		if kw.arg {

@@ -156,6 +156,9 @@ func (b *Backend) ApplyDNS(updates []DNSUpdate) (moved int) {
 	for i := range updates {
 		u := &updates[i]
 		s := u.Server
+		if s.Gone() {
+			continue // deleted meanwhile (`del server`): nothing to change
+		}
 		cur := s.dns.Load()
 		if u.Addr.IsValid() {
 			addr := u.Addr.String()

@@ -149,12 +149,48 @@ func (sec *section) flush() {
 // handle applies outcome o of resolution r at now to its servers, then
 // to the proxy.
 func (r *resolution) handle(o outcome, now time.Time) {
+	r.prune()
 	if r.qtype == dns.TypeSRV {
 		r.handleSRV(o, now)
 	} else {
 		r.handleHost(o, now)
 	}
 	r.sec.flush()
+}
+
+// prune forgets r's servers deleted at runtime (`del server`, any server
+// may be deleted, template slots included): a deleted host is no longer
+// resolved, a deleted slot lets go of its record, which goes to a free
+// slot of the same template at this answer. Servers are never added to a
+// resolution at runtime (`add server` takes no resolvers, as HAProxy
+// 2.6's), so the set only shrinks.
+func (r *resolution) prune() {
+	kept := r.hosts[:0]
+	for _, sv := range r.hosts {
+		if sv.s.Gone() {
+			sv.host, sv.ipItem = nil, nil
+			continue
+		}
+		kept = append(kept, sv)
+	}
+	clear(r.hosts[len(kept):])
+	r.hosts = kept
+	for _, t := range r.tmpls {
+		slots := t.slots[:0]
+		for _, sv := range t.slots {
+			if !sv.s.Gone() {
+				slots = append(slots, sv)
+				continue
+			}
+			if sv.srvItem != nil {
+				delete(t.byItem, sv.srvItem)
+				sv.srvItem = nil
+			}
+			sv.sec.unlinkHost(sv)
+		}
+		clear(t.slots[len(slots):])
+		t.slots = slots
+	}
 }
 
 // hold returns the hold period of an error status.

@@ -373,3 +373,50 @@ init_addr = "`+tt.initAddr+`"
 		})
 	}
 }
+
+// TestDeletedSlot: a template slot deleted at runtime (`del server`,
+// MAINT first) lets go of its record, which fills a free slot of the
+// template at the next answer; the deleted server is never changed again
+// and the other slots keep theirs. Discovery and add/del server share one
+// server list: resolution only fills the slots that are still there.
+func TestDeletedSlot(t *testing.T) {
+	p, m := newSlots(t, "")
+	r := res(t, m, "_http._tcp.svc.test", dns.TypeSRV)
+	t0 := time.Now()
+	two := srvAnswer("a1.svc.test:18081:256:127.0.0.1", "a2.svc.test:18082:256:127.0.0.2")
+	apply(r, two, t0)
+	if got, want := states(p, "be_srv"), `srv1 127.0.0.1:18081 UP w1 a1.svc.test
+srv2 127.0.0.2:18082 UP w1 a2.svc.test
+srv3 - MAINT w1 -
+srv4 - MAINT w1 -`; got != want {
+		t.Fatalf("before: got\n%s\nwant\n%s", got, want)
+	}
+	b := p.Backend("be_srv")
+	srv1 := b.Server("srv1")
+	if err := p.DeleteServer(srv1); err != proxy.ErrServerNotMaint {
+		t.Fatalf("del server of a filled slot in READY: %v, want ErrServerNotMaint", err)
+	}
+	b.SetAdmin(srv1, proxy.AdminMaint)
+	if err := p.DeleteServer(srv1); err != nil {
+		t.Fatal(err)
+	}
+	apply(r, two, t0.Add(time.Second))
+	if got, want := states(p, "be_srv"), `srv2 127.0.0.2:18082 UP w1 a2.svc.test
+srv3 127.0.0.1:18081 UP w1 a1.svc.test
+srv4 - MAINT w1 -`; got != want {
+		t.Fatalf("after del server srv1: got\n%s\nwant\n%s", got, want)
+	}
+	if got, want := state(srv1), "127.0.0.1:18081 UP w1 a1.svc.test"; got != want {
+		t.Errorf("the deleted slot changed: %q, want %q", got, want)
+	}
+	// A record removed past hold obsolete empties only live slots.
+	apply(r, srvAnswer("a2.svc.test:18082:256:127.0.0.2"), t0.Add(4*time.Second))
+	if got, want := states(p, "be_srv"), `srv2 127.0.0.2:18082 UP w1 a2.svc.test
+srv3 - MAINT w1 -
+srv4 - MAINT w1 -`; got != want {
+		t.Fatalf("a1 gone: got\n%s\nwant\n%s", got, want)
+	}
+	if got, want := state(srv1), "127.0.0.1:18081 UP w1 a1.svc.test"; got != want {
+		t.Errorf("the deleted slot changed: %q, want %q", got, want)
+	}
+}

@@ -40,6 +40,8 @@ for c in \
 	"add server web/n24 127.0.0.1:1 on-error x" "add server web/n25 127.0.0.1:1 error-limit 0" \
 	"add server ch/n26 127.0.0.1:1 cookie abc" "add server web/b@d 127.0.0.1:1" \
 	"add server ch/n27 127.0.0.1:1 weight abc" \
+	"add server web/n28 127.0.0.1:1 resolvers dns" "add server web/n29 127.0.0.1:1 init-addr none" \
+	"add server web/n30 127.0.0.1:1 resolve-prefer ipv4" "add server web/n31 127.0.0.1:1 resolve-opts allow-dup-ip" \
 	"add server web/d1 127.0.0.1:18083 weight 10" "add server web/d2 127.0.0.1:18084 id 100 maxconn 5 backup" \
 	"add server web/d3 127.0.0.1:18085 id 100" "show servers state web" \
 	"del server" "del server web" "del server web/" "del server nobe/x" "del server web/nosuch" \
