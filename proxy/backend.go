@@ -35,10 +35,13 @@ type Backend struct {
 
 	// set is the servers (Servers, servers.go), replaced as a whole under
 	// mu. nextID is the id the next server added without one gets: one
-	// more than any the backend gave, so that none is reused; guarded by
+	// more than any the backend gave, so that none is reused; retired
+	// are the ids of deleted servers, which nextID skips when it reaches
+	// them (a deleted server's id forced above nextID); both guarded by
 	// mu.
-	set    atomic.Pointer[serverSet]
-	nextID int
+	set     atomic.Pointer[serverSet]
+	nextID  int
+	retired map[int]bool
 
 	mu       sync.Mutex
 	algo     lb.Algorithm

@@ -204,7 +204,7 @@ func (b *Backend) addServer(sc *conf.Server, o addOpts) (*Server, error) {
 	}
 	forced := id > 0
 	if !forced {
-		for b.ServerByID(b.nextID) != nil { // taken by a forced id
+		for b.ServerByID(b.nextID) != nil || b.retired[b.nextID] { // taken by a forced id, or was
 			b.nextID++
 		}
 		id = b.nextID
@@ -290,6 +290,10 @@ func (b *Backend) deleteServer(s *Server) error {
 		s.gone.Store(false) // a request got there first
 		return ErrServerBusy
 	}
+	if b.retired == nil {
+		b.retired = map[int]bool{}
+	}
+	b.retired[s.ID] = true // never given again by nextID
 	b.publishLocked(slices.Delete(slices.Clone(list), i, i+1))
 	b.rebuildLocked()
 	return nil
@@ -358,6 +362,12 @@ func (p *Proxy) UnwatchServers(w ServerWatcher) {
 func (b *Backend) carryDynamic(ob *Backend, fds http1.Budget, now time.Time) {
 	ob.mu.Lock()
 	b.nextID = max(b.nextID, ob.nextID)
+	for id := range ob.retired {
+		if b.retired == nil {
+			b.retired = map[int]bool{}
+		}
+		b.retired[id] = true
+	}
 	var carried []*Server
 	for _, os := range ob.Servers() {
 		if os.dynamic && b.Server(os.Name) == nil {

@@ -115,6 +115,23 @@ func TestAddDeleteServer(t *testing.T) {
 	if err := p.DeleteServer(s1); err != nil {
 		t.Fatalf("delete s1: %v", err)
 	}
+	// A deleted server's forced id above the numbering (f10's 10) is
+	// skipped when the numbering reaches it: 8, 9, then 11.
+	f10, _ := p.AddServer(b, dynServer("f10", 1, false), 10)
+	if err := p.DeleteServer(f10); err != nil {
+		t.Fatal(err)
+	}
+	var ids []int
+	for _, name := range []string{"a", "b", "c"} {
+		s, err := p.AddServer(b, dynServer(name, 1, false), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	if !slices.Equal(ids, []int{8, 9, 11}) {
+		t.Fatalf("ids after a deleted forced 10: %v, want [8 9 11]", ids)
+	}
 }
 
 // TestDeleteServerWithQueue: a server whose own queue holds a request is
