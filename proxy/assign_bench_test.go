@@ -42,6 +42,41 @@ func BenchmarkBackendAssign(b *testing.B) {
 				bk.unassign(s)
 			}
 		})
+		// The same pick while another goroutine adds a server, enables
+		// it, puts it in MAINT and deletes it, without pause: the set the
+		// picks see changes all the time (copy on write).
+		b.Run(bc.name+"/n=1000/churn", func(b *testing.B) {
+			p := proxyOf(bk)
+			stop, done := make(chan struct{}), make(chan int)
+			go func() {
+				n := 0
+				for {
+					select {
+					case <-stop:
+						done <- n
+						return
+					default:
+					}
+					s, err := p.AddServer(bk, dynServer("churn", 2, true), 0)
+					if err != nil {
+						panic(err)
+					}
+					bk.SetAdmin(s, AdminMaint)
+					for p.DeleteServer(s) != nil { // a pick still holds it
+					}
+					n++
+				}
+			}()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				s := bk.assign(reqs[i&1023], nil, now)
+				bk.unassign(s)
+			}
+			b.StopTimer()
+			close(stop)
+			b.ReportMetric(float64(<-done), "changes")
+		})
 		b.Run(bc.name+"/n=1000/parallel", func(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
