@@ -318,6 +318,10 @@ func ParseServerLine(name string, args []string) (*Server, ServerLine, error) {
 	if l.s.MinConn > l.s.MaxConn && l.s.MaxConn > 0 {
 		l.s.MinConn = l.s.MaxConn // HAProxy's srv_minmax_conn_apply
 	}
+	// The DNS keys as the file gives a server without resolvers, so that
+	// an added server's model is the one its written-back table loads as.
+	_, l.s.Port = serverHostPort(l.s.Address)
+	l.s.ResolvePrefer, l.s.InitAddr = "ipv6", parseInitAddr("", false)
 	return l.s, l.line, nil
 }
 

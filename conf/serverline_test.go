@@ -17,6 +17,9 @@ func TestParseServerLine(t *testing.T) {
 		if f != nil {
 			f(s)
 		}
+		// The DNS keys of a server without resolvers, as the file's.
+		_, s.Port = serverHostPort(s.Address)
+		s.ResolvePrefer, s.InitAddr = "ipv6", []string{"last", "libc"}
 		return s
 	}
 	cases := []struct {
