@@ -68,6 +68,10 @@ func WriteConfigDiff(w io.Writer, p *proxy.Proxy) {
 		}
 		for _, sc := range cb.Servers {
 			s := running[sc.Name]
+			if sc.Template != "" {
+				writeSlotChanges(&out, s, sc, at(sc.Line))
+				continue
+			}
 			if s == nil || s.Dynamic() {
 				fmt.Fprintf(&out, "\n# server %q%s: deleted at runtime; remove its [[backend.server]] table\n", sc.Name, at(sc.Line))
 				continue
@@ -125,7 +129,7 @@ func serverChanges(s *proxy.Server, sc *conf.Server) (keys []conf.TOMLKey, comme
 		keys = append(keys, conf.TOMLKey{Key: k, Value: v})
 		comments[k] = "file: " + was
 	}
-	if a := s.Addr(); a != sc.Address {
+	if a := s.Addr(); a != sc.Address && s.DNS() == nil { // DNS's address is not the operator's
 		add("address", conf.TOMLString(a), conf.TOMLString(sc.Address))
 	}
 	if w := int(s.UserWeight.Load()); w != sc.Weight {
@@ -134,7 +138,7 @@ func serverChanges(s *proxy.Server, sc *conf.Server) (keys []conf.TOMLKey, comme
 	if m := s.MaxConn(); m != sc.MaxConn {
 		add("maxconn", strconv.Itoa(m), strconv.Itoa(sc.MaxConn))
 	}
-	switch a := s.Admin(); {
+	switch a := s.OperatorAdmin(); { // MAINT (resolution) is DNS's, not the operator's
 	case a == proxy.AdminMaint && !sc.Disabled:
 		add("disabled", "true", "false (MAINT set at runtime)")
 	case a != proxy.AdminMaint && sc.Disabled:
@@ -144,4 +148,28 @@ func serverChanges(s *proxy.Server, sc *conf.Server) (keys []conf.TOMLKey, comme
 		notes = append(notes, "in DRAIN: the file has no key for it (weight = 0 keeps only persistent clients)")
 	}
 	return keys, comments, notes
+}
+
+// writeSlotChanges writes what an operator changed at runtime on a slot
+// of a [[backend.server_template]] (sc; s the running server, nil once
+// deleted): a template has no per-slot key, so these are comments. What
+// DNS changed (address, port, SRV weight, MAINT (resolution)) is not an
+// operator's change and is not written.
+func writeSlotChanges(out *strings.Builder, s *proxy.Server, sc *conf.Server, at string) {
+	if s == nil || s.Dynamic() {
+		fmt.Fprintf(out, "\n# server %q%s: slot of server_template %q, deleted at runtime; the template makes it again at a reload\n",
+			sc.Name, at, sc.Template)
+		return
+	}
+	var set string
+	switch a := s.OperatorAdmin(); {
+	case a == proxy.AdminMaint && !sc.Disabled, a == proxy.AdminDrain:
+		set = a.String()
+	case a != proxy.AdminMaint && sc.Disabled:
+		set = a.String()
+	}
+	if set != "" {
+		fmt.Fprintf(out, "\n# server %q%s: slot of server_template %q, %s set at runtime; a server_template has no per-slot key for it\n",
+			sc.Name, at, sc.Template, set)
+	}
 }

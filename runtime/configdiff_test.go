@@ -80,3 +80,47 @@ func TestConfigDiffWritesBack(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigDiffTemplateSlots: the slots of a server_template have no
+// table of their own: an operator's MAINT and a deleted slot are written
+// as comments, and what DNS holds (MAINT (resolution), no address) is not
+// an operator's change.
+func TestConfigDiffTemplateSlots(t *testing.T) {
+	e := startEnv(t, `
+[[resolvers]]
+name = "dns"
+nameserver = ["127.0.0.1:1"]
+
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+default_backend = "tb"
+
+[[backend]]
+name = "tb"
+
+[[backend.server_template]]
+prefix = "web"
+count = 3
+fqdn = "_http._tcp.svc.test"
+resolvers = "dns"
+init_addr = "none"
+`)
+	if got := e.run(t, LevelAdmin, "show config-diff"); got != "\n" {
+		t.Fatalf("slots waiting for DNS: %q, want no difference", got)
+	}
+	for _, cmd := range []string{"set server tb/web1 state maint", "del server tb/web2"} {
+		if got := e.run(t, LevelAdmin, cmd); got != "\n" && got != "Server deleted.\n" {
+			t.Fatalf("%s: %q", cmd, got)
+		}
+	}
+	want := `# backend "tb" (test.toml:11)
+# server "web1" (test.toml:14): slot of server_template "web", MAINT set at runtime; a server_template has no per-slot key for it
+
+# server "web2" (test.toml:14): slot of server_template "web", deleted at runtime; the template makes it again at a reload
+
+`
+	if got := e.run(t, LevelAdmin, "show config-diff"); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
