@@ -91,6 +91,9 @@ type API struct {
 	budget *budget
 	// pipelineGrace is the const of that name (session.go); tests change it.
 	pipelineGrace time.Duration
+	// waitMax bounds `wait <delay>` (dynserver.go), 0 for no bound; the
+	// session fuzzer sets it, so that a fuzzed "wait 1d" ends.
+	waitMax atomic.Int64
 
 	mu        sync.Mutex
 	listeners []*listener

@@ -161,6 +161,9 @@ func waitCmd(c *Context, args []string) error {
 		}
 		args = append([]string{""}, args...) // "-h" is read as the condition
 	}
+	if m := time.Duration(c.api.waitMax.Load()); m > 0 {
+		d = min(d, m)
+	}
 	var bname, sname string
 	switch cond := arg(args, 1); cond {
 	case "":

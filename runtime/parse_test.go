@@ -106,6 +106,7 @@ func FuzzSession(f *testing.F) {
 	}
 	// A short timeout: a payload left open ends quickly.
 	e := startEnvOpts(f, fuzzConfig, Options{Timeout: 200 * time.Millisecond})
+	e.api.waitMax.Store(int64(100 * time.Millisecond)) // a fuzzed "wait 1d" ends
 	f.Fuzz(func(t *testing.T, line string) {
 		if strings.ContainsAny(line, "\n") || len(line) > maxLine {
 			return
