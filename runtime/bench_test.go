@@ -512,6 +512,26 @@ func BenchmarkAddServers1000(b *testing.B) {
 			b.StartTimer()
 		}
 	})
+	// command: the 1,000 adds run as the command's function, without the
+	// socket nor the API's CPU budget (budget.go), which paces a stream
+	// of commands to cmdShare of the CPUs: the cost of the add itself.
+	b.Run("command", func(b *testing.B) {
+		c := benchContext(e, io.Discard)
+		for b.Loop() {
+			round++
+			for i := range 1000 {
+				if err := addServer(c, strings.Fields(line(i))[2:]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if n := len(e.p.Backend("be1").Servers()); n != 1010 {
+				b.Fatalf("%d servers, want 1010", n)
+			}
+			b.StopTimer()
+			clean()
+			b.StartTimer()
+		}
+	})
 	b.Run("show-version", func(b *testing.B) {
 		for b.Loop() {
 			for range 1000 {
