@@ -38,13 +38,12 @@ type ServerLine struct {
 }
 
 // serverKeyword is one keyword of a server line: its name, whether it
-// takes a value, and what it sets; a keyword fulcrum does not support yet
-// has only notYet, so that supporting it later is one row.
+// takes a value, and what it sets; a keyword of configured servers only
+// has notDynamic instead of set, so that taking it later is one row.
 type serverKeyword struct {
-	name   string
-	arg    bool
-	set    func(l *lineParse, v string) error
-	notYet bool
+	name string
+	arg  bool
+	set  func(l *lineParse, v string) error
 	// notDynamic: a keyword of configured servers only, refused on a
 	// server line in HAProxy 2.6's words.
 	notDynamic bool
@@ -58,9 +57,8 @@ type lineParse struct {
 }
 
 // serverKeywords are the keywords of a server line that fulcrum knows, in
-// HAProxy's words. TLS (ssl, verify, sni, alpn) and the PROXY protocol
-// (send-proxy, send-proxy-v2) are being built: they answer "not supported
-// yet" until then.
+// HAProxy's words. A keyword of configured servers only (DNS, TLS, PROXY
+// protocol) answers HAProxy's "not accepted for dynamic server".
 var serverKeywords = []serverKeyword{
 	{name: "weight", arg: true, set: func(l *lineParse, v string) error {
 		n, err := strconv.Atoi(v)
@@ -156,12 +154,23 @@ var serverKeywords = []serverKeyword{
 		l.s.PoolPurgeDelay = d
 		return nil
 	}},
-	{name: "ssl", notYet: true},
-	{name: "verify", arg: true, notYet: true},
-	{name: "sni", arg: true, notYet: true},
-	{name: "alpn", arg: true, notYet: true},
-	{name: "send-proxy", notYet: true},
-	{name: "send-proxy-v2", notYet: true},
+	// TLS and the PROXY protocol to servers are the configuration's for
+	// now (ssl, send_proxy... keys): an added server cannot load a CA
+	// file or compile an sni expression yet. Refused in HAProxy's words
+	// for a keyword a dynamic server does not take.
+	{name: "ssl", notDynamic: true},
+	{name: "no-ssl", notDynamic: true},
+	{name: "verify", arg: true, notDynamic: true},
+	{name: "ca-file", arg: true, notDynamic: true},
+	{name: "verifyhost", arg: true, notDynamic: true},
+	{name: "sni", arg: true, notDynamic: true},
+	{name: "alpn", arg: true, notDynamic: true},
+	{name: "crt", arg: true, notDynamic: true},
+	{name: "check-ssl", notDynamic: true},
+	{name: "send-proxy", notDynamic: true},
+	{name: "send-proxy-v2", notDynamic: true},
+	{name: "proxy-v2-options", arg: true, notDynamic: true},
+	{name: "check-send-proxy", notDynamic: true},
 	// DNS resolution is the configuration's alone ([[resolvers]], server
 	// templates): HAProxy 2.6 refuses its keywords on a dynamic server.
 	{name: "resolvers", arg: true, notDynamic: true},
@@ -287,9 +296,6 @@ func ParseServerLine(name string, args []string) (*Server, ServerLine, error) {
 		kw := findServerKeyword(args[i])
 		if kw == nil {
 			return nil, l.line, lineErr("unknown keyword '%s'.", args[i])
-		}
-		if kw.notYet {
-			return nil, l.line, lineErr("'%s' option is not supported yet.", kw.name)
 		}
 		if kw.notDynamic {
 			return nil, l.line, lineErr("'%s' option is not accepted for dynamic server", kw.name)

@@ -109,12 +109,13 @@ func TestParseServerLineErrors(t *testing.T) {
 		{"n1", "127.0.0.1:1 on-error x", "'on-error' expects one of 'fastinter', 'fail-check', 'sudden-death' or 'mark-down' but got 'x'."},
 		{"n1", "127.0.0.1:1 error-limit 0", "error-limit has to be > 0.."},
 		// TLS and the PROXY protocol: one row each, until they exist.
-		{"n1", "127.0.0.1:1 ssl", "'ssl' option is not supported yet."},
-		{"n1", "127.0.0.1:1 verify none", "'verify' option is not supported yet."},
-		{"n1", "127.0.0.1:1 sni str(x)", "'sni' option is not supported yet."},
-		{"n1", "127.0.0.1:1 alpn h2", "'alpn' option is not supported yet."},
-		{"n1", "127.0.0.1:1 send-proxy", "'send-proxy' option is not supported yet."},
-		{"n1", "127.0.0.1:1 send-proxy-v2", "'send-proxy-v2' option is not supported yet."},
+		{"n1", "127.0.0.1:1 ssl", "'ssl' option is not accepted for dynamic server"},
+		{"n1", "127.0.0.1:1 sni req.hdr(host)", "'sni' option is not accepted for dynamic server"},
+		{"n1", "127.0.0.1:1 verify none", "'verify' option is not accepted for dynamic server"},
+		{"n1", "127.0.0.1:1 sni str(x)", "'sni' option is not accepted for dynamic server"},
+		{"n1", "127.0.0.1:1 alpn h2", "'alpn' option is not accepted for dynamic server"},
+		{"n1", "127.0.0.1:1 send-proxy", "'send-proxy' option is not accepted for dynamic server"},
+		{"n1", "127.0.0.1:1 send-proxy-v2", "'send-proxy-v2' option is not accepted for dynamic server"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.line, func(t *testing.T) {
