@@ -351,6 +351,9 @@ func (uc *upConn) idleOK() bool {
 // longer has: it was opened before a runtime address change (Moved). One
 // atomic load while the address never changed; no allocation.
 func (up *Upstream) stale(c net.Conn) bool {
+	if up == nil {
+		return false // a connection made without its server (tests)
+	}
 	cur := up.Moved.Load()
 	if cur == nil {
 		return false
