@@ -77,8 +77,11 @@ func TestAddedServerChecks(t *testing.T) {
 	if !seen["n1"] || !seen["s1"] {
 		t.Fatalf("traffic after n1 came UP: %v", seen)
 	}
-	// Deleted: its loop stops, the checker forgets it.
+	// Deleted: its loop stops, the checker forgets it. The last
+	// request's session ends on the proxy's side after the client read
+	// its answer: wait until the server may be deleted.
 	cs.SetAdmin(proxy.AdminMaint)
+	waitFor(t, 5*time.Second, "n1 removable", func() bool { return s.Backend.Removable(s) == nil })
 	if err := h.p.DeleteServer(s); err != nil {
 		t.Fatal(err)
 	}
