@@ -210,6 +210,18 @@ func (s *Session) Exec(cmd string) (string, error) {
 	return out, nil
 }
 
+// ExecWait is Exec for a command that takes up to d on the server (`wait
+// <d> ...`): the exchange is bounded by d and the session's Timeout
+// together.
+func (s *Session) ExecWait(cmd string, d time.Duration) (string, error) {
+	saved := s.Timeout
+	if saved > 0 {
+		s.Timeout = saved + d
+	}
+	defer func() { s.Timeout = saved }()
+	return s.Exec(cmd)
+}
+
 // redial opens a new connection after the last one was lost, at the
 // level the session had, and tells OnReconnect the level it has now.
 func (s *Session) redial() error {

@@ -42,6 +42,10 @@ type DrainOptions struct {
 	MaintAfter bool          // then set MAINT (implies Wait)
 	Poll       time.Duration // between two looks at show stat, default 500ms
 	TTY        bool          // progress rewritten in place on one line
+
+	// For Remove: quiet prints no final line; noState only waits (the
+	// servers' state is set already).
+	quiet, noState bool
 }
 
 // checkServerArgs checks, before anything is sent, that each argument
@@ -202,7 +206,7 @@ func Drain(c *Client, args []string, o DrainOptions) int {
 		return exitCode(err)
 	}
 	ts, code := c.targets(args)
-	if len(ts) > 0 && !c.Yes {
+	if len(ts) > 0 && !c.Yes && !o.noState {
 		actions := make([][]serverAction, len(ts))
 		for i, t := range ts {
 			actions[i] = []serverAction{{servers: t.servers, what: "drain"}}
@@ -217,7 +221,9 @@ func Drain(c *Client, args []string, o DrainOptions) int {
 		}
 		ts = slices.DeleteFunc(ts, func(t *target) bool { return !slices.Contains(kept, t.m) })
 	}
-	ts = c.setState(ts, "drain", &code)
+	if !o.noState {
+		ts = c.setState(ts, "drain", &code)
+	}
 	if !o.Wait && !o.MaintAfter {
 		for _, t := range ts {
 			fmt.Fprintf(c.Out, "%s%s: DRAIN\n", t.m.prefix(), strings.Join(t.servers, ", "))
@@ -269,11 +275,15 @@ func Drain(c *Client, args []string, o DrainOptions) int {
 				fmt.Fprint(c.Err, "\r\x1b[K")
 			}
 			for _, t := range ts {
-				if t.m != nil && !slices.Contains(waiting, t) {
+				if t.m != nil && !slices.Contains(waiting, t) && !o.quiet {
 					fmt.Fprintf(c.Out, "%s%s: drained in %v\n", t.m.prefix(), strings.Join(t.servers, ", "), t.took.Round(100*time.Millisecond))
 				}
 			}
-			fmt.Fprintf(c.Err, "fulcrumctl: timeout after %v: %s; left in DRAIN\n", o.Timeout, left)
+			if o.noState {
+				fmt.Fprintf(c.Err, "fulcrumctl: timeout after %v: %s\n", o.Timeout, left)
+			} else {
+				fmt.Fprintf(c.Err, "fulcrumctl: timeout after %v: %s; left in DRAIN\n", o.Timeout, left)
+			}
 			for _, t := range waiting {
 				c.stop(t.m, errDrainTimeout)
 			}
@@ -303,7 +313,9 @@ func Drain(c *Client, args []string, o DrainOptions) int {
 		suffix = ", now in MAINT"
 	}
 	for _, t := range ts {
-		fmt.Fprintf(c.Out, "%s%s: drained in %v%s\n", t.m.prefix(), strings.Join(t.servers, ", "), t.took.Round(100*time.Millisecond), suffix)
+		if !o.quiet {
+			fmt.Fprintf(c.Out, "%s%s: drained in %v%s\n", t.m.prefix(), strings.Join(t.servers, ", "), t.took.Round(100*time.Millisecond), suffix)
+		}
 	}
 	return code
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"regexp"
 	"strings"
 )
 
@@ -65,7 +66,29 @@ var errorPrefixes = []string{
 	"usage: ",                      // a command given without its subcommand
 	"no need to change the addr, ", // set server addr with a bad port
 	"Success=0",                    // reload refused (HAProxy's master CLI)
+	// add server, del server and wait (HAProxy 2.6 and 3.0).
+	"Backend must use a dynamic",
+	"Already exists a server",
+	"weight of server ",
+	"unknown keyword ",
+	"unexpected character ",
+	"character '",
+	"error-limit has to be",
+	"Only servers in maintenance mode",
+	"Server still has connections",
+	"This server cannot be removed",
+	"Expects a duration",
+	"Usage: wait",
+	"Wait delay expired.",
+	"Failed. ",
+	"Interrupted.",
 }
+
+// keywordError matches the server-line replies that start with the
+// keyword they are about: "'rise' has to be > 0..", "'inter' expects a
+// delay as argument..", "'id' : custom id has to be > 0.", "'ssl' option
+// is not supported yet.".
+var keywordError = regexp.MustCompile(`^'[a-z-]+' (expects |has to be |option is |: )|^server \S+ does not have agent port`)
 
 // IsError reports whether reply is one of the Runtime API's error
 // messages. With `set severity-output`, the prefix decides: "[0]:" to
@@ -87,7 +110,7 @@ func IsError(reply string) bool {
 			return true
 		}
 	}
-	return false
+	return keywordError.MatchString(first)
 }
 
 // Format selects how a reply is printed.

@@ -176,3 +176,28 @@ func TestSplitCommands(t *testing.T) {
 		t.Errorf("cutFlags: %q %v", c, f)
 	}
 }
+
+// TestIsErrorAddServer: every error reply of HAProxy 2.6's add and del
+// server transcript is an error for fulcrumctl (exit 1), and the others
+// are not.
+func TestIsErrorAddServer(t *testing.T) {
+	data, err := os.ReadFile("../testdata/runtime/haproxy/add-server.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	replies := strings.Split(string(data), "$ echo ")[1:]
+	for _, r := range replies {
+		cmd, reply, _ := strings.Cut(r, "\n")
+		ok := reply == "New server registered.\n\n" || reply == "Server deleted.\n" || reply == "\n" ||
+			strings.HasPrefix(reply, "1\n# be_id")
+		if IsError(reply) == ok {
+			t.Errorf("%s: IsError(%q) = %v", cmd, reply, !ok)
+		}
+	}
+	for _, reply := range []string{"Done.\n", "Wait delay expired. Server still has connections attached to it, cannot remove it.\n",
+		"Failed. No such server.\n", "'ssl' option is not supported yet.\n", "Missing port in server address '1.2.3.4' (fulcrum needs one).\n"} {
+		if IsError(reply) != (reply != "Done.\n") {
+			t.Errorf("IsError(%q) = %v", reply, IsError(reply))
+		}
+	}
+}

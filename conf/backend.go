@@ -121,6 +121,11 @@ type backendSection struct {
 	// Servers lists the backend's servers ([[backend.server]]).
 	Servers []*serverSection `toml:"server"`
 
+	// ServerTemplates lists groups of servers whose addresses come from
+	// DNS ([[backend.server_template]]). Servers and templates are
+	// numbered together in file order.
+	ServerTemplates []*serverTemplateSection `toml:"server_template"`
+
 	// TimeoutConnect is how long a connection to a server may take to
 	// establish. Inherited from [defaults]; default "5s".
 	TimeoutConnect *Duration `toml:"timeout_connect"`
@@ -198,6 +203,9 @@ func (b *backendSection) setDefaults(d *defaultsSection) {
 	for _, srv := range b.Servers {
 		srv.setDefaults(b.DefaultServer)
 	}
+	for _, st := range b.ServerTemplates {
+		st.serverParams.inherit(b.DefaultServer)
+	}
 }
 
 // validate checks the values set in one [[backend]] and its tables. Server
@@ -251,6 +259,17 @@ func (b *backendSection) validate(s scope) {
 			item.at("name").errorf("duplicate server name, first defined at line %d", first)
 		} else {
 			seen[srv.Name] = item.at("name").line()
+		}
+	}
+	for i, st := range b.ServerTemplates {
+		item := s.at("server_template").item(i)
+		st.validate(item)
+		for _, name := range st.names() {
+			if first, dup := seen[name]; dup && st.Prefix != "" {
+				item.at("prefix").errorf("server %q duplicates a server name, first defined at line %d", name, first)
+				break
+			}
+			seen[name] = item.at("prefix").line()
 		}
 	}
 }

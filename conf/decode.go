@@ -102,13 +102,15 @@ func (s scope) warnf(format string, args ...any) {
 // labelKeys names the key whose value labels an element of an array of
 // tables in messages: `backend "web"` reads better than `backend #2`.
 var labelKeys = map[string]string{
-	"frontend":     "name",
-	"backend":      "name",
-	"server":       "name",
-	"stats_socket": "path",
-	"peers":        "name",
-	"peer":         "name",
-	"table":        "name",
+	"frontend":        "name",
+	"backend":         "name",
+	"server":          "name",
+	"stats_socket":    "path",
+	"peers":           "name",
+	"peer":            "name",
+	"table":           "name",
+	"resolvers":       "name",
+	"server_template": "prefix",
 }
 
 // describe returns p the way messages name it: `backend "web": server "s2":

@@ -82,6 +82,16 @@ func defaulted() map[string]any {
 			return l
 		}(),
 		"captureSection": &captureSection{}, // no defaults
+		"resolversSection": func() any {
+			r := &resolversSection{}
+			r.setDefaults()
+			return r
+		}(),
+		"serverTemplateSection": func() any {
+			st := &serverTemplateSection{}
+			st.serverParams.inherit(serverDefaults())
+			return st
+		}(),
 		"agentSection": func() any {
 			a := &agentSection{}
 			a.setDefaults()

@@ -3,8 +3,10 @@ package conf
 import (
 	"errors"
 	"io/fs"
+	"net"
 	"os"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode"
@@ -26,6 +28,8 @@ type fileSection struct {
 	Tables []*tableSection `toml:"table"`
 	// Peers are the [[peers]] sections, in file order.
 	Peers []*peersSection `toml:"peers"`
+	// Resolvers are the [[resolvers]] sections, in file order.
+	Resolvers []*resolversSection `toml:"resolvers"`
 }
 
 // Load reads, checks and returns the configuration in the file at path.
@@ -90,6 +94,42 @@ func Parse(file string, data []byte) (*Config, error) {
 	return cfg, nil
 }
 
+// checkResolvers checks, after inheritance, that every resolvers a server,
+// a template or a default_server names exists, and that SRV templates have
+// one. A name inherited from default_server is reported there only.
+func (f *fileSection) checkResolvers(s scope) {
+	names := map[string]bool{}
+	for _, r := range f.Resolvers {
+		names[r.Name] = true
+	}
+	known := func(s scope, name string) bool {
+		if name != "" && !names[name] {
+			s.errorf("unknown resolvers %q", name)
+			return false
+		}
+		return true
+	}
+	for i, be := range f.Backends {
+		item := s.at("backend").item(i)
+		ds := be.DefaultServer
+		known(item.at("default_server").at("resolvers"), *ds.Resolvers)
+		for j, srv := range be.Servers {
+			if *srv.Resolvers != *ds.Resolvers {
+				known(item.at("server").item(j).at("resolvers"), *srv.Resolvers)
+			}
+		}
+		for j, st := range be.ServerTemplates {
+			ts := item.at("server_template").item(j)
+			if *st.Resolvers != *ds.Resolvers {
+				known(ts.at("resolvers"), *st.Resolvers)
+			}
+			if isSRVName(st.FQDN) && *st.Resolvers == "" {
+				ts.at("resolvers").errorf("required with an SRV name")
+			}
+		}
+	}
+}
+
 // syntaxError turns an error of the toml package into a problem report.
 func syntaxError(file string, err error) Error {
 	var pe toml.ParseError
@@ -145,6 +185,16 @@ func (f *fileSection) validate(s scope) {
 	for i, ps := range f.Peers {
 		ps.validate(s.at("peers").item(i))
 	}
+	seen = map[string]int{}
+	for i, r := range f.Resolvers {
+		item := s.at("resolvers").item(i)
+		r.validate(item)
+		if first, dup := seen[r.Name]; dup && r.Name != "" {
+			item.at("name").errorf("duplicate resolvers name, first defined at line %d", first)
+		} else {
+			seen[r.Name] = item.at("name").line()
+		}
+	}
 }
 
 // setDefaults applies the built-in defaults to [global] and [defaults], then
@@ -158,6 +208,9 @@ func (f *fileSection) setDefaults() {
 	for _, be := range f.Backends {
 		inherit(&be.HashKey, f.Global.HashKey)
 		be.setDefaults(&f.Defaults)
+	}
+	for _, r := range f.Resolvers {
+		r.setDefaults()
 	}
 }
 
@@ -179,6 +232,7 @@ func (f *fileSection) checkLinks(s scope) {
 			s.errorf("backend %q is in mode %s, the frontend in mode %s", name, *be.Mode, *fe.Mode)
 		}
 	}
+	f.checkResolvers(s)
 	for i, fe := range f.Frontends {
 		item := s.at("frontend").item(i)
 		if fe.DefaultBackend != "" {
@@ -265,6 +319,9 @@ func (f *fileSection) model(c *checker) *Config {
 	for i, ps := range f.Peers {
 		cfg.Peers = append(cfg.Peers, ps.model(c, i))
 	}
+	for i, r := range f.Resolvers {
+		cfg.Resolvers = append(cfg.Resolvers, r.model(c.pos.line(path{"resolvers"}.index(i))))
+	}
 	for i, be := range f.Backends {
 		b := &Backend{
 			Name:              be.Name,
@@ -291,38 +348,29 @@ func (f *fileSection) model(c *checker) *Config {
 			Cookie:            be.Cookie.model(),
 		}
 		b.HashKey, b.HashPreserveAffinity = *be.HashKey, *be.HashPreserveAffinity
+		b.DefaultServer = be.DefaultServer.defaultModel()
 		for j, srv := range be.Servers {
-			b.Servers = append(b.Servers, &Server{
-				Name:      srv.Name,
-				Line:      c.pos.line(path{"backend"}.index(i).child("server").index(j)),
-				Address:   srv.Address,
-				Weight:    *srv.Weight,
-				MaxConn:   *srv.MaxConn,
-				MaxQueue:  *srv.MaxQueue,
-				MinConn:   *srv.MinConn,
-				Backup:    *srv.Backup,
-				Disabled:  *srv.Disabled,
-				Slowstart: srv.Slowstart.Std(),
-				Cookie:    srv.Cookie,
-
-				Check:      *srv.Check,
-				Agent:      srv.Agent.model(),
-				Observe:    *srv.Observe,
-				ErrorLimit: *srv.ErrorLimit,
-				OnError:    *srv.OnError,
-
-				PoolMaxConn:    *srv.PoolMaxConn,
-				PoolLowConn:    *srv.PoolLowConn,
-				PoolPurgeDelay: srv.PoolPurgeDelay.Std(),
-
-				SSL:            *srv.SSL,
-				CheckSSL:       *srv.SSL || *srv.CheckSSL,
-				TLS:            srv.tls,
-				SendProxy:      srv.sendProxy(),
-				ProxyV2Options: srv.ProxyV2Options,
-				CheckSendProxy: *srv.CheckSendProxy || *srv.SendProxy || *srv.SendProxyV2,
-			})
+			m := srv.serverParams.server(srv.Name, c.pos.line(path{"backend"}.index(i).child("server").index(j)))
+			m.Address, m.Cookie, m.TLS = srv.Address, srv.Cookie, srv.tls
+			host, port := serverHostPort(srv.Address)
+			srv.serverParams.resolution(m, host, port)
+			b.Servers = append(b.Servers, m)
 		}
+		for j, st := range be.ServerTemplates {
+			line := c.pos.line(path{"backend"}.index(i).child("server_template").index(j))
+			for _, name := range st.names() {
+				m := st.serverParams.server(name, line)
+				m.Address, m.Template, m.TLS = st.FQDN, st.Prefix, st.tls
+				if st.Port > 0 {
+					m.Address = net.JoinHostPort(st.FQDN, strconv.Itoa(st.Port))
+				}
+				st.serverParams.resolution(m, st.FQDN, st.Port)
+				b.Servers = append(b.Servers, m)
+			}
+		}
+		// Servers and templates are numbered together in file order, as
+		// HAProxy numbers its server and server-template lines.
+		sort.SliceStable(b.Servers, func(x, y int) bool { return b.Servers[x].Line < b.Servers[y].Line })
 		cfg.Backends = append(cfg.Backends, b)
 	}
 	return cfg

@@ -2,6 +2,7 @@ package conf
 
 import (
 	"os"
+	"strings"
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
@@ -32,6 +33,8 @@ type Config struct {
 	Tables []*StickTable
 	// Peers are the [[peers]] sections, in file order.
 	Peers []*Peers
+	// Resolvers are the [[resolvers]] sections, in file order.
+	Resolvers []*Resolvers
 	// ACL numbers every pattern set of the ACLs (inline patterns and -f
 	// files) as HAProxy's `show acl`; the Runtime API changes them live.
 	ACL *acl.Registry
@@ -163,6 +166,10 @@ type Backend struct {
 	HashKey string
 	// HashPreserveAffinity is always | maxconn | maxqueue.
 	HashPreserveAffinity string
+
+	// DefaultServer is [backend.default_server] with its defaults: what a
+	// [[backend.server]] gets for the keys it does not set (Name "").
+	DefaultServer *Server
 }
 
 // StickTable is a stick table: a frontend's, a backend's or a [[table]].
@@ -239,6 +246,11 @@ type Server struct {
 	ErrorLimit int    // observe: consecutive errors that trigger OnError
 	OnError    string // fastinter | fail-check | sudden-death | mark-down
 
+	// The server's own check timings, HAProxy's server keywords: 0 means
+	// the backend's [backend.check] value (CheckTimes).
+	Inter, FastInter, DownInter time.Duration
+	Rise, Fall                  int
+
 	PoolMaxConn    int           // idle connections kept, -1 = no limit
 	PoolLowConn    int           // idle connections a purge leaves
 	PoolPurgeDelay time.Duration // 0 = never purged
@@ -253,7 +265,48 @@ type Server struct {
 	SendProxy      int
 	ProxyV2Options []string
 	CheckSendProxy bool
+
+	// DNS resolution at runtime. FQDN is the name resolved, lower-case
+	// without a final dot: the host of Address, or a template's fqdn; ""
+	// when the server has no resolvers or an IP address (nothing to
+	// resolve). An FQDN starting with "_" is an SRV name: the server is a
+	// template slot filled by one SRV record, and Port is 0.
+	Resolvers     string   // name of a [[resolvers]], "" = none
+	FQDN          string   // name resolved at runtime, "" = none
+	Port          int      // the server's port (SRV: from the record)
+	ResolvePrefer string   // ipv4 | ipv6
+	InitAddr      []string // last | libc | none | IP, tried in order at start
+	AllowDupIP    bool     // resolve_opts allow-dup-ip
+	IgnoreWeight  bool     // resolve_opts ignore-weight
+	Template      string   // the server_template's prefix, "" = a [[backend.server]]
 }
+
+// Resolvers is a [[resolvers]] section: the name servers and timings of
+// runtime DNS resolution.
+type Resolvers struct {
+	Name                string
+	Line                int
+	Nameservers         []Nameserver
+	AcceptedPayloadSize int // EDNS0 UDP payload size, 512..65535
+	ResolveRetries      int // queries sent before a resolution fails, >= 1
+	TimeoutResolve      time.Duration
+	TimeoutRetry        time.Duration
+	HoldValid           time.Duration
+	HoldObsolete        time.Duration
+	HoldNX              time.Duration
+	HoldTimeout         time.Duration
+	HoldRefused         time.Duration
+	HoldOther           time.Duration
+}
+
+// Nameserver is one name server of a [[resolvers]].
+type Nameserver struct {
+	Name string // as written (or the address, from resolv.conf)
+	Addr string // "ip:port"
+}
+
+// IsSRV reports whether the server is filled from SRV records.
+func (s *Server) IsSRV() bool { return strings.HasPrefix(s.FQDN, "_") }
 
 // Check is a backend's [backend.check]: how its servers with check = true
 // are checked. Durations are above 0 and FastInter/DownInter default to

@@ -30,6 +30,32 @@ type serverParams struct {
 	// without checks is always considered up. Default false.
 	Check *bool `toml:"check"`
 
+	// Inter is this server's own interval between two health checks while
+	// it is up, as HAProxy's server keyword: it replaces the backend's
+	// [backend.check] inter, and is this server's fastinter and downinter
+	// unless they are set too. "0s" means the backend's. Default "0s".
+	Inter *Duration `toml:"inter"`
+
+	// FastInter is this server's own interval between two health checks
+	// while its health is changing, as HAProxy's server keyword. "0s"
+	// means its inter if set, else the backend's fastinter. Default "0s".
+	FastInter *Duration `toml:"fastinter"`
+
+	// DownInter is this server's own interval between two health checks
+	// while it is down, as HAProxy's server keyword. "0s" means its inter
+	// if set, else the backend's downinter. Default "0s".
+	DownInter *Duration `toml:"downinter"`
+
+	// Rise is this server's own count of consecutive passing checks that
+	// bring it up, as HAProxy's server keyword. 0 means the backend's
+	// [backend.check] rise. Default 0.
+	Rise *int `toml:"rise"`
+
+	// Fall is this server's own count of consecutive failing checks that
+	// take it down, as HAProxy's server keyword. 0 means the backend's
+	// [backend.check] fall. Default 0.
+	Fall *int `toml:"fall"`
+
 	// Backup makes the server a backup: it gets traffic only when no active
 	// server of the backend is usable. Default false.
 	Backup *bool `toml:"backup"`
@@ -148,6 +174,31 @@ type serverParams struct {
 	// client. Checks send one anyway when send_proxy or send_proxy_v2 is
 	// set. Default false.
 	CheckSendProxy *bool `toml:"check_send_proxy"`
+
+	// Resolvers names the [[resolvers]] that resolve the server's host name
+	// at runtime: its address follows the DNS answers (new connections go
+	// to the new address, those in flight finish on the old one). "" means
+	// the name is resolved when connecting, by the system. Default "".
+	Resolvers *string `toml:"resolvers"`
+
+	// ResolvePrefer is the address family a resolved server prefers when
+	// the name has both: "ipv4" or "ipv6". Default "ipv6", as HAProxy.
+	ResolvePrefer *string `toml:"resolve_prefer"`
+
+	// InitAddr is how a resolved server gets its address at start, the
+	// methods tried in order, separated by commas: "last" (the address in
+	// the state_file), "libc" (the system's resolver), "none" (start in
+	// MAINT (resolution) until DNS answers) or an IP address. "" means
+	// HAProxy's default, "last,libc", followed by "none" with resolvers.
+	// Default "".
+	InitAddr *string `toml:"init_addr"`
+
+	// ResolveOpts are HAProxy's resolve-opts, separated by commas:
+	// "allow-dup-ip" (servers resolving the same name may share an
+	// address), "prevent-dup-ip" (they may not; the default) and
+	// "ignore-weight" (SRV weights do not change the server's weight).
+	// Default "".
+	ResolveOpts *string `toml:"resolve_opts"`
 }
 
 // setDefaults gives every unset key of a [backend.default_server] its
@@ -158,6 +209,11 @@ func (sp *serverParams) setDefaults() {
 	orDefault(&sp.MaxQueue, 0)
 	orDefault(&sp.MinConn, 0)
 	orDefault(&sp.Check, false)
+	orDefault(&sp.Inter, 0)
+	orDefault(&sp.FastInter, 0)
+	orDefault(&sp.DownInter, 0)
+	orDefault(&sp.Rise, 0)
+	orDefault(&sp.Fall, 0)
 	orDefault(&sp.Backup, false)
 	orDefault(&sp.Slowstart, 0)
 	orDefault(&sp.Disabled, false)
@@ -181,6 +237,10 @@ func (sp *serverParams) setDefaults() {
 	orDefault(&sp.SendProxy, false)
 	orDefault(&sp.SendProxyV2, false)
 	orDefault(&sp.CheckSendProxy, false)
+	orDefault(&sp.Resolvers, "")
+	orDefault(&sp.ResolvePrefer, "ipv6")
+	orDefault(&sp.InitAddr, "")
+	orDefault(&sp.ResolveOpts, "")
 }
 
 // validate checks the values set in a [backend.default_server] or in the
@@ -190,6 +250,8 @@ func (sp *serverParams) validate(s scope) {
 	nonNegative(s.at("maxconn"), sp.MaxConn)
 	nonNegative(s.at("maxqueue"), sp.MaxQueue)
 	nonNegative(s.at("minconn"), sp.MinConn)
+	nonNegative(s.at("rise"), sp.Rise)
+	nonNegative(s.at("fall"), sp.Fall)
 	if sp.Agent != nil {
 		sp.Agent.validate(s.at("agent"))
 	}
@@ -202,6 +264,9 @@ func (sp *serverParams) validate(s scope) {
 	if sp.PoolPurgeDelay != nil && *sp.PoolPurgeDelay < 0 {
 		s.at("pool_purge_delay").errorf("must not be negative, got %q", sp.PoolPurgeDelay.String())
 	}
+	oneOf(s.at("resolve_prefer"), sp.ResolvePrefer, "ipv4", "ipv6")
+	checkInitAddr(s.at("init_addr"), sp.InitAddr)
+	checkResolveOpts(s.at("resolve_opts"), sp.ResolveOpts)
 }
 
 // serverSection is one [[backend.server]]: a server of the backend.
@@ -211,8 +276,9 @@ type serverSection struct {
 	// unique in its backend.
 	Name string `toml:"name"`
 
-	// Address is where the server listens, "host:port"; a host name is
-	// resolved once, at start. Required.
+	// Address is where the server listens, "host:port". A host name is
+	// resolved by the system when connecting, or at runtime by the
+	// server's resolvers. Required.
 	Address string `toml:"address"`
 
 	// Cookie is this server's value of the backend's persistence cookie.
@@ -228,12 +294,22 @@ type serverSection struct {
 // setDefaults gives every unset key of a server its value from the
 // backend's default_server, which must have had its own setDefaults.
 func (srv *serverSection) setDefaults(ds *serverParams) {
-	sp := &srv.serverParams
+	srv.serverParams.inherit(ds)
+}
+
+// inherit gives every unset key of sp its value from ds, a
+// default_server that had its own setDefaults.
+func (sp *serverParams) inherit(ds *serverParams) {
 	inherit(&sp.Weight, ds.Weight)
 	inherit(&sp.MaxConn, ds.MaxConn)
 	inherit(&sp.MaxQueue, ds.MaxQueue)
 	inherit(&sp.MinConn, ds.MinConn)
 	inherit(&sp.Check, ds.Check)
+	inherit(&sp.Inter, ds.Inter)
+	inherit(&sp.FastInter, ds.FastInter)
+	inherit(&sp.DownInter, ds.DownInter)
+	inherit(&sp.Rise, ds.Rise)
+	inherit(&sp.Fall, ds.Fall)
 	inherit(&sp.Backup, ds.Backup)
 	inherit(&sp.Slowstart, ds.Slowstart)
 	inherit(&sp.Disabled, ds.Disabled)
@@ -264,6 +340,10 @@ func (srv *serverSection) setDefaults(ds *serverParams) {
 		sp.ProxyV2Options = ds.ProxyV2Options
 	}
 	inherit(&sp.CheckSendProxy, ds.CheckSendProxy)
+	inherit(&sp.Resolvers, ds.Resolvers)
+	inherit(&sp.ResolvePrefer, ds.ResolvePrefer)
+	inherit(&sp.InitAddr, ds.InitAddr)
+	inherit(&sp.ResolveOpts, ds.ResolveOpts)
 }
 
 // validate checks the values set in one [[backend.server]].
@@ -271,6 +351,9 @@ func (srv *serverSection) validate(s scope) {
 	checkName(s.at("name"), srv.Name)
 	if required(s.at("address"), srv.Address) {
 		checkHostPort(s.at("address"), srv.Address, false)
+		if host, _ := serverHostPort(srv.Address); isSRVName(host) {
+			s.at("address").errorf("an SRV name needs a [[backend.server_template]], got %q", srv.Address)
+		}
 	}
 	srv.serverParams.validate(s)
 }
@@ -312,4 +395,43 @@ func (a *agentSection) model() *Agent {
 		return nil
 	}
 	return &Agent{Addr: a.Addr, Port: a.Port, Inter: a.Inter.Std(), Send: a.Send}
+}
+
+// server returns a server of the model named name with the parameters of
+// sp, which had its defaults: Address, Cookie and the DNS keys are the
+// caller's (resolution).
+func (sp *serverParams) server(name string, line int) *Server {
+	return &Server{
+		Name:      name,
+		Line:      line,
+		Weight:    *sp.Weight,
+		MaxConn:   *sp.MaxConn,
+		MaxQueue:  *sp.MaxQueue,
+		MinConn:   *sp.MinConn,
+		Backup:    *sp.Backup,
+		Disabled:  *sp.Disabled,
+		Slowstart: sp.Slowstart.Std(),
+
+		Check:      *sp.Check,
+		Agent:      sp.Agent.model(),
+		Observe:    *sp.Observe,
+		ErrorLimit: *sp.ErrorLimit,
+		OnError:    *sp.OnError,
+
+		Inter:     optDuration(sp.Inter),
+		FastInter: optDuration(sp.FastInter),
+		DownInter: optDuration(sp.DownInter),
+		Rise:      optInt(sp.Rise),
+		Fall:      optInt(sp.Fall),
+
+		PoolMaxConn:    *sp.PoolMaxConn,
+		PoolLowConn:    *sp.PoolLowConn,
+		PoolPurgeDelay: sp.PoolPurgeDelay.Std(),
+
+		SSL:            *sp.SSL,
+		CheckSSL:       *sp.SSL || *sp.CheckSSL,
+		SendProxy:      sp.sendProxy(),
+		ProxyV2Options: sp.ProxyV2Options,
+		CheckSendProxy: *sp.CheckSendProxy || *sp.SendProxy || *sp.SendProxyV2,
+	}
 }

@@ -50,15 +50,17 @@ func (f *fileSection) checkServers(s scope, reg *acl.Registry) {
 	for i, be := range f.Backends {
 		item := s.at("backend").item(i)
 		for j, srv := range be.Servers {
-			srv.checkTLS(item.at("server").item(j), *be.Mode, reg)
+			srv.tls = srv.serverParams.checkTLS(item.at("server").item(j), *be.Mode, reg)
+		}
+		for j, st := range be.ServerTemplates {
+			st.tls = st.serverParams.checkTLS(item.at("server_template").item(j), *be.Mode, reg)
 		}
 	}
 }
 
-// checkTLS checks one server's TLS and PROXY keys at s and keeps what the
-// model needs in srv.tls.
-func (srv *serverSection) checkTLS(s scope, mode Mode, reg *acl.Registry) {
-	sp := &srv.serverParams
+// checkTLS checks one server's (or server template's) TLS and PROXY keys
+// at s and returns what the model needs, nil without ssl and check_ssl.
+func (sp *serverParams) checkTLS(s scope, mode Mode, reg *acl.Registry) *ServerTLS {
 	if sp.ProxyV2Options != nil {
 		for k, o := range sp.ProxyV2Options {
 			if !slices.Contains(proxyV2Options, o) {
@@ -72,7 +74,7 @@ func (srv *serverSection) checkTLS(s scope, mode Mode, reg *acl.Registry) {
 		}
 	}
 	if !*sp.SSL && !*sp.CheckSSL {
-		return
+		return nil
 	}
 	t := &ServerTLS{Verify: *sp.Verify == "required", VerifyHost: *sp.VerifyHost, CAFile: *sp.CAFile}
 	loader := s.c.tlsLoader()
@@ -126,7 +128,7 @@ func (srv *serverSection) checkTLS(s scope, mode Mode, reg *acl.Registry) {
 			t.Cert, t.CrtFile = c.TLS, *sp.Crt
 		}
 	}
-	srv.tls = t
+	return t
 }
 
 // sendProxy returns the server's send_proxy version: 0 none, 1 or 2 (v2

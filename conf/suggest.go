@@ -63,7 +63,7 @@ func editDistance(a, b string) int {
 
 // keyHomes names, for the tables whose keys operators most often put in
 // the wrong place, the other tables and what to call them in a message:
-// `balance` set in a frontend belongs in a backend, a server's `inter`
+// `balance` set in a frontend belongs in a backend, a server's `expect_status`
 // in [backend.check].
 var keyHomes = map[string][]struct {
 	schema string // the other table, as a schema path

@@ -12,12 +12,7 @@ package proxy
 func (b *Backend) SetAddr(s *Server, addr string) (old string) {
 	b.mu.Lock() // serialises with the other changes of the backend
 	defer b.mu.Unlock()
-	a := addr
-	old = *s.addr.Swap(&a)
-	if old != addr {
-		s.up.Pool.CloseAll()
-	}
-	return old
+	return s.setAddrLocked(addr) // resolution.go
 }
 
 // IdleConns returns how many idle server connections s's pool holds:

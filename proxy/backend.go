@@ -10,7 +10,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
-	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
 	"github.com/fulcrum-proxy/fulcrum/proxy/queue"
 )
@@ -24,15 +23,25 @@ import (
 // counts sessions, so that a server at its maxconn is never given one more.
 //
 // Lock: mu guards the usable set, effective weights, slowstart and panic
-// state, and every call to the algorithm's Rebuild; it is taken only when a
-// server's state or weight changes, never per request. Pick and the
-// session hooks synchronise inside the algorithm. Lock order: mu, then a
-// server's bal.mu.
+// state, every call to the algorithm's Rebuild, and the publication of
+// the servers (servers.go); it is taken only when a server's state or
+// weight changes or a server is added or deleted, never per request. Pick
+// and the session hooks synchronise inside the algorithm. Lock order: mu,
+// then a server's bal.mu.
 type Backend struct {
-	Name    string
-	ID      int // 1-based position in the configuration (HAProxy's iid)
-	Conf    *conf.Backend
-	Servers []*Server
+	Name string
+	ID   int // 1-based position in the configuration (HAProxy's iid)
+	Conf *conf.Backend
+
+	// set is the servers (Servers, servers.go), replaced as a whole under
+	// mu. nextID is the id the next server added without one gets: one
+	// more than any the backend gave, so that none is reused; retired
+	// are the ids of deleted servers, which nextID skips when it reaches
+	// them (a deleted server's id forced above nextID); both guarded by
+	// mu.
+	set     atomic.Pointer[serverSet]
+	nextID  int
+	retired map[int]bool
 
 	mu       sync.Mutex
 	algo     lb.Algorithm
@@ -40,8 +49,9 @@ type Backend struct {
 	dynamic  bool            // runtime weight changes apply (HAProxy's dynamic algorithms)
 	hashes   bool            // the algorithm hashes a key of the request (HAProxy's BE_LB_KIND_HI)
 	// prepConns: a server sends a PROXY header or speaks TLS, so new
-	// connections go through Stream.prepare (servertls.go).
-	prepConns bool
+	// connections go through Stream.prepare (servertls.go); set when such
+	// a server is built (a server added at runtime too), never cleared.
+	prepConns atomic.Bool
 	log       zerolog.Logger // panic-mode warnings
 	clock     clock          // slowstart's time source; tests replace it
 	panicked  bool           // the usable set is in panic mode
@@ -162,47 +172,21 @@ func newBackend(id int, bc *conf.Backend) (*Backend, error) {
 		b.timeoutQueue = bc.TimeoutConnect // HAProxy's fallback
 	}
 	b.fullConn.Store(int64(max(bc.FullConn, 1)))
-	now := time.Now().UnixNano()
+	// The configured servers: ids 1 to n in file order, slots 0 to n-1.
+	now := time.Now()
+	list := make([]*Server, len(bc.Servers))
+	lens := make([]*atomic.Int64, len(bc.Servers))
 	for i, sc := range bc.Servers {
-		s := &Server{Name: sc.Name, ID: i + 1, Backend: b, Conf: sc, InitialWeight: sc.Weight}
-		addr := sc.Address
-		s.addr.Store(&addr)
-		s.UserWeight.Store(int32(sc.Weight))
-		if sc.Disabled {
-			s.admin.Store(int32(AdminMaint))
-		}
-		s.lastChange.Store(now)
-		s.lb.Index = i
-		s.lb.Name = sc.Name
-		s.up.Pool.Configure(sc.PoolMaxConn, sc.PoolLowConn, sc.PoolPurgeDelay)
-		s.up.Reuse, s.up.TimeoutServer = http1.ParseReuse(bc.HTTPReuse), bc.TimeoutServer
-		s.setupTLS()
-		b.prepConns = b.prepConns || sc.SSL || sc.SendProxy != 0
-		s.lb.MinConn.Store(int64(sc.MinConn))
-		s.lb.MaxQueue = sc.MaxQueue
-		s.lb.BackendLoad = &b.Counters.Scur
-		b.Servers = append(b.Servers, s)
+		list[i] = b.newServer(sc, i+1, i, false, now)
+		lens[i] = &list[i].lb.Queued
 	}
-	lens := make([]*atomic.Int64, len(b.Servers))
-	for i, s := range b.Servers {
-		lens[i] = &s.lb.Queued
-		s.lb.FullConn = &b.fullConn
-	}
+	b.nextID = len(list) + 1
 	b.queue = queue.New(lens)
 	b.mu.Lock()
+	b.publishLocked(list)
 	b.rebuildLocked()
 	b.mu.Unlock()
 	return b, nil
-}
-
-// Server returns the server named name, or nil.
-func (b *Backend) Server(name string) *Server {
-	for _, s := range b.Servers {
-		if s.Name == name {
-			return s
-		}
-	}
-	return nil
 }
 
 // Dynamic reports whether the backend's algorithm applies runtime weight
@@ -260,9 +244,10 @@ func (b *Backend) InPanic() bool {
 // mode does not change them.
 func (b *Backend) rebuildLocked() {
 	now := b.clock.Now()
+	set0 := b.set.Load()
 	var active, candidates, backups []*lb.Server
 	var step time.Duration // time to the next slowstart step, 0 when none ramps
-	for _, s := range b.Servers {
+	for _, s := range set0.list {
 		uw := int(s.UserWeight.Load())
 		full := uw * lb.WeightScale
 		mc := s.MaxConn()
@@ -332,7 +317,7 @@ func (b *Backend) rebuildLocked() {
 	b.view = backendView{act: len(active), bck: len(backups)}
 	for _, v := range set { // the set before panic: the servers in use
 		b.view.eweight += v.Weight
-		b.view.uweight += int(b.Servers[v.Index].UserWeight.Load())
+		b.view.uweight += int(set0.slots[v.Index].UserWeight.Load())
 	}
 	b.act.Store(int64(len(active)))
 	if panicked {
@@ -351,12 +336,12 @@ func (b *Backend) rebuildLocked() {
 	b.algo.Rebuild(set)
 	b.usable.Store(int64(len(set)))
 	b.noteUsable(len(set)) // backend last change and downtime (snapshot_obs.go)
-	in := make([]int8, len(b.Servers))
+	in := make([]int8, len(set0.slots))
 	for _, v := range set {
 		in[v.Index] = 1
 	}
-	for i, s := range b.Servers {
-		b.countFree(s, in[i])
+	for _, s := range set0.list {
+		b.countFree(s, in[s.lb.Index])
 	}
 
 	if b.ramp != nil {
@@ -550,7 +535,11 @@ func (b *Backend) assignOrQueue(r *lb.Request, avoid *Server, now time.Time) (sr
 	// server filled up meanwhile, so one try per server (and one more)
 	// reaches a free slot if there is one left; the bound only keeps
 	// servers that empty and fill again from spinning a request forever.
-	for range len(b.Servers) + 1 {
+	//
+	// A server deleted meanwhile (servers.go) is not in its slot any more,
+	// or is marked gone once its session is counted: the pick is then lost
+	// as a race is, and the request tries again.
+	for range len(b.Servers()) + 1 {
 		var v *lb.Server
 		affine := false
 		if b.affine != nil {
@@ -561,8 +550,11 @@ func (b *Backend) assignOrQueue(r *lb.Request, avoid *Server, now time.Time) (sr
 		if v == nil {
 			return nil, nil
 		}
-		s := b.Servers[v.Index]
-		if affine && b.queue.Len(s.ID-1) > 0 {
+		s := b.slot(v.Index)
+		if s == nil || &s.lb != v {
+			continue // deleted after the pick
+		}
+		if affine && v.Queued.Load() > 0 {
 			return nil, s // older requests wait for the key's server: join them
 		}
 		if !reserve(v) {
@@ -570,6 +562,10 @@ func (b *Backend) assignOrQueue(r *lb.Request, avoid *Server, now time.Time) (sr
 			if affine {
 				return nil, s // the key's server is full: wait for it
 			}
+			continue
+		}
+		if s.gone.Load() {
+			b.unreserve(s)
 			continue
 		}
 		if v.MaxConn.Load() > 0 {
@@ -624,18 +620,22 @@ func (b *Backend) release(s *Server) {
 	if s.lb.MaxConn.Load() > 0 {
 		b.countFree(s, -1)
 	}
-	b.queue.Dispatch(s.ID-1, b)
+	b.queue.Dispatch(s.lb.Index, b)
 	if b.observer != nil {
 		b.observer.ConnReleased(&s.lb)
 	}
 }
 
-// Take implements queue.Slots: it reserves a session on server i for a
-// request leaving a queue, if i has a free slot below its effective
-// maxconn and, for a request of the backend queue (not pinned), is in the
-// usable set. Called by proxy/queue under its lock; takes s.bal.mu.
+// Take implements queue.Slots: it reserves a session on the server in
+// slot i for a request leaving a queue, if it has a free slot below its
+// effective maxconn and, for a request of the backend queue (not pinned),
+// is in the usable set; never on a server deleted meanwhile. Called by
+// proxy/queue under its lock; takes s.bal.mu.
 func (b *Backend) Take(i int, pinned bool) bool {
-	s := b.Servers[i]
+	s := b.slot(i)
+	if s == nil {
+		return false
+	}
 	if !pinned {
 		s.bal.mu.Lock()
 		in := s.bal.inSet
@@ -645,6 +645,10 @@ func (b *Backend) Take(i int, pinned bool) bool {
 		}
 	}
 	if !reserve(&s.lb) {
+		return false
+	}
+	if s.gone.Load() {
+		b.unreserve(s)
 		return false
 	}
 	if s.lb.MaxConn.Load() > 0 {
@@ -691,15 +695,19 @@ var pendingPool = sync.Pool{New: func() any { return new(queue.Pending) }}
 // tw is -1 when r never waited in a queue, else the time it waited.
 func (b *Backend) take(r *lb.Request, pin, avoid *Server, now time.Time, wake queue.Waker, wait queue.WaitFunc) (srv *Server, tw time.Duration, err error) {
 	direct := pin != nil // persistence chose the server, not the algorithm
-	if direct {
-		if b.queue.Len(pin.ID-1) == 0 && reserve(&pin.lb) {
+	if direct && pin.lb.Queued.Load() == 0 && reserve(&pin.lb) {
+		if !pin.gone.Load() {
 			if pin.lb.MaxConn.Load() > 0 {
 				b.countFree(pin, -1)
 			}
 			b.started(pin, now)
 			return pin, -1, nil
 		}
-	} else {
+		// Deleted since persistence chose it: the algorithm chooses.
+		b.unreserve(pin)
+		return b.take(r, nil, avoid, now, wake, wait)
+	}
+	if !direct {
 		if srv, pin = b.assignOrQueue(r, avoid, now); srv != nil {
 			return srv, -1, nil
 		}
@@ -711,7 +719,7 @@ func (b *Backend) take(r *lb.Request, pin, avoid *Server, now time.Time, wake qu
 	}
 	qi := -1
 	if pin != nil {
-		qi = pin.ID - 1
+		qi = pin.lb.Index
 	}
 	p := pendingPool.Get().(*queue.Pending)
 	defer func() {
@@ -720,6 +728,10 @@ func (b *Backend) take(r *lb.Request, pin, avoid *Server, now time.Time, wake qu
 	}()
 	p.Wake = wake
 	if !b.queue.Enqueue(p, qi, pin.maxQueue(), now, b) {
+		if pin.gone.Load() {
+			// Deleted meanwhile: its queue is closed; the algorithm chooses.
+			return b.take(r, nil, avoid, now, wake, wait)
+		}
 		// pin's queue is full (maxqueue).
 		if !direct || !b.Conf.Redispatch {
 			pin.Counters.Econ.Add(1)
@@ -750,10 +762,12 @@ func (b *Backend) take(r *lb.Request, pin, avoid *Server, now time.Time, wake qu
 	}
 	switch {
 	case i >= 0 && end == queue.WaitGone:
-		b.release(b.Servers[i]) // served in the race: give it back
+		b.release(b.slot(i)) // served in the race: give it back
 		return nil, tw, errQueueAbort
 	case i >= 0:
-		srv = b.Servers[i]
+		// The session handed over keeps the server in its slot: a server
+		// with a session is never deleted.
+		srv = b.slot(i)
 		// A queue pop: not in lbtot, as HAProxy. A request moved off its
 		// server counts as HAProxy counts a reassigned stream.
 		b.started(srv, after)
@@ -787,7 +801,7 @@ func (b *Backend) redistribute(s *Server) {
 	if !b.Conf.Redispatch {
 		return
 	}
-	if b.queue.Redistribute(s.ID-1, b) > 0 && b.qobs != nil {
+	if b.queue.Redistribute(s.lb.Index, b) > 0 && b.qobs != nil {
 		b.qobs.QueueChanged(&s.lb)
 	}
 }
@@ -840,8 +854,8 @@ type QueueState struct {
 func (b *Backend) Queues(now time.Time) []QueueState {
 	in := b.queue.Info(-1, now)
 	out := []QueueState{{Waiting: in.Waiting, Max: in.Max, Oldest: in.Oldest}}
-	for i, s := range b.Servers {
-		in := b.queue.Info(i, now)
+	for _, s := range b.Servers() {
+		in := b.queue.Info(s.lb.Index, now)
 		out = append(out, QueueState{Server: s.Name, Waiting: in.Waiting, Max: in.Max, Oldest: in.Oldest,
 			MaxQueue: s.Conf.MaxQueue, MaxConn: s.EffectiveMaxConn(), Cur: s.lb.Cur.Load()})
 	}

@@ -360,7 +360,7 @@ func TestNewBackendChecks(t *testing.T) {
 // expectedFree is b.free recomputed from scratch.
 func expectedFree(b *Backend) int64 {
 	n := int64(0)
-	for _, s := range b.Servers {
+	for _, s := range b.Servers() {
 		s.bal.mu.Lock()
 		if s.bal.inSet && !s.lb.Full() {
 			n++
@@ -403,7 +403,7 @@ func TestAssignProperty(t *testing.T) {
 			rt.Fatal(err)
 		}
 		var inflight []*Server
-		server := func(rt *rapid.T) *Server { return b.Servers[rapid.IntRange(0, n-1).Draw(rt, "server")] }
+		server := func(rt *rapid.T) *Server { return b.Servers()[rapid.IntRange(0, n-1).Draw(rt, "server")] }
 		usable := func(s *Server) bool {
 			return s.Op() == OpUp && s.Admin() == AdminReady && s.UserWeight.Load() > 0
 		}
@@ -431,8 +431,8 @@ func TestAssignProperty(t *testing.T) {
 				r := &lb.Request{Path: fmt.Sprintf("/%d", rapid.IntRange(0, 9).Draw(rt, "path")),
 					Query:   fmt.Sprintf("k=%d", rapid.IntRange(0, 3).Draw(rt, "k")),
 					Headers: nil}
-				anyActive := slices.ContainsFunc(b.Servers, func(s *Server) bool { return !s.Conf.Backup && usable(s) })
-				free := slices.ContainsFunc(b.Servers, func(s *Server) bool {
+				anyActive := slices.ContainsFunc(b.Servers(), func(s *Server) bool { return !s.Conf.Backup && usable(s) })
+				free := slices.ContainsFunc(b.Servers(), func(s *Server) bool {
 					return usable(s) && (anyActive != s.Conf.Backup) && !s.lb.Full()
 				})
 				s, q := b.assignOrQueue(r, nil, time.Now())
@@ -469,7 +469,7 @@ func TestAssignProperty(t *testing.T) {
 				if got, want := b.free.Load(), expectedFree(b); got != want {
 					rt.Fatalf("free: got %d, want %d", got, want)
 				}
-				for _, s := range b.Servers {
+				for _, s := range b.Servers() {
 					held := int64(0)
 					for _, h := range inflight {
 						if h == s {
@@ -522,7 +522,7 @@ func TestAssignConcurrent(t *testing.T) {
 				}()
 			}
 			for i := range 100 {
-				s := b.Servers[i%4]
+				s := b.Servers()[i%4]
 				b.SetOp(s, OpDown)
 				b.SetOp(s, OpUp)
 			}
@@ -534,7 +534,7 @@ func TestAssignConcurrent(t *testing.T) {
 			if got, want := b.free.Load(), expectedFree(b); got != want || got != 4 {
 				t.Errorf("free when quiet: got %d, want %d (all 4)", got, want)
 			}
-			for _, s := range b.Servers {
+			for _, s := range b.Servers() {
 				if c := s.lb.Cur.Load(); c != 0 {
 					t.Errorf("%s: %d sessions left", s.Name, c)
 				}

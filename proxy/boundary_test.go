@@ -295,7 +295,7 @@ func TestIssue16LateBytesAndClosesLeaveThePool(t *testing.T) {
 			cfg := testConfig(conf.ModeHTTP, []string{up}, nil)
 			cfg.Backends[0].HTTPReuse = "always"
 			p, addr := startProxy(t, cfg)
-			srv := p.Backends[0].Servers[0]
+			srv := p.Backends[0].Servers()[0]
 			dialRaw(t, addr).do(t, "GET /first HTTP/1.1\r\nHost: x\r\n\r\n")
 			c := <-idle
 			waitFor(t, 2*time.Second, "a pooled connection", func() bool { return srv.up.Pool.Len() == 1 })
@@ -411,7 +411,7 @@ func TestPoolSweepRacesRequests(t *testing.T) {
 	cfg := testConfig(conf.ModeHTTP, []string{u.addr()}, nil)
 	cfg.Backends[0].HTTPReuse = "always"
 	p, addr := startProxy(t, cfg)
-	srv := p.Backends[0].Servers[0]
+	srv := p.Backends[0].Servers()[0]
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)

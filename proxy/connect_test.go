@@ -123,7 +123,7 @@ func TestConnectTurnAround(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, clk := testBackend(t, conf.Backend{Retries: 2, TimeoutConnect: tc.timeout}, testServer{name: "s1"})
-			s1 := b.Servers[0]
+			s1 := b.Servers()[0]
 			s1.addr.Store(ptr(refusingAddr(t)))
 			tries := countAttempts(s1)
 			done := connectAsync(t, b, nil, &lb.Request{}, nil)
@@ -169,7 +169,7 @@ func TestRedispatchAtFirstRetry(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b, clk := testBackend(t, conf.Backend{Balance: tc.balance, Retries: 3, Redispatch: true,
 				TimeoutConnect: 5 * time.Second}, testServer{name: "s1"}, testServer{name: "s2"})
-			s1, s2 := b.Servers[0], b.Servers[1]
+			s1, s2 := b.Servers()[0], b.Servers()[1]
 			s1.addr.Store(ptr(refusingAddr(t)))
 			s2.addr.Store(ptr(listeningAddr(t)))
 			tries := countAttempts(s1)
@@ -219,7 +219,7 @@ func TestRedispatchAtFirstRetry(t *testing.T) {
 func TestRedispatchOneActiveServer(t *testing.T) {
 	b, clk := testBackend(t, conf.Backend{Retries: 1, Redispatch: true, TimeoutConnect: 5 * time.Second},
 		testServer{name: "s1"})
-	s1 := b.Servers[0]
+	s1 := b.Servers()[0]
 	s1.addr.Store(ptr(refusingAddr(t)))
 	tries := countAttempts(s1)
 	done := connectAsync(t, b, nil, &lb.Request{}, nil)

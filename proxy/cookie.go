@@ -34,7 +34,7 @@ type cookiePersist struct {
 	attrs   string // "; path=/" and the HttpOnly and Secure attributes
 	maxIdle int64  // seconds, 0 = no limit
 	maxLife int64
-	byValue map[string]*Server
+	be      *Backend // whose servers' values (serverSet.cookies) a cookie names
 }
 
 // cookieState is a request's cookie persistence state.
@@ -57,17 +57,12 @@ func newCookiePersist(be *Backend) *cookiePersist {
 	c := be.Conf.Cookie
 	cp := &cookiePersist{name: []byte(c.Name), mode: c.Mode, ind: c.Indirect, nocache: c.NoCache,
 		attrs: "; path=/", maxIdle: int64(c.MaxIdle / time.Second), maxLife: int64(c.MaxLife / time.Second),
-		byValue: map[string]*Server{}}
+		be: be}
 	if c.HTTPOnly {
 		cp.attrs += "; HttpOnly"
 	}
 	if c.Secure {
 		cp.attrs += "; Secure"
-	}
-	for _, s := range be.Servers {
-		if s.Conf.Cookie != "" {
-			cp.byValue[s.Conf.Cookie] = s
-		}
 	}
 	return cp
 }
@@ -128,7 +123,7 @@ func (x *Stream) cookieRequest(cp *cookiePersist, be *Backend) *Server {
 			}
 			return nil
 		}
-		srv := cp.byValue[string(srvVal)]
+		srv := cp.be.set.Load().cookies[string(srvVal)]
 		if srv != nil && persistent(srv) {
 			x.ck.direct = true
 			x.ck.reqStatus = 'V'
@@ -255,7 +250,7 @@ func (x *Stream) cookieInsert(w interface {
 		return
 	}
 	now := time.Now().Unix()
-	direct := x.ck.direct && x.ck.served.Conf.Cookie != "" && cp.byValue[srv.Conf.Cookie] == srv
+	direct := x.ck.direct && x.ck.served.Conf.Cookie != "" && cp.be.set.Load().cookies[srv.Conf.Cookie] == srv
 	refresh := (cp.maxIdle > 0 && x.ck.last < now) || (cp.maxLife > 0 && x.ck.first == 0)
 	if direct && !refresh {
 		return

@@ -109,7 +109,7 @@ func startDiffLanes(t *testing.T, n int, script func(*strictMsg) (string, bool, 
 	p := startDiffFulcrum(t, lanes)
 	for i, l := range lanes {
 		l.fulcrum = p.Frontends[i].Addrs()[0].String()
-		l.fsrv = p.Backends[i].Servers[0]
+		l.fsrv = p.Backends[i].Servers()[0]
 	}
 	addrs := startDiffHAProxy(t, haproxy, lanes)
 	for i, a := range addrs {

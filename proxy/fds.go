@@ -113,7 +113,7 @@ func (b *fdBudget) closeOneIdle() bool {
 	b.mu.Unlock()
 	for _, p := range ps {
 		for _, be := range p.Backends {
-			for _, s := range be.Servers {
+			for _, s := range be.Servers() {
 				if s.up.Pool.CloseOldest() {
 					return true
 				}

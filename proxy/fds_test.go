@@ -20,7 +20,7 @@ func TestIssue16DescriptorBudget(t *testing.T) {
 	u := newUpstream(t, "s1")
 	p, addr := startProxy(t, testConfig(conf.ModeHTTP, []string{u.addr()}, nil))
 	p.LimitDescriptors(6)
-	pool := &p.Backends[0].Servers[0].up.Pool
+	pool := &p.Backends[0].Servers()[0].up.Pool
 	idle := pool.Len
 
 	// One request per connection: under http_reuse safe each opens a
@@ -87,7 +87,7 @@ func TestDescriptorBudgetSharedAcrossReload(t *testing.T) {
 	if p.fds != old.fds {
 		t.Fatal("the new proxy has its own descriptor budget")
 	}
-	if got := p.Backends[0].Servers[0].up.Pool.Budget(); got != http1.Budget(p.fds) {
+	if got := p.Backends[0].Servers()[0].up.Pool.Budget(); got != http1.Budget(p.fds) {
 		t.Error("the new proxy's pools do not count in the budget")
 	}
 }

@@ -182,7 +182,7 @@ address = %q
 		defer cancel()
 		p.Shutdown(ctx)
 	})
-	return p.Frontends[0].Addrs()[0].String(), p.Backends[0].Servers[0]
+	return p.Frontends[0].Addrs()[0].String(), p.Backends[0].Servers()[0]
 }
 
 // fuzzReply is what one input got back.

@@ -184,5 +184,5 @@ address = %q
 		defer cancel()
 		p.Shutdown(ctx)
 	})
-	return p.Frontends[0].Addrs()[0].String(), p.Backends[0].Servers[0]
+	return p.Frontends[0].Addrs()[0].String(), p.Backends[0].Servers()[0]
 }

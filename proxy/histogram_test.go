@@ -192,7 +192,7 @@ func BenchmarkRequestAccounting(b *testing.B) {
 		b.Fatal(err)
 	}
 	var x Stream
-	x.fe, x.be, x.srv = p.Frontends[0], p.Backends[0], p.Backends[0].Servers[0]
+	x.fe, x.be, x.srv = p.Frontends[0], p.Backends[0], p.Backends[0].Servers()[0]
 	x.inBackend, x.assigned = true, true
 	b.ReportAllocs()
 	for b.Loop() {

@@ -227,7 +227,7 @@ func (p *Proxy) sampleHistory(idx int64, end time.Time) {
 				sessions: c.Scur.Load(),
 			})
 		}
-		for _, s := range b.Servers {
+		for _, s := range b.Servers() {
 			c := &s.Counters
 			if h := c.historyFor(); h != nil {
 				h.record(c, idx, end, sampleCounts{

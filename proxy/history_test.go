@@ -16,7 +16,7 @@ func TestHistoryPoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := p.Backends[0].Servers[0]
+	s := p.Backends[0].Servers()[0]
 	c := &s.Counters
 	end := time.Unix(1_800_000_000, 0)
 	p.sampleHistory(1, end) // nothing yet: no history allocated
@@ -103,7 +103,7 @@ func TestHistogramsSurviveReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os := old.Backends[0].Servers[0]
+	os := old.Backends[0].Servers()[0]
 	os.Counters.Timings[TimingResponse].Record(time.Millisecond)
 	os.Counters.ReqTot.Add(1)
 	old.sampleHistory(1, time.Unix(1_800_000_000, 0))
@@ -112,7 +112,7 @@ func TestHistogramsSurviveReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := nu.Backends[0].Servers[0]
+	ns := nu.Backends[0].Servers()[0]
 	ns.Counters.Timings[TimingResponse].Record(2 * time.Millisecond)
 	os.Counters.Timings[TimingResponse].Record(3 * time.Millisecond) // finishing on the old proxy
 	if got := ns.Counters.Timings[TimingResponse].Summary().Count; got != 3 {

@@ -21,18 +21,23 @@ type Proxy struct {
 	Conf      *conf.Config
 	Frontends []*Frontend
 	Backends  []*Backend
+	// Resolvers are the [[resolvers]] sections with their name servers'
+	// counters, which proxy/resolve keeps (resolution.go).
+	Resolvers []*Resolvers
+	fqdn      atomic.Pointer[FQDNChanger] // installed by proxy/resolve while it runs
 
 	log     zerolog.Logger
 	ctx     context.Context
 	cancel  context.CancelFunc
 	started time.Time
 
-	tables      tables       // stick tables (stick.go)
-	certs       *tlsx.Store  // the binds' certificates (edge.go)
-	ssl         *sslCounters // TLS figures, shared along a chain of reloads
-	globalSlots limiter      // global maxconn (set maxconn global changes it)
-	fds         *fdBudget    // the process's descriptors, shared across reloads (fds.go)
-	work        chan work    // accepted connections for idle worker goroutines
+	tables      tables                        // stick tables (stick.go)
+	certs       *tlsx.Store                   // the binds' certificates (edge.go)
+	ssl         *sslCounters                  // TLS figures, shared along a chain of reloads
+	watcher     atomic.Pointer[ServerWatcher] // servers added and deleted (servers.go)
+	globalSlots limiter                       // global maxconn (set maxconn global changes it)
+	fds         *fdBudget                     // the process's descriptors, shared across reloads (fds.go)
+	work        chan work                     // accepted connections for idle worker goroutines
 	stopping    atomic.Bool
 	wg          sync.WaitGroup // accept loops and connections
 
@@ -78,6 +83,7 @@ func build(cfg *conf.Config, log zerolog.Logger, prev *Proxy) (*Proxy, error) {
 		p.Backends = append(p.Backends, b)
 		byName[b.Name] = b
 	}
+	p.Resolvers = newResolvers(cfg.Resolvers)
 	p.globalSlots.setMax(cfg.Global.MaxConn)
 	loaded := cfg.TLS
 	if loaded == nil {
@@ -122,7 +128,7 @@ func build(cfg *conf.Config, log zerolog.Logger, prev *Proxy) (*Proxy, error) {
 	}
 	p.deriveFullConn()
 	for _, b := range p.Backends {
-		for _, s := range b.Servers {
+		for _, s := range b.Servers() {
 			s.up.Pool.SetBudget(p.fds)
 		}
 	}
@@ -255,7 +261,7 @@ func (p *Proxy) sweepPools() {
 			return
 		case now := <-t.C:
 			for _, b := range p.Backends {
-				for _, s := range b.Servers {
+				for _, s := range b.Servers() {
 					s.up.Pool.Sweep(now)
 				}
 			}
@@ -318,7 +324,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 		<-done
 	}
 	for _, b := range p.Backends {
-		for _, s := range b.Servers {
+		for _, s := range b.Servers() {
 			s.up.Pool.CloseAll()
 		}
 	}

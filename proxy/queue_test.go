@@ -266,7 +266,7 @@ func queueBackend(t *testing.T, n int, edit func(*conf.Backend)) *Backend {
 // server frees.
 func TestQueuePinned(t *testing.T) {
 	b := queueBackend(t, 2, nil)
-	s1, s2 := b.Servers[0], b.Servers[1]
+	s1, s2 := b.Servers()[0], b.Servers()[1]
 	first := <-pinnedTake(b, s1)
 	if first != s1 {
 		t.Fatalf("first pinned take got %v", first)
@@ -295,7 +295,7 @@ func TestQueueMaxqueueRedispatch(t *testing.T) {
 			bc.Redispatch = redisp
 			bc.Servers[0].MaxQueue = 1
 		})
-		s1, s2 := b.Servers[0], b.Servers[1]
+		s1, s2 := b.Servers()[0], b.Servers()[1]
 		<-pinnedTake(b, s1)
 		waiting := pinnedTake(b, s1)
 		waitFor(t, 5*time.Second, "first pinned request queued", func() bool { return b.queue.Len(0) == 1 })
@@ -324,7 +324,7 @@ func TestQueueDynamicLimit(t *testing.T) {
 		bc.FullConn = 20
 		bc.Servers[0].MaxConn, bc.Servers[0].MinConn = 10, 2
 	})
-	s := b.Servers[0]
+	s := b.Servers()[0]
 	for _, c := range []struct{ load, want int }{{0, 2}, {5, 2}, {10, 5}, {15, 7}, {20, 10}, {40, 10}} {
 		b.Counters.Scur.Store(int64(c.load))
 		if got := s.EffectiveMaxConn(); got != c.want {
@@ -397,8 +397,8 @@ func TestQueueFirst(t *testing.T) {
 	}
 	ch := pinnedTake(b, nil)
 	waitFor(t, 5*time.Second, "backend queue", func() bool { return b.queue.Len(-1) == 1 })
-	b.unassign(b.Servers[1])
-	if srv := <-ch; srv != b.Servers[1] {
+	b.unassign(b.Servers()[1])
+	if srv := <-ch; srv != b.Servers()[1] {
 		t.Errorf("queued request got %v, want s2", srv)
 	}
 }
@@ -421,7 +421,7 @@ func TestQueueLeastconnCountsQueued(t *testing.T) {
 		bc.Balance = "leastconn"
 		bc.Servers[0].MaxConn, bc.Servers[1].MaxConn = 1, 0
 	})
-	s1, s2 := b.Servers[0], b.Servers[1]
+	s1, s2 := b.Servers()[0], b.Servers()[1]
 	<-pinnedTake(b, s1)
 	ch := pinnedTake(b, s1) // s1: 1 session + 1 queued
 	waitFor(t, 5*time.Second, "queued on s1", func() bool { return s1.lb.Queued.Load() == 1 })
@@ -504,7 +504,7 @@ func TestQueueRedistributedWhenServerLeaves(t *testing.T) {
 		for _, redisp := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/redispatch=%v", how, redisp), func(t *testing.T) {
 				b := queueBackend(t, 2, func(bc *conf.Backend) { bc.Redispatch = redisp })
-				s1, s2 := b.Servers[0], b.Servers[1]
+				s1, s2 := b.Servers()[0], b.Servers()[1]
 				<-pinnedTake(b, s1) // s1 full
 				var waiting []<-chan connectResult
 				for i := range 2 {
@@ -572,8 +572,8 @@ func TestQueueHashAffinity(t *testing.T) {
 					}
 				})
 				r := &lb.Request{Path: "/key"}
-				home := b.Servers[b.algo.Pick(r, nil).Index]
-				other := b.Servers[1-b.algo.Pick(r, nil).Index]
+				home := b.Servers()[b.algo.Pick(r, nil).Index]
+				other := b.Servers()[1-b.algo.Pick(r, nil).Index]
 				if res := <-takeAsync(b, r, nil); res.srv != home {
 					t.Fatalf("first request: got %v, want its server %s", res.srv, home.Name)
 				}

@@ -65,8 +65,12 @@ func (prev *Proxy) keptTable(name string, typ stick.KeyType, keyLen, size int, e
 	return t
 }
 
-// inherit copies old's state into p, which is not serving yet. For a
-// server whose backend and name stay:
+// inherit copies old's state into p, which is not serving yet. The
+// servers old's backends have that their configuration file does not
+// (added at runtime) are added to the backend of the same name, unless the
+// new file defines a server of the same name (the file wins), keeping
+// their id when no server of the file has it. For a server whose backend
+// and name stay:
 //   - the admin state, unless the configuration's `disabled` changed (the
 //     file wins then, as HAProxy's server-state-file when the config moved);
 //   - the user weight, unless the configured weight changed;
@@ -101,10 +105,11 @@ func (p *Proxy) inherit(old *Proxy) {
 			continue
 		}
 		p.carry(&ob.Counters, &b.Counters)
-		b.state.inherit(&ob.state) // backend last change and downtime (snapshot_obs.go)
+		b.state.inherit(&ob.state)            // backend last change and downtime (snapshot_obs.go)
+		b.carryDynamic(ob, p.fds, time.Now()) // servers added at runtime (servers.go)
 		ob.mu.Lock()
 		b.mu.Lock()
-		for _, s := range b.Servers {
+		for _, s := range b.Servers() {
 			if os := ob.Server(s.Name); os != nil {
 				inheritServer(s, os)
 				p.carry(&os.Counters, &s.Counters)

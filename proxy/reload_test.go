@@ -111,7 +111,7 @@ func TestReloadHandOverRefusesNothing(t *testing.T) {
 	if got, want := p.Frontends[0].Counters.ReqTot.Load(), ok.Load(); got != want {
 		t.Errorf("req_tot after 30 reloads: got %d, want %d", got, want)
 	}
-	if got, want := p.Backends[0].Servers[0].Counters.Stot.Load(), ok.Load(); got != want {
+	if got, want := p.Backends[0].Servers()[0].Counters.Stot.Load(), ok.Load(); got != want {
 		t.Errorf("server stot after 30 reloads: got %d, want %d", got, want)
 	}
 	p.Shutdown(context.Background())
@@ -188,17 +188,17 @@ func TestReloadInheritsServerState(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := old.Backends[0]
-	b.SetAdmin(b.Servers[0], AdminDrain)
-	b.SetWeight(b.Servers[1], 3)
-	b.SetWeight(b.Servers[2], 4)
-	b.SetAddr(b.Servers[2], "127.0.0.1:9")
+	b.SetAdmin(b.Servers()[0], AdminDrain)
+	b.SetWeight(b.Servers()[1], 3)
+	b.SetWeight(b.Servers()[2], 4)
+	b.SetAddr(b.Servers()[2], "127.0.0.1:9")
 	cfg.Backends[0].Servers[1].Slowstart = time.Minute
 	b.mu.Lock()
 	rampStart := time.Now().Add(-20 * time.Second) // a third into its slowstart
-	b.Servers[1].bal.rampStart = rampStart
+	b.Servers()[1].bal.rampStart = rampStart
 	b.mu.Unlock()
 	b.Counters.Stot.Store(41)
-	b.Servers[0].Counters.Stot.Store(40)
+	b.Servers()[0].Counters.Stot.Store(40)
 	old.Frontends[0].Counters.ReqTot.Store(99)
 
 	next := testConfig(conf.ModeHTTP, []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4"}, []int{10, 10, 20, 10})
@@ -212,18 +212,18 @@ func TestReloadInheritsServerState(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"s1 admin (runtime DRAIN kept)", nb.Servers[0].Admin(), AdminDrain},
-		{"s2 weight (runtime kept)", nb.Servers[1].UserWeight.Load(), int32(3)},
-		{"s3 weight (file changed: file wins)", nb.Servers[2].UserWeight.Load(), int32(20)},
-		{"s3 address (runtime kept)", nb.Servers[2].Addr(), "127.0.0.1:9"},
-		{"s4 (new) admin", nb.Servers[3].Admin(), AdminReady},
+		{"s1 admin (runtime DRAIN kept)", nb.Servers()[0].Admin(), AdminDrain},
+		{"s2 weight (runtime kept)", nb.Servers()[1].UserWeight.Load(), int32(3)},
+		{"s3 weight (file changed: file wins)", nb.Servers()[2].UserWeight.Load(), int32(20)},
+		{"s3 address (runtime kept)", nb.Servers()[2].Addr(), "127.0.0.1:9"},
+		{"s4 (new) admin", nb.Servers()[3].Admin(), AdminReady},
 		{"backend stot", nb.Counters.Stot.Load(), int64(41)},
-		{"s1 stot", nb.Servers[0].Counters.Stot.Load(), int64(40)},
+		{"s1 stot", nb.Servers()[0].Counters.Stot.Load(), int64(40)},
 		{"frontend req_tot", p.Frontends[0].Counters.ReqTot.Load(), int64(99)},
-		{"s1 usable (DRAIN: no)", nb.Servers[0].bal.usable, false},
+		{"s1 usable (DRAIN: no)", nb.Servers()[0].bal.usable, false},
 	}
 	nb.mu.Lock()
-	ramp, w := nb.Servers[1].bal.rampStart, nb.Servers[1].lb.Weight
+	ramp, w := nb.Servers()[1].bal.rampStart, nb.Servers()[1].lb.Weight
 	if nb.ramp != nil { // the next slowstart step: not in this test
 		nb.ramp()
 		nb.ramp = nil

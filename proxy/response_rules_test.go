@@ -115,7 +115,7 @@ address = "%s"
 			t.Errorf("%s: got %q %q %q\nwant %q %q %q", tt.path, status, strings.Join(hdrs, "|"), body, tt.status, tt.hdrs, tt.body)
 		}
 	}
-	fe, be, srv := &p.Frontends[0].Counters, &p.Backend("web").Counters, &p.Backend("web").Servers[0].Counters
+	fe, be, srv := &p.Frontends[0].Counters, &p.Backend("web").Counters, &p.Backend("web").Servers()[0].Counters
 	for name, got := range map[string]int64{"frontend": fe.Dresp.Load(), "backend": be.Dresp.Load(), "server": srv.Dresp.Load()} {
 		if got != 2 {
 			t.Errorf("%s dresp: got %d, want 2", name, got)

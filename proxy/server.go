@@ -58,10 +58,20 @@ const (
 // A server is usable for new, non-persistent traffic when it is op UP, admin
 // READY and its EffectiveWeight is above 0.
 type Server struct {
-	Name    string
-	ID      int // 1-based position in the backend (HAProxy's puid)
+	Name string
+	// ID is HAProxy's puid: 1 to n for the configured servers in file
+	// order, then the next one for each server added at runtime (or the
+	// one its `id` gives), never reused while the process lives.
+	ID      int
 	Backend *Backend
 	Conf    *conf.Server
+
+	// dynamic: not in the configuration file (added at runtime); forcedID:
+	// its id was given (`id`); gone: deleted from its backend (servers.go,
+	// where the rule around it is).
+	dynamic  bool
+	forcedID bool
+	gone     atomic.Bool
 
 	addr atomic.Pointer[string] // host:port, may change at runtime
 
@@ -97,6 +107,14 @@ type Server struct {
 	// runtime maxconn plus one (0 = the configured one applies).
 	checks     atomic.Pointer[CheckReporter]
 	maxConnSet atomic.Int64
+
+	// DNS resolution (resolution.go): rmaint is HAProxy's
+	// SRV_ADMF_RMAINT, maintenance because DNS gave the server no
+	// address, kept apart from the operators' admin state; dns is what
+	// resolution says of the server, nil for a server not resolved at
+	// runtime.
+	rmaint atomic.Bool
+	dns    atomic.Pointer[DNSInfo]
 }
 
 // TrafficObserver receives the outcome of real traffic to a server, for
@@ -136,8 +154,20 @@ func (s *Server) observeResponse(status int) {
 // Addr returns the server's current address (host:port).
 func (s *Server) Addr() string { return *s.addr.Load() }
 
-// Admin returns the server's admin state.
-func (s *Server) Admin() AdminState { return AdminState(s.admin.Load()) }
+// Admin returns the server's admin state as it applies: MAINT while DNS
+// resolution holds the server in maintenance (ResolutionMaint), else the
+// state set by the configuration or operators (OperatorAdmin).
+func (s *Server) Admin() AdminState {
+	if s.rmaint.Load() {
+		return AdminMaint
+	}
+	return AdminState(s.admin.Load())
+}
+
+// OperatorAdmin returns the admin state set by the configuration
+// (`disabled`) or operators, whatever DNS resolution says: it is what an
+// operator set that wins over discovery.
+func (s *Server) OperatorAdmin() AdminState { return AdminState(s.admin.Load()) }
 
 // Op returns the server's operational state.
 func (s *Server) Op() OpState { return OpState(s.op.Load()) }
@@ -196,7 +226,7 @@ func (b *Backend) SetMaxConn(s *Server, n int) (old int) {
 // maintenance, active and backup, as HAProxy's "N active and M backup
 // servers left" (the transition log line).
 func (b *Backend) ServersUp() (active, backup int) {
-	for _, s := range b.Servers {
+	for _, s := range b.Servers() {
 		if s.Op() != OpUp || s.Admin() == AdminMaint {
 			continue
 		}

@@ -76,7 +76,7 @@ func BenchmarkServerTLS(b *testing.B) {
 				b.Fatal(err)
 			}
 			if c.noResume {
-				p.Backends[0].Servers[0].tlsc = tlsx.NewClient(tlsx.ClientOptions{Verify: true, CAs: ca.Pool(), VerifyHost: "up.test", NoSessionReuse: true})
+				p.Backends[0].Servers()[0].tlsc = tlsx.NewClient(tlsx.ClientOptions{Verify: true, CAs: ca.Pool(), VerifyHost: "up.test", NoSessionReuse: true})
 			}
 			if err := p.Start(); err != nil {
 				b.Fatal(err)

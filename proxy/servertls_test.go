@@ -204,7 +204,7 @@ crt = "client.pem"
 		}
 	}
 	be := p.Backend("rogue")
-	if got := be.Servers[0].Counters.Econ.Load(); got != 1 {
+	if got := be.Servers()[0].Counters.Econ.Load(); got != 1 {
 		t.Fatalf("rogue econ: got %d, want 1", got)
 	}
 	// Full handshakes with servers are counted (SslBackendKeyRate; its
@@ -238,7 +238,7 @@ ca_file = "ca.pem"
 sni = "req.hdr(host)"
 `, up.addr()), nil)
 	addr := p.Frontends[0].Addrs()[0].String()
-	srv := p.Backend("web").Servers[0]
+	srv := p.Backend("web").Servers()[0]
 	seen := map[string]bool{}
 	for i, host := range []string{"a.test", "b.test", "a.test", "b.test", "b.test", "a.test"} {
 		code, body := getHost(t, addr, host, "/")

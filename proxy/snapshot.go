@@ -142,6 +142,13 @@ type ServerSnapshot struct {
 	LastChange      time.Time
 	CounterValues
 
+	// Dynamic says the server is not in the configuration file (added at
+	// runtime); ForcedID that its id was given by an operator (`id`,
+	// HAProxy's srv_f_forced_id). Server is the server itself, for the
+	// commands that act on what they print; it may be deleted since.
+	Dynamic, ForcedID bool
+	Server            *Server
+
 	// Weight is the weight column: the effective weight (the user weight,
 	// lowered by slowstart while the server ramps up), rounded up, whatever
 	// the server's state, as HAProxy keeps it for DOWN, DRAIN and MAINT
@@ -171,6 +178,14 @@ type ServerSnapshot struct {
 	// HealthState is what `show servers state` prints for the checks,
 	// filled whether or not checks are enabled.
 	HealthState ServerCheckState
+
+	// OperatorAdmin is the admin state set by the configuration or
+	// operators; Admin is MAINT also while DNS resolution holds the server
+	// (Resolution.Maint).
+	OperatorAdmin AdminState
+	// Resolution is the server's DNS resolution, nil for a server whose
+	// address does not come from DNS at runtime (resolution.go).
+	Resolution *ResolutionSnapshot
 }
 
 // ServerCheckState is the check part of a `show servers state` line
@@ -229,12 +244,16 @@ type AgentSnapshot struct {
 }
 
 // Status returns the server's status exactly as HAProxy's `show stat`
-// prints it (stats-csv.md section 3): MAINT; UP, "UP 1/3", "DRAIN (agent)",
-// "DRAIN 2/3", DRAIN or "no check" while running; NOLB or "NOLB 1/3" while
-// soft-stopping; "DOWN (agent)", "DOWN 1/2" or DOWN while stopped. x/y is
-// health-rise+1 / fall going down, health / rise going up.
+// prints it (stats-csv.md section 3): "MAINT (resolution)" while DNS gives
+// it no address (whatever else holds it, as HAProxy); MAINT; UP, "UP 1/3",
+// "DRAIN (agent)", "DRAIN 2/3", DRAIN or "no check" while running; NOLB or
+// "NOLB 1/3" while soft-stopping; "DOWN (agent)", "DOWN 1/2" or DOWN while
+// stopped. x/y is health-rise+1 / fall going down, health / rise going up.
 func (s *ServerSnapshot) Status() string {
 	ck, ag := s.Check, s.Agent
+	if s.Resolution != nil && s.Resolution.Maint {
+		return "MAINT (resolution)" // whatever else holds it (stats.c)
+	}
 	if s.Admin == AdminMaint {
 		return "MAINT"
 	}
@@ -297,12 +316,14 @@ func (p *Proxy) Snapshot() *Snapshot {
 		b.mu.Lock()            // what rebuildLocked decided is written under it
 		bs.Act, bs.Bck = b.view.act, b.view.bck
 		bs.Weight, bs.UserWeight = shownWeight(b.view.eweight), b.view.uweight
-		for _, s := range b.Servers {
+		list := b.Servers() // one state of the servers for both loops
+		for _, s := range list {
 			ss := ServerSnapshot{
 				Name: s.Name, ID: s.ID, Addr: s.Addr(), Admin: s.Admin(), Op: s.Op(),
 				InitialWeight: s.InitialWeight, UserWeight: int(s.UserWeight.Load()),
 				Weight: shownWeight(s.bal.eweight), Throttle: s.bal.throttle, Usable: s.bal.usable,
 				Backup: s.Conf.Backup, LastChange: s.LastChange(), CounterValues: s.Counters.values(now),
+				Dynamic: s.dynamic, ForcedID: s.forcedID, Server: s,
 			}
 			if ss.Usable {
 				ss.EffectiveWeight = ss.Weight
@@ -310,9 +331,13 @@ func (p *Proxy) Snapshot() *Snapshot {
 			ss.Slim = int64(s.EffectiveMaxConn())
 			ss.MaxConn, ss.MaxQueue = s.EffectiveMaxConn(), s.Conf.MaxQueue
 			ss.ConfMaxConn = s.MaxConn()
-			ss.Qcur, ss.Qmax = b.queue.Len(s.ID-1), b.queue.Max(s.ID-1)
+			ss.Qcur, ss.Qmax = s.lb.Queued.Load(), b.queue.Max(s.lb.Index)
 			ss.QtimeMax = s.Counters.qtimeMax.Load()
 			ss.Obs.server(s) // idle connections (snapshot_obs.go)
+			ss.OperatorAdmin, ss.Resolution = s.OperatorAdmin(), s.resolutionSnapshot()
+			if ss.Resolution != nil && ss.Resolution.NoAddr {
+				ss.Addr = "" // shown without one; it keeps the last to dial
+			}
 			if s.Op() == OpUp && s.Admin() != AdminMaint {
 				if ss.Backup {
 					bs.BackupUp++
@@ -325,7 +350,7 @@ func (p *Proxy) Snapshot() *Snapshot {
 		b.mu.Unlock()
 		// Check state is read outside the backend lock: proxy/check holds
 		// its own lock while it changes a server's state in the backend.
-		for i, s := range b.Servers {
+		for i, s := range list {
 			ss := &bs.Servers[i]
 			ss.HealthState.CheckStatus = 1 // INI, HAProxy's value for servers without checks
 			ss.HealthState.CheckHealth = 2 // rise's default

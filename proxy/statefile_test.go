@@ -50,13 +50,13 @@ func TestLoadServerState(t *testing.T) {
 	}{
 		{"applied", res.Applied, 4},
 		{"skipped", res.Skipped, 1},
-		{"s1 admin", b.Servers[0].Admin(), AdminMaint},
-		{"s2 admin", b.Servers[1].Admin(), AdminDrain},
-		{"s2 weight", b.Servers[1].UserWeight.Load(), int32(4)},
-		{"s3 weight (configured weight changed)", b.Servers[2].UserWeight.Load(), int32(20)},
-		{"s3 admin", b.Servers[2].Admin(), AdminReady},
-		{"s1 op (not checked: UP)", b.Servers[0].Op(), OpUp},
-		{"s4 op", b.Servers[3].Op(), OpDown},
+		{"s1 admin", b.Servers()[0].Admin(), AdminMaint},
+		{"s2 admin", b.Servers()[1].Admin(), AdminDrain},
+		{"s2 weight", b.Servers()[1].UserWeight.Load(), int32(4)},
+		{"s3 weight (configured weight changed)", b.Servers()[2].UserWeight.Load(), int32(20)},
+		{"s3 admin", b.Servers()[2].Admin(), AdminReady},
+		{"s1 op (not checked: UP)", b.Servers()[0].Op(), OpUp},
+		{"s4 op", b.Servers()[3].Op(), OpDown},
 		{"checks returned", len(res.Checks), 1},
 	}
 	for _, tt := range tests {
@@ -64,7 +64,7 @@ func TestLoadServerState(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", tt.name, tt.got, tt.want)
 		}
 	}
-	if len(res.Checks) == 1 && (res.Checks[0].Server != b.Servers[3] || res.Checks[0].CheckHealth != 1) {
+	if len(res.Checks) == 1 && (res.Checks[0].Server != b.Servers()[3] || res.Checks[0].CheckHealth != 1) {
 		t.Errorf("checks: got %+v, want s4 with health 1", res.Checks[0])
 	}
 }
@@ -90,7 +90,7 @@ func TestLoadServerStateErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got %v, want an error with %q", err, tt.want)
 			}
-			if got := p.Backends[0].Servers[0].Admin(); got != AdminReady {
+			if got := p.Backends[0].Servers()[0].Admin(); got != AdminReady {
 				t.Errorf("s1 admin after an error: got %v, want READY", got)
 			}
 		})

@@ -416,13 +416,9 @@ func persistent(srv *Server) bool {
 	return srv.Admin() != AdminMaint && srv.Op() != OpDown
 }
 
-// serverByID returns be's server with id (1-based), or nil.
-func serverByID(be *Backend, id int) *Server {
-	if id < 1 || id > len(be.Servers) {
-		return nil
-	}
-	return be.Servers[id-1]
-}
+// serverByID returns be's server with id, or nil (deleted, or an id the
+// backend never gave).
+func serverByID(be *Backend, id int) *Server { return be.ServerByID(id) }
 
 // stickPersist runs be's stick rules against r: the first on/match rule
 // whose key has an entry naming a server persistence may use pins the

@@ -303,7 +303,7 @@ func (x *Stream) Upstream() *http1.Upstream { return &x.srv.up }
 // stream.ConnectFailed (econ is counted).
 func (x *Stream) Connect() (net.Conn, stream.Outcome) {
 	var prep func(*Server, net.Conn) (net.Conn, error)
-	if x.be.prepConns {
+	if x.be.prepConns.Load() {
 		prep = x.prepare // servertls.go
 	}
 	srv, c, tc, err := connectServer(x.be, x.srv, &x.lbreq, x.pin != nil, prep, &x.lg)

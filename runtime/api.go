@@ -91,6 +91,9 @@ type API struct {
 	budget *budget
 	// pipelineGrace is the const of that name (session.go); tests change it.
 	pipelineGrace time.Duration
+	// waitMax bounds `wait <delay>` (dynserver.go), 0 for no bound; the
+	// session fuzzer sets it, so that a fuzzed "wait 1d" ends.
+	waitMax atomic.Int64
 
 	mu        sync.Mutex
 	listeners []*listener
@@ -137,7 +140,7 @@ func (a *API) SetProxy(p *proxy.Proxy) {
 	// that show stat and show servers state print the configured checks
 	// from the first command on, whether or not the Checker started yet.
 	for _, b := range p.Backends {
-		for _, s := range b.Servers {
+		for _, s := range b.Servers() {
 			if s.Conf.Check || s.Conf.Agent != nil {
 				check.Of(s)
 			}

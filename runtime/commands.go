@@ -13,18 +13,21 @@ var commandTable *cmdTable
 // and the help transcripts stay HAProxy's.
 func init() {
 	commandTable = newTable(
-		cliCommands,       // cli.go: help, prompt, quit, levels, timeouts
-		serverCommands,    // server.go: weights, server states and addresses
-		checkCommands,     // check.go: health and agent checks
-		aclCommands,       // acl.go: ACL pattern sets
-		proxyCommands,     // proxy.go: backends, frontends, maxconn
-		statCommands,      // stat.go: show info, show stat
-		processCommands,   // process.go: env, errors, activity
-		sessionCommands,   // sess.go: sessions
-		tableCommands,     // table.go: stick tables
-		queueCommands,     // queue.go: show queue
-		sslCommands,       // ssl.go: certificates and crt-lists
-		peersCommands,     // peers.go: show peers
-		histogramCommands, // histogram.go: show histogram
+		cliCommands,        // cli.go: help, prompt, quit, levels, timeouts
+		serverCommands,     // server.go: weights, server states and addresses
+		checkCommands,      // check.go: health and agent checks
+		aclCommands,        // acl.go: ACL pattern sets
+		proxyCommands,      // proxy.go: backends, frontends, maxconn
+		statCommands,       // stat.go: show info, show stat
+		processCommands,    // process.go: env, errors, activity
+		sessionCommands,    // sess.go: sessions
+		tableCommands,      // table.go: stick tables
+		queueCommands,      // queue.go: show queue
+		sslCommands,        // ssl.go: certificates and crt-lists
+		peersCommands,      // peers.go: show peers
+		histogramCommands,  // histogram.go: show histogram
+		dynServerCommands,  // dynserver.go: add server, del server, wait
+		configDiffCommands, // configdiff.go: show config-diff
+		resolversCommands,  // resolvers.go: show resolvers
 	)
 }

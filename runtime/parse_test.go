@@ -99,11 +99,14 @@ func FuzzSplitLine(f *testing.F) {
 // the session must answer and close without panicking, whatever the line,
 // and never reply to binary garbage with anything but the binary error.
 func FuzzSession(f *testing.F) {
-	for _, s := range []string{"help", "show stat", "set weight web/s1 50%", "prompt", "a <<", "\x00", "show servers state #1", "set server web/s1 addr ::1 port 1"} {
+	for _, s := range []string{"help", "show stat", "set weight web/s1 50%", "prompt", "a <<", "\x00", "show servers state #1", "set server web/s1 addr ::1 port 1",
+		"add server web/n1 127.0.0.1:1 weight 5 check inter 1s agent-check agent-port 2 id 9", "del server web/n1",
+		"wait 10 srv-removable web/s1", "show resolvers", "set server web/s1 fqdn a.test", "show config-diff"} {
 		f.Add(s)
 	}
 	// A short timeout: a payload left open ends quickly.
 	e := startEnvOpts(f, fuzzConfig, Options{Timeout: 200 * time.Millisecond})
+	e.api.waitMax.Store(int64(100 * time.Millisecond)) // a fuzzed "wait 1d" ends
 	f.Fuzz(func(t *testing.T, line string) {
 		if strings.ContainsAny(line, "\n") || len(line) > maxLine {
 			return

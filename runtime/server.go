@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -120,7 +121,7 @@ func findServer(p *proxy.Proxy, spec string) (*proxy.Backend, *proxy.Server, err
 	}
 	if id, ok := strings.CutPrefix(sname, "#"); ok {
 		if n, err := strconv.Atoi(id); err == nil {
-			for _, s := range b.Servers {
+			for _, s := range b.Servers() {
 				if s.ID == n {
 					return b, s, nil
 				}
@@ -302,12 +303,27 @@ func setServerState(c *Context, b *proxy.Backend, s *proxy.Server, args []string
 	return nil
 }
 
-// setServerFQDN answers as HAProxy without resolvers: fulcrum has none.
+// setServerFQDN is `set server <b>/<s> fqdn <name>`: a server resolved by
+// DNS resolves name from now on (proxy/resolve), with HAProxy's replies
+// (server.c srv_update_fqdn, "FDQN" as it spells it).
 func setServerFQDN(c *Context, b *proxy.Backend, s *proxy.Server, args []string) error {
-	if arg(args, 0) == "" {
+	name := arg(args, 0)
+	if name == "" {
 		return reply("set server <b>/<s> fqdn requires a FQDN.")
 	}
-	return reply("set server <b>/<s> fqdn failed because no resolution is configured.")
+	old, err := c.Proxy.SetFQDN(s, name)
+	switch {
+	case errors.Is(err, proxy.ErrNoResolution):
+		return reply("set server <b>/<s> fqdn failed because no resolution is configured.")
+	case errors.Is(err, proxy.ErrSRVResolution):
+		return reply("set server <b>/<s> fqdn failed because SRV resolution is configured.")
+	case errors.Is(err, proxy.ErrInvalidFQDN):
+		return reply("invalid fqdn '" + name + "' by 'stats socket command'")
+	case old == name:
+		return reply("no need to change the FDQN by 'stats socket command'")
+	}
+	c.Changed().Str("server", fullName(b, s)).Str("fqdn", name).Str("previous_fqdn", old).Msg("server FQDN changed")
+	return reply(fmt.Sprintf("%s/%s changed its FQDN from %s to %s by 'stats socket command'", b.Name, s.Name, old, name))
 }
 
 // setServerSSL answers as HAProxy for a server without SSL settings:
@@ -401,6 +417,30 @@ func WriteServersState(w io.Writer, p *proxy.Proxy, started time.Time) error {
 	return bw.Flush()
 }
 
+// WriteStateFile writes p's state file (global state_file), which the
+// daemon writes at stop: WriteServersState's lines, then one comment line
+// per server added at runtime (proxy.AddedServerLine), which
+// proxy.LoadServerState reads to add it again. HAProxy reads such a file
+// too: it skips comments.
+func WriteStateFile(w io.Writer, p *proxy.Proxy, started time.Time) error {
+	bw := bufio.NewWriter(w)
+	writeServersState(bw, p, nil, started)
+	first := true
+	for _, b := range p.Backends {
+		for _, s := range b.Servers() {
+			if !s.Dynamic() {
+				continue
+			}
+			if first {
+				bw.WriteString("# servers added at runtime (fulcrum), as add server takes them:\n")
+				first = false
+			}
+			bw.WriteString(proxy.AddedServerLine(s) + "\n")
+		}
+	}
+	return bw.Flush()
+}
+
 // writeServersState is `show servers state [only]` written to w.
 func writeServersState(w io.Writer, p *proxy.Proxy, only *proxy.Backend, started time.Time) {
 	snap := p.Snapshot()
@@ -410,13 +450,10 @@ func writeServersState(w io.Writer, p *proxy.Proxy, only *proxy.Backend, started
 		if only != nil && bs.ID != only.ID {
 			continue
 		}
-		b := p.Backends[bi]
 		for i := range bs.Servers {
-			ss, s := &bs.Servers[i], b.Servers[i]
-			host, port, err := net.SplitHostPort(ss.Addr)
-			if err != nil {
-				host, port = ss.Addr, "0"
-			}
+			ss := &bs.Servers[i]
+			s := ss.Server
+			host, port := ss.HostPort()
 			hs := ss.HealthState
 			op := 2 // SRV_ST_RUNNING
 			switch ss.Op {
@@ -425,21 +462,39 @@ func writeServersState(w io.Writer, p *proxy.Proxy, only *proxy.Backend, started
 			case proxy.OpStopping:
 				op = 3
 			}
+			if ss.Admin == proxy.AdminMaint {
+				op = 0 // maintenance stops the server (SRV_ST_STOPPED)
+			}
 			admin := 0
-			switch ss.Admin {
+			switch ss.OperatorAdmin {
 			case proxy.AdminDrain:
 				admin = 0x08 // SRV_ADMF_FDRAIN
 			case proxy.AdminMaint:
-				op = 0       // maintenance stops the server (SRV_ST_STOPPED)
 				admin = 0x01 // SRV_ADMF_FMAINT
-				if s.Conf.Disabled && ss.LastChange.Before(started) {
+				if s.Conf.Disabled && !s.Dynamic() && ss.LastChange.Before(started) {
 					admin |= 0x04 // SRV_ADMF_CMAINT: still `disabled` as configured
+				}
+			}
+			fqdn, srvrecord := "-", "-"
+			if r := ss.Resolution; r != nil {
+				if r.Maint {
+					admin |= 0x20 // SRV_ADMF_RMAINT
+				}
+				if r.FQDNSet {
+					admin |= 0x40 // SRV_ADMF_HMAINT: an SRV record named it (2.6 keeps the bit)
+				}
+				if r.FQDN != "" {
+					fqdn = r.FQDN
+				}
+				if r.SRV != "" {
+					srvrecord = r.SRV
 				}
 			}
 			checkAddr := "-"
 			if r := s.CheckReporter(); r == nil {
-				// No check state yet: the counter is rise, 0 when stopped.
-				if op == 0 {
+				// No check state yet: the counter is rise, 0 when stopped
+				// or once stopped by DNS resolution (nothing raises it).
+				if op == 0 || ss.Resolution != nil && ss.Resolution.Stopped {
 					hs.CheckHealth = 0
 				}
 			} else if a := check.Of(s).Info().CheckAddr; a != "" {
@@ -450,10 +505,14 @@ func writeServersState(w io.Writer, p *proxy.Proxy, only *proxy.Backend, started
 				agentAddr = "-"
 			}
 			since := int64(snap.Taken.Sub(ss.LastChange) / time.Second)
-			fmt.Fprintf(w, "%d %s %d %s %s %d %d %d %d %d %d %d %d %d %d 0 0 - %s - 0 %d %s %s %d\n",
+			forced := 0
+			if ss.ForcedID {
+				forced = 1 // srv_f_forced_id: `id` on an added server
+			}
+			fmt.Fprintf(w, "%d %s %d %s %s %d %d %d %d %d %d %d %d %d %d 0 %d %s %s %s 0 %d %s %s %d\n",
 				bs.ID, bs.Name, ss.ID, ss.Name, host, op, admin, ss.UserWeight, ss.InitialWeight,
 				max(since, 0), hs.CheckStatus, hs.CheckResult, hs.CheckHealth, hs.CheckState, hs.AgentState,
-				port, hs.CheckPort, checkAddr, agentAddr, hs.AgentPort)
+				forced, fqdn, port, srvrecord, hs.CheckPort, checkAddr, agentAddr, hs.AgentPort)
 		}
 	}
 }
@@ -472,7 +531,7 @@ func showServersConn(c *Context, args []string) error {
 		if only != nil && b != only {
 			continue
 		}
-		for _, s := range b.Servers {
+		for _, s := range b.Servers() {
 			host, port, err := net.SplitHostPort(s.Addr())
 			if err != nil {
 				host, port = s.Addr(), "0"

@@ -82,7 +82,7 @@ func showStat(c *Context, args []string) error {
 		switch arg(args, 1) {
 		case "proxy":
 		case "resolvers":
-			return nil // fulcrum has no resolvers section
+			return showStatResolvers(c, args[2:]) // resolvers.go
 		default:
 			return reply("Invalid statistics domain.")
 		}

@@ -272,11 +272,14 @@ type pageProxy struct {
 	ChartHTML template.HTML
 }
 
-// pageCell is one cell: its text, a plain title, and HAProxy's tooltip
-// table (hover) of label/value lines.
+// pageCell is one cell: its text, a plain title, HAProxy's tooltip table
+// (hover) of label/value lines, and its colspan.
 type pageCell struct {
 	Text, Title string
 	Tips        []tip
+	// Span is the cell's colspan when above 1; a cell under another's
+	// span has -1 and is not written.
+	Span int
 }
 
 // tip is one line of a cell's tooltip; a line with an empty Value is a
@@ -382,6 +385,12 @@ func (pg *page) renderHTML(buf *bytes.Buffer, snap *proxy.Snapshot, f Filter, o 
 				cells = append(cells, htmlCell(r, c.col, r.kind != KindServer || detailServers))
 			}
 		}
+		if r.kind == KindServer && r.sv.Resolution != nil && r.sv.Resolution.Maint {
+			// HAProxy's page shows "resolution" over Chk, Dwn and Dwntme
+			// of a server in MAINT (resolution) (stats.c).
+			cells[chkfailCell] = pageCell{Text: "resolution", Span: 3}
+			cells[chkfailCell+1].Span, cells[chkfailCell+2].Span = -1, -1
+		}
 		cur.rows = appendRow(cur.rows, r, cells, admin, cur.Form)
 		if d.History != "" {
 			var pts []proxy.HistoryPoint
@@ -444,6 +453,17 @@ func appendRow(b []byte, r *row, cells []pageCell, admin, form bool) []byte {
 	b = appendEscaped(b, r.svname)
 	b = append(b, "</td>"...)
 	for _, c := range cells {
+		if c.Span < 0 {
+			continue
+		}
+		if c.Span > 1 {
+			b = append(b, `<td class="ac" colspan="`...)
+			b = strconv.AppendInt(b, int64(c.Span), 10)
+			b = append(b, `">`...)
+			b = appendEscaped(b, c.Text)
+			b = append(b, "</td>"...)
+			continue
+		}
 		if c.Title != "" {
 			b = append(b, `<td title="`...)
 			b = appendEscaped(b, c.Title)
@@ -484,6 +504,21 @@ func appendEscaped(b []byte, s string) []byte {
 	}
 	return b
 }
+
+// chkfailCell is the position of the Chk cell (chkfail) in a page row,
+// followed by Dwn and Dwntme.
+var chkfailCell = func() int {
+	n := 0
+	for _, g := range pageGroups {
+		for _, c := range g.Cols {
+			if columns[c.col].Name == "chkfail" {
+				return n
+			}
+			n++
+		}
+	}
+	panic("stats: no chkfail cell")
+}()
 
 // lastchgCol is the index of lastchg, shown with the status.
 var lastchgCol = columnIndex("lastchg")

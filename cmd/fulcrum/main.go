@@ -243,9 +243,15 @@ func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serve
 		return cli.Exit("fulcrum: "+err.Error(), 1)
 	}
 	p.LimitDescriptors(budget)
-	loadState(cfg, p, log) // state_file (statefile.go)
+	saved := loadState(cfg, p, log)                          // state_file (statefile.go)
+	stopResolvers, err := startResolvers(p, log, saved, nil) // init_addr, then DNS (resolvers.go)
+	if err != nil {
+		return cli.Exit("fulcrum: "+err.Error(), 1)
+	}
 	r := newReloader(cfg, p, logw, log)
 	r.fds = fds
+	r.stopResolvers = stopResolvers
+	defer func() { r.stopResolvers() }()
 	if opts.load != nil {
 		r.load = opts.load
 	}

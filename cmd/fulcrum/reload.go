@@ -46,6 +46,8 @@ type reloader struct {
 	// peers runs the [[peers]] sections; a reload reconfigures them on
 	// the new proxy's tables once it serves.
 	peers *peersRunner
+	// stopResolvers stops the current proxy's DNS resolutions.
+	stopResolvers func()
 
 	retiring sync.WaitGroup // old proxies finishing their in-flight work
 	// abortCtx ends when the final stop's hard_stop_after expires: the old
@@ -59,7 +61,7 @@ var errStopping = errors.New("stopping: reload refused")
 
 // newReloader returns the reloader of p, which serves cfg and has started.
 func newReloader(cfg *conf.Config, p *proxy.Proxy, logw io.Writer, log zerolog.Logger) *reloader {
-	r := &reloader{path: cfg.File, logw: logw, log: log, cfg: cfg, stopChecks: func() {}, peers: &peersRunner{log: log}}
+	r := &reloader{path: cfg.File, logw: logw, log: log, cfg: cfg, stopChecks: func() {}, stopResolvers: func() {}, peers: &peersRunner{log: log}}
 	r.load = func() (*conf.Config, error) { return loadConfig(r.path) }
 	r.abortCtx, r.abortRetire = context.WithCancel(context.Background())
 	r.cur.Store(p)
@@ -106,20 +108,32 @@ func (r *reloader) reload() error {
 		// No probe may change the state being copied: the old checker
 		// stops first, and starts again if the reload fails.
 		r.stopChecks()
+		r.stopResolvers() // DNS changes no server of old once its state is copied
+		var stopResolvers func()
 		p, err = proxy.NewFrom(old, cfg, log)
 		if err == nil {
 			setupStats(p, r.change, r.peers.status)
 			check.Inherit(p, old)
-			err = p.StartFrom(old)
+			stopResolvers, err = startResolvers(p, log, nil, old)
+			if err == nil {
+				if err = p.StartFrom(old); err != nil {
+					stopResolvers()
+				}
+			}
 			if err != nil {
 				p.Shutdown(context.Background()) // nothing listens; frees it
 			}
 		}
 		if err != nil {
 			r.stopChecks = startChecks(old, r.log)
+			r.stopResolvers, _ = startResolvers(old, r.log, nil, old) // old keeps what it had
+			if r.stopResolvers == nil {
+				r.stopResolvers = func() {}
+			}
 			return
 		}
 		p.LimitDescriptors(budget) // the process's bound, shared with old
+		r.stopResolvers = stopResolvers
 		r.cur.Store(p)
 		if r.api != nil {
 			r.api.SetProxy(p)

@@ -1,16 +1,17 @@
 // Command fulcrumctl talks to a running fulcrum (or HAProxy) through its
 // Runtime API socket: an interactive shell, one-shot commands for scripts,
-// deploy helpers (drain, ready) and a live view (watch).
+// deploy helpers (drain, ready, remove) and a live view (watch).
 //
 //	fulcrumctl -s /run/fulcrum/admin.sock              # interactive shell
 //	fulcrumctl -s SOCK show stat                        # one-shot, as a table
 //	fulcrumctl -s SOCK drain web/s1 --wait --timeout 60s
 //	fulcrumctl -s a.sock -s b.sock drain web/s1 --wait # on several instances
 //	fulcrumctl --fleet prod.fleet show stat             # one table, an instance column
+//	fulcrumctl -s SOCK remove web/s4 --wait --timeout 60s
 //
 // Exit codes: 0 ok, 1 error reply (printed on stderr), 2 nothing was
-// sent (usage error, not confirmed, socket unreachable), 3 drain timeout;
-// on several instances, the highest of theirs.
+// sent (usage error, not confirmed, socket unreachable), 3 drain or
+// remove timeout; on several instances, the highest of theirs.
 package main
 
 import (
@@ -61,7 +62,8 @@ and of their arguments (servers, set server subcommands and values, tables
 and data.* filters, ACL and map ids), Ctrl-C cancels the line, Ctrl-D quits.
 The session stays open while idle; if the proxy restarts, the next command
 reconnects at the level the session was lowered to (user, operator) and says
-so. drain, ready and watch work inside the shell as on the command line.
+so. drain, ready, remove and watch work inside the shell as on the command
+line.
 
 With a command (arguments, -c "cmd1; cmd2", or lines on stdin) it runs them in
 order and stops at the first error reply.
@@ -92,8 +94,8 @@ of 0...) ask first on a terminal; a script needs --yes (also as a suffix:
 "set server web/s1 state maint --yes").
 
 Exit codes: 0 ok; 1 error reply, the server refused (on stderr); 2 nothing
-was sent: usage error, not confirmed, or socket unreachable; 3 drain timeout.
-On several instances, the highest of theirs.
+was sent: usage error, not confirmed, or socket unreachable; 3 drain or
+remove timeout. On several instances, the highest of theirs.
 
 Examples:
    fulcrumctl -s /run/fulcrum/admin.sock
@@ -104,6 +106,8 @@ Examples:
    fulcrumctl drain web/s1 --wait --timeout 60s --maint-after
    fulcrumctl ready 'web/*'
    fulcrumctl watch web
+   fulcrumctl add server web/s4 10.0.0.4:80 check enabled
+   fulcrumctl remove web/s4 --wait --timeout 60s
    fulcrumctl -s /run/lb1.sock -s /run/lb2.sock show stat
    fulcrumctl --fleet prod.fleet drain web/s1 --wait --timeout 60s`
 
@@ -268,9 +272,10 @@ func (x *fulcrumctl) connect(c *ucli.Context) (*cli.Client, func()) {
 // completion; a verb added to the app (remove, cert update...) gets a
 // line here.
 var verbArgs = map[string]cli.ArgKind{
-	"drain": cli.ArgServers,
-	"ready": cli.ArgServers,
-	"watch": cli.ArgBackend,
+	"drain":  cli.ArgServers,
+	"ready":  cli.ArgServers,
+	"remove": cli.ArgServers,
+	"watch":  cli.ArgBackend,
 }
 
 // verbs returns the app's commands as the shell's verbs: the shell runs
@@ -304,7 +309,7 @@ func (x *fulcrumctl) app() *ucli.App {
 	app := &ucli.App{
 		Name:            "fulcrumctl",
 		Usage:           "interactive shell and scripting tool for fulcrum's (or HAProxy's) Runtime API",
-		UsageText:       "fulcrumctl [-s SOCKET]... [--fleet FILE] [--raw|--json|--csv] [--yes] [COMMAND...]\nfulcrumctl [-s SOCKET]... -c \"CMD1; CMD2\"\nfulcrumctl [-s SOCKET]... drain|ready|watch ...",
+		UsageText:       "fulcrumctl [-s SOCKET]... [--fleet FILE] [--raw|--json|--csv] [--yes] [COMMAND...]\nfulcrumctl [-s SOCKET]... -c \"CMD1; CMD2\"\nfulcrumctl [-s SOCKET]... drain|ready|remove|watch ...",
 		Description:     description,
 		Writer:          x.stdout,
 		ErrWriter:       x.stderr,
@@ -420,6 +425,50 @@ under one --timeout; --maint-after then sets MAINT everywhere.`,
 				},
 			},
 			{
+				Name:      "remove",
+				Usage:     "delete servers from their backend, optionally draining them first",
+				ArgsUsage: "BACKEND/SERVER...",
+				Description: `Puts each server in MAINT and deletes it ("set server B/S state maint", then
+"del server B/S"), which the server refuses while sessions are left. With
+--wait, drains it first ("set server B/S state drain", then "show stat" every
+--poll until it has no session and no queue), puts it in MAINT, waits for the
+sessions that came meanwhile ("wait <left> srv-removable B/S", HAProxy 3.0's;
+show stat again where the server has no wait command) and deletes it. At
+--timeout it exits 3 and leaves the server in DRAIN (or MAINT once there).
+Removing every server still in service of a backend asks first on a
+terminal, and needs --yes in a script (exit 2 without it, nothing sent).`,
+				OnUsageError: func(c *ucli.Context, err error, _ bool) error { return x.usageError(err) },
+				Flags: []ucli.Flag{
+					&ucli.BoolFlag{Name: "wait", Aliases: []string{"w"}, Usage: "drain first and wait until the servers have no session and no queue"},
+					&ucli.StringFlag{Name: "timeout", Value: "60s", Usage: "give up waiting after this long, exit 3 (60s, or 60 for seconds)"},
+					&ucli.StringFlag{Name: "poll", Value: "500ms", Usage: "how often to look at show stat while draining"},
+					&ucli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "remove every server of a backend without asking"},
+				},
+				Action: func(c *ucli.Context) error {
+					if c.NArg() == 0 {
+						return x.usageError(errors.New("remove: give at least one BACKEND/SERVER"))
+					}
+					timeout, err := x.wait(c, "timeout")
+					if err != nil {
+						return err
+					}
+					poll, err := x.wait(c, "poll")
+					if err != nil {
+						return err
+					}
+					cl, release := x.connect(c)
+					if cl == nil {
+						return nil
+					}
+					defer release()
+					cl.Yes = cl.Yes || c.Bool("yes")
+					x.code = cli.Remove(cl, c.Args().Slice(), cli.RemoveOptions{
+						Wait: c.Bool("wait"), Timeout: timeout, Poll: poll, TTY: isTTY(x.stderr),
+					})
+					return nil
+				},
+			},
+			{
 				Name:      "watch",
 				Usage:     "live full-screen view of the servers, q quits",
 				ArgsUsage: "[BACKEND]",
@@ -502,7 +551,7 @@ func fromStdin(cl *cli.Client, stdin io.Reader) int {
 	return code
 }
 
-// hoistFlags moves the flags of drain, ready and watch before their
+// hoistFlags moves the flags of drain, ready, remove and watch before their
 // arguments, so that "drain web/s1 --wait" works as the usage shows
 // (urfave/cli stops parsing flags at the first argument).
 func hoistFlags(args []string) []string {
@@ -516,7 +565,7 @@ func hoistFlags(args []string) []string {
 		}
 		i++
 	}
-	if i >= len(args) || (args[i] != "drain" && args[i] != "ready" && args[i] != "watch") {
+	if i >= len(args) || (args[i] != "drain" && args[i] != "ready" && args[i] != "remove" && args[i] != "watch") {
 		return args
 	}
 	out := append([]string{}, args[:i+1]...)

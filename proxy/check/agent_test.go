@@ -159,7 +159,7 @@ func TestAgentUnreachable(t *testing.T) {
 	if s.Status() != "UP" || s.Agent.Status != "L4CON" || s.Agent.Info != "Connection refused" || s.Agent.Health != 1 || s.Agent.Code != -1 {
 		t.Fatalf("unreachable agent: got %q %+v", s.Status(), s.Agent)
 	}
-	cs := Of(h.p.Backends[0].Servers[0])
+	cs := Of(h.p.Backends[0].Servers()[0])
 	if err := cs.SetAgent(false); err != nil {
 		t.Fatal(err)
 	}

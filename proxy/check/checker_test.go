@@ -154,7 +154,7 @@ func TestStartup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	Of(p.Backends[0].Servers[0]) // state without a running checker
+	Of(p.Backends[0].Servers()[0]) // state without a running checker
 	s := &p.Snapshot().Backends[0].Servers[0]
 	if got := s.Status(); got != "UP 1/3" || s.Check.Status != "INI" || s.Check.Health != 2 {
 		t.Fatalf("before the first check: got %q %s health %d, want \"UP 1/3\" INI 2", got, s.Check.Status, s.Check.Health)
@@ -191,7 +191,7 @@ func TestRuntimeHealth(t *testing.T) {
 	u := newUpstream(t, "s1")
 	h := newHarness(t, testConfig(u.addr()))
 	h.next()
-	cs := Of(h.p.Backends[0].Servers[0])
+	cs := Of(h.p.Backends[0].Servers()[0])
 
 	cs.SetHealth(HealthDown)
 	h.expect("s1", checkRow{"DOWN", "L4OK", 0, 0, 1, proxy.OpDown})

@@ -81,7 +81,7 @@ func TestObserveActions(t *testing.T) {
 			sc.Observe, sc.ErrorLimit, sc.OnError = "layer4", 2, tt.onError
 			h := newHarness(t, cfg)
 			h.next()
-			o := &observer{cs: Of(h.p.Backends[0].Servers[0])}
+			o := &observer{cs: Of(h.p.Backends[0].Servers()[0])}
 			o.ObserveConnect(false)
 			o.ObserveConnect(true) // a success resets the count
 			o.ObserveConnect(false)

@@ -17,7 +17,7 @@ func Inherit(p, old *proxy.Proxy) {
 		if ob == nil {
 			continue
 		}
-		for _, s := range b.Servers {
+		for _, s := range b.Servers() {
 			os := ob.Server(s.Name)
 			if os == nil {
 				continue
@@ -34,6 +34,7 @@ func Inherit(p, old *proxy.Proxy) {
 			cs.failed, cs.downs, cs.hanafail = ocs.failed, ocs.downs, ocs.hanafail
 			cs.downtime, cs.downSince = ocs.downtime, ocs.downSince
 			cs.inMaint = s.Admin() == proxy.AdminMaint
+			cs.awaitChecks = ocs.awaitChecks && s.Op() == proxy.OpDown
 			cs.obsErrs.Store(ocs.obsErrs.Load())
 			cs.mu.Unlock()
 			ocs.mu.Unlock()

@@ -102,6 +102,13 @@ type Server struct {
 	onError    string
 	fastinter  time.Duration
 	wake       [2]chan time.Duration // checker loops' reschedule requests, nil if not running
+
+	// awaitChecks is set for a server added at runtime with `check` that
+	// never passed its checks: leaving MAINT, it stays DOWN until `rise`
+	// passing checks bring it UP, instead of coming back UP at once as a
+	// configured server does (fulcrum's; HAProxy 2.6 leaves the check of
+	// an added server disabled until `enable health`).
+	awaitChecks bool
 }
 
 // Of returns the check state of s, creating an idle one (nothing probes
@@ -123,10 +130,8 @@ func Of(s *proxy.Server) *Server {
 // HAProxy.
 func newServer(s *proxy.Server) *Server {
 	cs := &Server{srv: s, be: s.Backend, name: s.Backend.Name + "/" + s.Name, log: zerolog.Nop()}
-	rise, fall := 2, 3
-	if c := s.Backend.Conf.Check; c != nil {
-		rise, fall, cs.fastinter = c.Rise, c.Fall, c.FastInter
-	}
+	var rise, fall int
+	_, cs.fastinter, _, rise, fall = s.Conf.CheckTimes(s.Backend.Conf.Check)
 	cs.health = checkState{configured: s.Conf.Check, enabled: s.Conf.Check, rise: rise, fall: fall, health: rise,
 		status: StatusINI, code: 0, duration: -1}
 	cs.agent = checkState{rise: 1, fall: 1, health: 1, status: StatusINI, code: -1, duration: -1}
@@ -140,6 +145,10 @@ func newServer(s *proxy.Server) *Server {
 	}
 	cs.inMaint = s.Admin() == proxy.AdminMaint
 	if cs.inMaint {
+		cs.health.health = 0
+	}
+	cs.awaitChecks = s.Dynamic() && cs.health.configured && s.Op() == proxy.OpDown
+	if cs.awaitChecks {
 		cs.health.health = 0
 	}
 	return cs
@@ -291,6 +300,7 @@ func (cs *Server) setRunningLocked(reason string, st *checkState) {
 		return
 	}
 	cs.be.SetOp(cs.srv, proxy.OpUp)
+	cs.awaitChecks = false
 	cs.endDowntimeLocked()
 	act, bck := cs.be.ServersUp()
 	msg := cs.transition("UP", reason, st) + fmt.Sprintf(". %d active and %d backup servers online. 0 sessions requeued, 0 total in queue.", act, bck)
@@ -387,6 +397,13 @@ func (cs *Server) syncLocked() {
 		cs.log.Warn().Str("backend", cs.srv.Backend.Name).Str("server", cs.srv.Name).
 			Msgf("Server %s is going DOWN for maintenance. %d active and %d backup servers left. %d sessions active, 0 requeued, 0 remaining in queue.",
 				cs.name, act, bck, cs.srv.Counters.Scur.Load())
+		return
+	}
+	if cs.awaitChecks && cs.health.enabled {
+		// Added at runtime, never checked: UP once its checks pass.
+		cs.wakeLocked(kindHealth, 0)
+		cs.log.Info().Str("backend", cs.srv.Backend.Name).Str("server", cs.srv.Name).
+			Msgf("Server %s is leaving forced maintenance, DOWN until its checks pass.", cs.name)
 		return
 	}
 	cs.health.health = cs.health.rise

@@ -3,6 +3,7 @@ package http1
 import (
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
@@ -102,6 +103,10 @@ type Upstream struct {
 	Pool          Pool
 	Reuse         Reuse         // the backend's http_reuse
 	TimeoutServer time.Duration // the backend's timeout_server
+	// Moved is the server's address after its last change at runtime (DNS
+	// resolution, `set server addr`), nil while it never changed: a
+	// connection to another address is not reused (the core sets it).
+	Moved atomic.Pointer[netip.AddrPort]
 }
 
 // Reuse is a backend's http_reuse policy: which requests may use an idle

@@ -315,7 +315,9 @@ func newUpConn(c net.Conn, up *Upstream, key string) *upConn {
 // release hands uc back to its own server's pool; it must be at a response
 // boundary (nothing buffered from the server).
 func (uc *upConn) release(now time.Time) {
-	if uc.br.Buffered() > 0 {
+	if uc.br.Buffered() > 0 || uc.up.stale(uc.c) {
+		// A connection to an address its server no longer has (DNS or
+		// `set server addr` moved it while it served) is not reused.
 		uc.close()
 		return
 	}
@@ -330,11 +332,12 @@ func (uc *upConn) close() {
 }
 
 // idleOK reports whether an idle uc can carry a new request: nothing is
-// buffered from its server and its socket has nothing to read, not even a
-// close. It costs one non-blocking system call (pool_unix.go) and no
-// allocation. Only uc's holder may call it.
+// buffered from its server, its socket has nothing to read, not even a
+// close, and its server's address did not change since it was opened. It
+// costs one non-blocking system call (pool_unix.go) and no allocation.
+// Only uc's holder may call it.
 func (uc *upConn) idleOK() bool {
-	if uc.br.Buffered() > 0 {
+	if uc.br.Buffered() > 0 || uc.up.stale(uc.c) {
 		return false
 	}
 	if uc.raw == nil {
@@ -342,4 +345,23 @@ func (uc *upConn) idleOK() bool {
 	}
 	uc.idle = false
 	return uc.raw.Read(uc.peek) == nil && uc.idle
+}
+
+// stale reports whether c, a connection to up, leads to an address up no
+// longer has: it was opened before a runtime address change (Moved). One
+// atomic load while the address never changed; no allocation.
+func (up *Upstream) stale(c net.Conn) bool {
+	if up == nil {
+		return false // a connection made without its server (tests)
+	}
+	cur := up.Moved.Load()
+	if cur == nil {
+		return false
+	}
+	ta, ok := c.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return false
+	}
+	got := ta.AddrPort()
+	return got.Addr().Unmap() != cur.Addr().Unmap() || got.Port() != cur.Port()
 }

@@ -80,6 +80,7 @@ type chash struct {
 	mu     sync.Mutex // serialises Rebuild
 	counts []int      // by Server.Index: the server's points in the ring
 	names  []uint64   // by Server.Index: hash of the name, 0 = unknown
+	who    []*Server  // by Server.Index: the server names and counts are of
 }
 
 // newChash returns an empty ring sized for c.RingWeight.
@@ -120,19 +121,27 @@ func (ch *chash) Rebuild(servers []*Server) {
 	n := max(maxIndex(servers)+1, len(ch.counts))
 	ch.counts = append(ch.counts, make([]int, n-len(ch.counts))...)
 	ch.names = append(ch.names, make([]uint64, n-len(ch.names))...)
+	ch.who = append(ch.who, make([]*Server, n-len(ch.who))...)
 	want := make([]int, n)
 	r := &ring{servers: make([]*Server, n), weight: make([]uint64, n)}
+	var removed, added []ringPoint
 	for _, s := range servers {
-		want[s.Index] = s.Weight * ch.perUnit
-		r.servers[s.Index], r.weight[s.Index] = s, uint64(s.Weight)
+		i := s.Index
+		want[i] = s.Weight * ch.perUnit
+		r.servers[i], r.weight[i] = s, uint64(s.Weight)
 		r.total += uint64(s.Weight)
-		if ch.names[s.Index] == 0 {
+		if ch.who[i] != s {
+			// A new server in this slot (a slot is reused after a server
+			// is deleted): whatever points the slot still has are the
+			// previous server's, placed by its name.
+			for k := range ch.counts[i] {
+				removed = append(removed, ringPoint{pointPos(ch.names[i], k), int32(i)})
+			}
 			h := fnv.New64a()
 			h.Write([]byte(s.Name))
-			ch.names[s.Index] = h.Sum64() | 1
+			ch.who[i], ch.names[i], ch.counts[i] = s, h.Sum64()|1, 0
 		}
 	}
-	var removed, added []ringPoint
 	for i := range n {
 		for k := want[i]; k < ch.counts[i]; k++ {
 			removed = append(removed, ringPoint{pointPos(ch.names[i], k), int32(i)})

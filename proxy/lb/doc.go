@@ -4,8 +4,12 @@
 // hash_type map-based or consistent and bounded loads
 // (hash_balance_factor).
 //
-// An algorithm sees servers only through *Server, the view it needs: an
-// index, a weight, maxconn and the current load. The backend (package
+// An algorithm sees servers only through *Server, the view it needs: a
+// slot index, a weight, maxconn and the current load. Servers may be added
+// to and deleted from a backend at runtime: an algorithm learns of them
+// only through the sets Rebuild hands it, and keys its per-server state by
+// Index, checking that the state it finds is the server's own (a slot is
+// reused after a server is deleted). The backend (package
 // proxy) decides which servers are usable (up, ready, weight above 0,
 // active or backup, panic mode) and hands the algorithm that set whenever
 // it changes (Rebuild); the algorithm never decides usability and never

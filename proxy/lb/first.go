@@ -2,8 +2,8 @@ package lb
 
 // First server with a free slot ("balance first"), HAProxy src/lb_fas.c.
 //
-// Algorithm: the usable servers are kept in id order (their index in the
-// backend) with a bitmap of those that have a free slot below maxconn. A
+// Algorithm: the usable servers are kept in id order (the order of the
+// set the backend hands Rebuild) with a bitmap of those that have a free slot below maxconn. A
 // pick returns the lowest set bit, skipping avoid. Weights are ignored; a
 // server without maxconn is never full, so `first` without maxconn sends
 // everything to the first usable server, as in HAProxy.
@@ -88,7 +88,9 @@ func (f *first) update(s *Server) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if s.Index < len(f.gens) && f.gens[s.Index] == f.gen {
+	// A late call for a server deleted meanwhile (its slot another
+	// server's) changes nothing.
+	if s.Index < len(f.gens) && f.gens[s.Index] == f.gen && f.servers[f.pos[s.Index]] == s {
 		f.free.set(f.pos[s.Index], !s.Full())
 	}
 }

@@ -22,13 +22,18 @@ const MaxWeight = 256
 // a copy, because picks and hooks run concurrently with the next write.
 // MaxConn and Cur are atomics that anyone may read at any time.
 type Server struct {
-	// Index is the server's position in its backend (0-based): HAProxy's
-	// id order for `first`, and the tie-breaker that makes every algorithm
-	// deterministic. Constant.
+	// Index is the server's slot in its backend (0-based), unique among
+	// the servers the backend has: the tie-breaker that makes every
+	// algorithm deterministic, and where algorithms keep per-server state
+	// (slices indexed by it). Servers come and go at runtime (the Runtime
+	// API's add and del server): a slot freed by a deleted server may be
+	// given to one added later, so a hook that receives a server checks
+	// that the state at its Index is its own before using it (a hook may
+	// come late, for a server deleted meanwhile). Constant for a server.
 	Index int
 	// Name is "server" of "backend/server". Constant. Consistent hashing
-	// places a server's ring points by its name, so that adding a server
-	// in the middle of a backend does not move the others.
+	// places a server's ring points by its name, so that adding a server,
+	// in the middle of a backend or at runtime, does not move the others.
 	Name string
 	// Weight is the weight algorithms use: the configured or runtime weight
 	// times WeightScale, lowered by slowstart while it ramps. A server in
@@ -180,10 +185,13 @@ type Algorithm interface {
 	// weight, or the backend switches between active, backup and panic
 	// sets; the hooks HAProxy has for each of these (set_server_status_up,
 	// set_server_status_down, update_server_eweight) are all this one call.
-	// servers is sorted by Index, every one has Weight >= 1, and it is
-	// owned by the caller: an algorithm may keep it read-only until the
-	// next Rebuild. An algorithm diffs the new set against its own state,
-	// so that one change costs it O(n) at most, not a from-scratch build.
+	// servers is in the backend's order (by server id, HAProxy's puid, the
+	// order `first` follows), every one has Weight >= 1, and it is owned by
+	// the caller: an algorithm may keep it read-only until the next
+	// Rebuild. A server added to the backend at runtime first appears in a
+	// set here, and a deleted one has left every set before it is deleted.
+	// An algorithm diffs the new set against its own state, so that one
+	// change costs it O(n) at most, not a from-scratch build.
 	Rebuild(servers []*Server)
 }
 
@@ -203,7 +211,8 @@ type AffinityPicker interface {
 // after a session starts on s (s.Cur already counts it) and ConnReleased
 // after it ends (s.Cur no longer counts it), without its lock; both may be
 // called concurrently with each other, with Pick and with Rebuild, and for
-// a server that has left the usable set meanwhile.
+// a server that has left the usable set, or the backend, meanwhile (whose
+// Index may then be another server's).
 type ConnObserver interface {
 	ConnTaken(s *Server)
 	ConnReleased(s *Server)

@@ -36,9 +36,10 @@ type lcEntry struct {
 
 // lcState is what leastConn remembers of the server of the same Index.
 type lcState struct {
-	gen uint64 // == leastConn.gen while in the usable set
-	pos int    // index in the heap
-	seq uint64 // kept across Rebuilds
+	srv *Server // whose state this is (a slot is reused after a deletion)
+	gen uint64  // == leastConn.gen while in the usable set
+	pos int     // index in the heap
+	seq uint64  // kept across Rebuilds
 }
 
 // leastConn is the state of one backend's leastconn. Lock: mu guards
@@ -118,11 +119,11 @@ func (lc *leastConn) Rebuild(servers []*Server) {
 	lc.heap = make([]lcEntry, len(servers))
 	for i, s := range servers {
 		st := &lc.st[s.Index]
-		if st.gen != lc.gen-1 { // new in the set: after the servers already there
+		if st.srv != s || st.gen != lc.gen-1 { // new in the set: after the servers already there
 			lc.seq++
 			st.seq = lc.seq
 		}
-		st.gen, st.pos = lc.gen, i
+		st.srv, st.gen, st.pos = s, lc.gen, i
 		lc.heap[i] = lcEntry{load: uint64(max(s.Cur.Load()+s.Queued.Load(), 0)), w: uint64(s.Weight), seq: st.seq, full: s.Full(), s: s}
 	}
 	for i := len(lc.heap)/2 - 1; i >= 0; i-- {
@@ -188,11 +189,16 @@ func (lc *leastConn) ConnReleased(s *Server) { lc.update(s) }
 func (lc *leastConn) QueueChanged(s *Server) { lc.update(s) }
 
 // update repositions s after its load changed, if it is in the usable set.
+// A late call for a server deleted meanwhile (its slot another server's)
+// changes nothing.
 func (lc *leastConn) update(s *Server) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	if s.Index < len(lc.st) && lc.st[s.Index].gen == lc.gen {
-		lc.reposition(lc.st[s.Index].pos)
+	if s.Index >= len(lc.st) {
+		return
+	}
+	if st := &lc.st[s.Index]; st.gen == lc.gen && lc.heap[st.pos].s == s {
+		lc.reposition(st.pos)
 	}
 }
 

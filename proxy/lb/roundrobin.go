@@ -45,9 +45,10 @@ type rrEntry struct {
 
 // rrState is what roundRobin remembers of the server of the same Index.
 type rrState struct {
-	gen    uint64 // == roundRobin.gen while the server is in the usable set
-	parked bool   // full: out of the heap until a slot frees
-	num    uint64 // deadline numerator, kept while parked
+	srv    *Server // whose state this is (a slot is reused after a deletion)
+	gen    uint64  // == roundRobin.gen while srv is in the usable set
+	parked bool    // full: out of the heap until a slot frees
+	num    uint64  // deadline numerator, kept while parked
 	den    uint64
 }
 
@@ -151,10 +152,10 @@ func (rr *roundRobin) Rebuild(servers []*Server) {
 	for _, s := range servers {
 		st := &rr.st[s.Index]
 		den := 2 * uint64(s.Weight)
-		if st.gen != rr.gen-1 || st.den != den { // new in the set, or reweighted
+		if st.srv != s || st.gen != rr.gen-1 || st.den != den { // new in the set, or reweighted
 			st.num, st.den = rr.joinNum(den), den
 		}
-		st.gen, st.parked = rr.gen, false // a full one is parked by Pick
+		st.srv, st.gen, st.parked = s, rr.gen, false // a full one is parked by Pick
 		heap = append(heap, rrEntry{num: st.num, den: den, s: s})
 	}
 	rr.heap = heap
@@ -253,14 +254,18 @@ func (rr *roundRobin) ConnTaken(*Server) {}
 
 // ConnReleased implements ConnObserver: a parked server with a free slot
 // again goes back in the heap. Servers without maxconn are never parked
-// and cost no lock.
+// and cost no lock. A late call for a server no longer in the set (or no
+// longer in the backend, its slot another server's) changes nothing.
 func (rr *roundRobin) ConnReleased(s *Server) {
 	if s.MaxConn.Load() == 0 {
 		return
 	}
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
-	if s.Index < len(rr.st) && rr.st[s.Index].gen == rr.gen && rr.st[s.Index].parked && !s.Full() {
+	if s.Index >= len(rr.st) {
+		return
+	}
+	if st := &rr.st[s.Index]; st.srv == s && st.gen == rr.gen && st.parked && !s.Full() {
 		rr.unpark(s)
 	}
 }

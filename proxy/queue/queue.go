@@ -13,20 +13,31 @@
 //     pendconn_redistribute, when the server stops taking traffic), and
 //     marks it Redistributed; it is never moved back. All of these run
 //     under Queues.mu; nothing else touches the links.
+//
 //   - Every queue is in arrival order: seq grows by one per Enqueue, under
 //     mu, across the backend queue and all server queues of one Queues.
 //     A server with a free slot serves the older of the heads of its own
 //     queue and of the backend queue; pinned requests are never served by
 //     another server.
+//
 //   - waiting is the number of linked Pendings, changed under mu and read
 //     without it. Callers keep the lost-wakeup rule: a slot is released
 //     (the server's session count lowered) before Dispatch reads waiting,
 //     and Enqueue raises waiting before it tries the slots; so a slot freed
 //     while a request queues is seen by one side or the other.
+//
 //   - A freed slot goes to one waiter (no thundering herd): the dispatcher
 //     takes the slot through Slots.Take under mu and hands it over; the
 //     waiter owns the session when it wakes, and must release it (or give
 //     it back with the server's release path) if it no longer wants it.
+//
+//   - Servers come and go (the Runtime API's add and del server): a server's
+//     queue is indexed by the server's slot, which the backend gives it
+//     (AddServer) and takes back (RemoveServer) only while nothing waits
+//     there; a removed slot has no queue, Enqueue refuses it and the
+//     dispatchers skip it, so no request is ever linked where nobody would
+//     serve it. The backend queue and every waiting request stay as they
+//     are through these changes.
 //
 // Lock order: the caller's backend lock (if any), then Queues.mu, then
 // whatever Slots.Take takes (a server's balancing lock). Notify callbacks
@@ -41,10 +52,11 @@ import (
 
 // Slots is the backend as the dispatcher sees it.
 type Slots interface {
-	// Take reserves one session on server i if it has a free slot (below
-	// its effective maxconn). For a request of the backend queue (pinned
-	// false) the server must also be usable for new traffic. Called under
-	// Queues.mu; must not call back into the Queues.
+	// Take reserves one session on the server of slot i if it has a free
+	// slot (below its effective maxconn). For a request of the backend
+	// queue (pinned false) the server must also be usable for new traffic.
+	// Called under Queues.mu, only for a slot that has a queue (AddServer,
+	// not yet RemoveServer); must not call back into the Queues.
 	Take(i int, pinned bool) bool
 }
 
@@ -61,11 +73,10 @@ type Waker interface {
 type Pending struct {
 	prev, next *Pending
 	list       *list
-	li         int // index of list in Queues.lens
 	seq        uint64
 	since      time.Time // when it was queued
 
-	// served is the index of the server that took it plus one, 0 while it
+	// served is the slot of the server that took it plus one, 0 while it
 	// waits. Written under Queues.mu, read by the waiter without it.
 	served atomic.Int32
 	ready  chan struct{} // one token when served
@@ -84,8 +95,8 @@ func (p *Pending) Ready() <-chan struct{} {
 	return p.ready
 }
 
-// Served returns the index of the server whose slot p was handed, or -1
-// while it waits (or after it was cancelled before being served).
+// Served returns the slot of the server that p was handed a session on,
+// or -1 while it waits (or after it was cancelled before being served).
 func (p *Pending) Served() int { return int(p.served.Load()) - 1 }
 
 // Since returns when p was queued.
@@ -106,11 +117,14 @@ func (p *Pending) Reset() {
 	p.Wake = nil
 }
 
-// list is one FIFO queue, intrusive and doubly linked.
+// list is one FIFO queue, intrusive and doubly linked. length mirrors n
+// for readers without the lock (the backend queue's Len, a server's
+// lb.Server.Queued).
 type list struct {
 	head, tail *Pending
 	n          int
 	max        int64 // highest n seen (qmax)
+	length     *atomic.Int64
 }
 
 func (l *list) push(p *Pending) {
@@ -121,7 +135,13 @@ func (l *list) push(p *Pending) {
 		l.head = p
 	}
 	l.tail = p
+	l.grew()
+}
+
+// grew records one more request in l. mu must be held.
+func (l *list) grew() {
 	l.n++
+	l.length.Store(int64(l.n))
 	if int64(l.n) > l.max {
 		l.max = int64(l.n)
 	}
@@ -140,10 +160,7 @@ func (l *list) insertBefore(p, at *Pending) {
 		l.head = p
 	}
 	at.prev = p
-	l.n++
-	if int64(l.n) > l.max {
-		l.max = int64(l.n)
-	}
+	l.grew()
 }
 
 func (l *list) remove(p *Pending) {
@@ -159,74 +176,125 @@ func (l *list) remove(p *Pending) {
 	}
 	p.prev, p.next, p.list = nil, nil, nil
 	l.n--
+	l.length.Store(int64(l.n))
 }
 
 // Queues are one backend's queues: the backend queue and one queue per
-// server, indexed like the backend's servers. Lock: mu guards the lists,
-// seq and every Pending's links; waiting and the lengths are also kept in
-// atomics for lock-free reads.
+// server, indexed by the servers' slots (lb.Server.Index). Lock: mu guards
+// the lists, the slots, seq and every Pending's links; waiting and the
+// lengths are also kept in atomics for lock-free reads.
 type Queues struct {
 	mu      sync.Mutex
 	seq     uint64
 	backend list
-	servers []list
+	servers []*list // by slot; nil for a slot without a server
 
-	waiting atomic.Int64    // linked Pendings, all queues
-	lens    []*atomic.Int64 // by server, then the backend queue last
-	blen    atomic.Int64    // the backend queue's length
+	waiting atomic.Int64 // linked Pendings, all queues
+	blen    atomic.Int64 // the backend queue's length
 }
 
-// New returns the queues of a backend whose servers' queue lengths are
-// mirrored in lens (one counter per server, in order; the backend keeps
-// them where its algorithm reads them, lb.Server.Queued). They are written
-// under mu and may be read without it.
+// New returns the queues of a backend whose servers hold slots 0 to
+// len(lens)-1, their queue lengths mirrored in lens (one counter per
+// server, in order; the backend keeps them where its algorithm reads
+// them, lb.Server.Queued). The counters are written under mu and may be
+// read without it.
 func New(lens []*atomic.Int64) *Queues {
-	q := &Queues{servers: make([]list, len(lens))}
-	q.lens = append(append(q.lens, lens...), &q.blen)
+	q := &Queues{}
+	q.backend.length = &q.blen
+	for i, l := range lens {
+		q.AddServer(i, l)
+	}
 	return q
+}
+
+// AddServer gives slot i an empty queue, whose length is mirrored in
+// length, for a server that joins the backend. The slot must have no
+// queue (never used, or given back by RemoveServer).
+func (q *Queues) AddServer(i int, length *atomic.Int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.servers) <= i {
+		q.servers = append(q.servers, nil)
+	}
+	if q.servers[i] != nil {
+		panic("queue: slot already has a server")
+	}
+	length.Store(0)
+	q.servers[i] = &list{length: length}
+}
+
+// RemoveServer takes slot i's queue away, for a server that leaves the
+// backend, and reports whether it did: not while requests wait in it
+// (they would never be served). From then on Enqueue refuses the slot and
+// the dispatchers skip it, until AddServer gives it to another server.
+func (q *Queues) RemoveServer(i int) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if i >= len(q.servers) || q.servers[i] == nil {
+		return true
+	}
+	if q.servers[i].n > 0 {
+		return false
+	}
+	q.servers[i] = nil
+	return true
 }
 
 // Waiting returns how many requests wait, all queues together. Lock-free.
 func (q *Queues) Waiting() int64 { return q.waiting.Load() }
 
-// Len returns how many requests wait in server i's queue, or in the
-// backend queue for i < 0. Lock-free.
+// Len returns how many requests wait in the queue of slot i (0 for a
+// slot without a server), or in the backend queue for i < 0: the latter
+// lock-free; a server's length is also its mirror (New, AddServer).
 func (q *Queues) Len(i int) int64 {
 	if i < 0 {
-		i = len(q.servers)
+		return q.blen.Load()
 	}
-	return q.lens[i].Load()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if l := q.slot(i); l != nil {
+		return int64(l.n)
+	}
+	return 0
 }
 
-// Servers returns the number of server queues.
-func (q *Queues) Servers() int { return len(q.servers) }
+// Servers returns the number of slots, with or without a server.
+func (q *Queues) Servers() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.servers)
+}
 
-// Enqueue links p at the tail of server srv's queue (a request pinned to
-// it) or of the backend queue (srv < 0), then serves whatever the free
-// slots allow, oldest first, p included. It returns false, without linking
-// p, when srv's queue already holds maxQueue requests (maxQueue 0: no
-// limit). The backend queue has no limit. p must be unlinked; now is when
-// it queues.
+// slot returns slot i's queue, nil when it has none. mu must be held.
+func (q *Queues) slot(i int) *list {
+	if i < 0 || i >= len(q.servers) {
+		return nil
+	}
+	return q.servers[i]
+}
+
+// Enqueue links p at the tail of the queue of slot srv (a request pinned
+// to its server) or of the backend queue (srv < 0), then serves whatever
+// the free slots allow, oldest first, p included. It returns false,
+// without linking p, when srv's queue already holds maxQueue requests
+// (maxQueue 0: no limit) or srv has no server (RemoveServer): the caller
+// tells the two apart by its server's state. The backend queue has no
+// limit. p must be unlinked; now is when it queues.
 func (q *Queues) Enqueue(p *Pending, srv int, maxQueue int, now time.Time, s Slots) bool {
 	p.Ready()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	l := &q.backend
-	li := len(q.servers)
 	if srv >= 0 {
-		l, li = &q.servers[srv], srv
-		if maxQueue > 0 && l.n >= maxQueue {
+		if l = q.slot(srv); l == nil || (maxQueue > 0 && l.n >= maxQueue) {
 			return false
 		}
 	}
 	q.seq++
-	p.seq, p.since, p.li = q.seq, now, li
+	p.seq, p.since = q.seq, now
 	l.push(p)
-	q.lens[li].Store(int64(l.n))
 	q.waiting.Add(1)
-	for i := range q.servers {
-		q.serveLocked(i, s)
-	}
+	q.serveAllLocked(s)
 	return true
 }
 
@@ -239,7 +307,9 @@ func (q *Queues) Dispatch(i int, s Slots) {
 		return
 	}
 	q.mu.Lock()
-	q.serveLocked(i, s)
+	if q.slot(i) != nil {
+		q.serveLocked(i, s)
+	}
 	q.mu.Unlock()
 }
 
@@ -251,32 +321,39 @@ func (q *Queues) DispatchAll(s Slots) {
 		return
 	}
 	q.mu.Lock()
-	for i := range q.servers {
-		q.serveLocked(i, s)
-	}
+	q.serveAllLocked(s)
 	q.mu.Unlock()
 }
 
-// serveLocked hands server i's free slots to the oldest waiters that it
-// may serve. Called with mu held.
+// serveAllLocked serves the free slots of every server. Called with mu
+// held.
+func (q *Queues) serveAllLocked(s Slots) {
+	for i, l := range q.servers {
+		if l != nil {
+			q.serveLocked(i, s)
+		}
+	}
+}
+
+// serveLocked hands the free sessions of slot i's server to the oldest
+// waiters that it may serve. Called with mu held, for a slot with a queue.
 func (q *Queues) serveLocked(i int, s Slots) {
-	own := &q.servers[i]
+	own := q.servers[i]
 	for {
-		p, l, li := own.head, own, i
+		p, l := own.head, own
 		if b := q.backend.head; b != nil && (p == nil || b.seq < p.seq) {
-			p, l, li = b, &q.backend, len(q.servers)
+			p, l = b, &q.backend
 		}
 		if p == nil || !s.Take(i, l == own) {
 			// The backend's head may not go to i (unusable), but i's own
 			// queue still may.
 			if p != nil && l != own && own.head != nil && s.Take(i, true) {
-				p, l, li = own.head, own, i
+				p, l = own.head, own
 			} else {
 				return
 			}
 		}
 		l.remove(p)
-		q.lens[li].Store(int64(l.n))
 		q.waiting.Add(-1)
 		p.served.Store(int32(i) + 1)
 		p.ready <- struct{}{}
@@ -294,13 +371,12 @@ func (q *Queues) serveLocked(i int, s Slots) {
 // order among the backend queue's (a merge by seq), are marked
 // Redistributed, and are served at once where slots are free.
 func (q *Queues) Redistribute(i int, s Slots) int {
-	if q.lens[i].Load() == 0 {
-		return 0
-	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	from, to := &q.servers[i], &q.backend
-	bi := len(q.servers)
+	from, to := q.slot(i), &q.backend
+	if from == nil || from.n == 0 {
+		return 0
+	}
 	n := 0
 	at := to.head // the first backend request younger than the one moved
 	for p := from.head; p != nil; p = from.head {
@@ -309,14 +385,10 @@ func (q *Queues) Redistribute(i int, s Slots) int {
 			at = at.next
 		}
 		to.insertBefore(p, at)
-		p.li, p.moved = bi, true
+		p.moved = true
 		n++
 	}
-	q.lens[i].Store(0)
-	q.lens[bi].Store(int64(to.n))
-	for j := range q.servers {
-		q.serveLocked(j, s)
-	}
+	q.serveAllLocked(s)
 	return n
 }
 
@@ -328,7 +400,6 @@ func (q *Queues) Cancel(p *Pending) int {
 	defer q.mu.Unlock()
 	if l := p.list; l != nil {
 		l.remove(p)
-		q.lens[p.li].Store(int64(l.n))
 		q.waiting.Add(-1)
 		return -1
 	}
@@ -342,13 +413,16 @@ type Info struct {
 	Oldest  time.Duration // how long the oldest has waited, 0 when none
 }
 
-// Info returns server i's queue (the backend queue for i < 0) at now.
+// Info returns the queue of slot i (the backend queue for i < 0) at now;
+// the zero Info for a slot without a server.
 func (q *Queues) Info(i int, now time.Time) Info {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	l := &q.backend
 	if i >= 0 {
-		l = &q.servers[i]
+		if l = q.slot(i); l == nil {
+			return Info{}
+		}
 	}
 	in := Info{Waiting: l.n, Max: l.max}
 	if l.head != nil {
@@ -357,13 +431,16 @@ func (q *Queues) Info(i int, now time.Time) Info {
 	return in
 }
 
-// Max returns the most requests that ever waited at once in server i's
-// queue (the backend queue for i < 0).
+// Max returns the most requests that ever waited at once in the queue of
+// slot i (the backend queue for i < 0; 0 for a slot without a server).
 func (q *Queues) Max(i int) int64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if i < 0 {
 		return q.backend.max
 	}
-	return q.servers[i].max
+	if l := q.slot(i); l != nil {
+		return l.max
+	}
+	return 0
 }

@@ -140,6 +140,89 @@ func TestRedistribute(t *testing.T) {
 	}
 }
 
+// TestServersComeAndGo: a server added at runtime serves the requests
+// waiting in the backend queue, oldest first; a server's slot is taken
+// away only while nothing waits in its queue, then refuses new requests
+// and is skipped by the dispatchers; a slot given to another server
+// starts empty, its qmax included. No waiting request is lost.
+func TestServersComeAndGo(t *testing.T) {
+	q, s := newQ(1), &slots{free: []int{0, 0, 0}}
+	now := time.Now()
+	ps := make([]*Pending, 4)
+	for i, srv := range []int{-1, 0, -1, -1} {
+		ps[i] = new(Pending)
+		if !q.Enqueue(ps[i], srv, 0, now, s) {
+			t.Fatal("refused")
+		}
+	}
+	// Slot 0 has a waiter: it cannot go.
+	if q.RemoveServer(0) {
+		t.Fatal("RemoveServer took a slot with a request waiting in it")
+	}
+	if q.Cancel(ps[1]) != -1 || !q.RemoveServer(0) {
+		t.Fatal("the emptied slot was not removed")
+	}
+	if q.Enqueue(new(Pending), 0, 0, now, s) {
+		t.Fatal("Enqueue linked a request to a removed slot")
+	}
+	s.give(0)
+	q.Dispatch(0, s) // nobody serves from a removed slot
+	q.DispatchAll(s)
+	if ps[0].Served() >= 0 || q.Len(-1) != 3 || q.Waiting() != 3 {
+		t.Fatalf("a removed slot served: #0 served %d, backend %d, waiting %d", ps[0].Served(), q.Len(-1), q.Waiting())
+	}
+	// A new server on slot 2 (slot 1 never used) takes the oldest first.
+	var l2 atomic.Int64
+	l2.Store(7) // a stale mirror is reset
+	q.AddServer(2, &l2)
+	if q.Servers() != 3 || l2.Load() != 0 {
+		t.Fatalf("slots %d, mirror %d; want 3, 0", q.Servers(), l2.Load())
+	}
+	s.give(2)
+	q.Dispatch(2, s)
+	if ps[0].Served() != 2 || ps[2].Served() >= 0 {
+		t.Fatalf("after add: #0 served by %d, #2 by %d; want 2, none", ps[0].Served(), ps[2].Served())
+	}
+	// Slot 0 goes to another server: an empty queue, qmax from zero (and
+	// no free session left over from the server that had the slot).
+	s.free[0] = 0
+	var l0 atomic.Int64
+	q.AddServer(0, &l0)
+	if in := q.Info(0, now); in.Waiting != 0 || in.Max != 0 {
+		t.Fatalf("reused slot: %+v, want empty", in)
+	}
+	p := new(Pending)
+	if !q.Enqueue(p, 0, 0, now, s) || l0.Load() != 1 || q.Max(0) != 1 {
+		t.Fatalf("reused slot: enqueue, mirror %d, qmax %d", l0.Load(), q.Max(0))
+	}
+	// The backend's #2 and #3 are older than p: they go first.
+	for _, w := range []*Pending{ps[2], ps[3]} {
+		s.give(0)
+		q.Dispatch(0, s)
+		if w.Served() != 0 || p.Served() >= 0 {
+			t.Fatalf("not served in order by the reused slot: %d, p %d", w.Served(), p.Served())
+		}
+	}
+	if q.Cancel(p) != -1 || q.Waiting() != 0 || l0.Load() != 0 {
+		t.Fatalf("waiting %d, mirror %d after the last cancel", q.Waiting(), l0.Load())
+	}
+	// Info and Max of slots past the end or removed are zero.
+	if in := q.Info(9, now); in != (Info{}) || q.Max(9) != 0 || q.Len(9) != 0 {
+		t.Fatal("an unknown slot has a queue")
+	}
+}
+
+// TestAddServerTwice: a slot that has a server cannot be given again.
+func TestAddServerTwice(t *testing.T) {
+	q := newQ(1)
+	defer func() {
+		if recover() == nil {
+			t.Fatal("AddServer on a slot in use did not panic")
+		}
+	}()
+	q.AddServer(0, new(atomic.Int64))
+}
+
 // BenchmarkEnqueueDequeue: one request queues and is handed a slot freed by
 // another, under contention from every P (RunParallel).
 func BenchmarkEnqueueDequeue(b *testing.B) {
