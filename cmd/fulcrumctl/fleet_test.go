@@ -456,3 +456,104 @@ func TestFleetShellInTmux(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetRemoveUnderLoad: issue 20 — `remove web/s1 --wait` over three
+// instances under traffic. b holds a long request on s1: the command
+// does not end while it runs, then exits 0 once s1 is gone from all
+// three; no request fails, the long one included.
+func TestFleetRemoveUnderLoad(t *testing.T) {
+	dir := shortTempDir(t)
+	hold := make(chan struct{})
+	arrived := make(chan string, 1)
+	var es []*env
+	for _, name := range []string{"a", "b", "c"} {
+		var h chan struct{}
+		if name == "b" {
+			h = hold
+		}
+		es = append(es, fleetMember(t, filepath.Join(dir, name+".sock"), h, arrived, ""))
+	}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(hold)
+		}
+	}
+	t.Cleanup(release) // before the upstreams close: no handler left blocked
+
+	var trs []*traffic
+	for _, e := range es {
+		trs = append(trs, startTraffic(e.url+"/", 2))
+	}
+	defer func() {
+		for _, tr := range trs {
+			tr.end(t)
+		}
+	}()
+	for i, tr := range trs {
+		waitFor(t, 10*time.Second, "traffic through "+es[i].sock, func() bool { return tr.ok.Load() >= 20 })
+	}
+	held := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(es[1].url + "/slow")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				err = fmt.Errorf("status %d: %s", resp.StatusCode, body)
+			}
+		}
+		held <- err
+	}()
+	if got := <-arrived; got != "b/s1" {
+		t.Fatalf("the long request reached %s, want b/s1", got)
+	}
+
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	var stdout bytes.Buffer
+	stderr := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"fulcrumctl", "-s", es[0].sock, "-s", es[1].sock, "-s", es[2].sock,
+			"remove", "web/s1", "--wait", "--timeout", "20s", "--poll", "50ms"}, devnull, &stdout, stderr)
+	}()
+	waitFor(t, 15*time.Second, "b's s1 draining", func() bool {
+		return statValue(t, es[1].sock, "web", "s1", "status") == "DRAIN"
+	})
+	select {
+	case code := <-done:
+		t.Fatalf("exit %d while b has a session on s1\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	case <-time.After(300 * time.Millisecond): // a few polls: the command must still be waiting
+	}
+	release()
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("remove did not end; stderr:\n%s", stderr.String())
+	}
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	for _, name := range []string{"a.sock", "b.sock", "c.sock"} {
+		if !strings.Contains(out, name+": web/s1: removed after draining for") {
+			t.Errorf("stdout lacks %s: web/s1: removed after draining for ...:\n%s", name, out)
+		}
+	}
+	for _, e := range es {
+		for _, r := range statCSV(t, e.sock) {
+			if r[0] == "web" && r[1] == "s1" {
+				t.Errorf("%s: show stat still lists web/s1", e.sock)
+			}
+		}
+	}
+	if err := <-held; err != nil {
+		t.Errorf("long request: %v", err)
+	}
+}
