@@ -283,6 +283,12 @@ func TestShellSessionInTmux(t *testing.T) {
 	if out := tm.command(prompt, "drain web/s1 --timeout soon"); !strings.Contains(out, "fulcrumctl: --timeout: usage: \"soon\" is not a duration") {
 		t.Errorf("usage error in the shell:\n%s", out)
 	}
+	if out := tm.command(prompt, "add server web/d1 127.0.0.1:9"); !strings.Contains(out, "New server registered.") {
+		t.Errorf("add server in the shell:\n%s", out)
+	}
+	if out := tm.command(prompt, "remove web/d1 --wait --timeout 5s"); !strings.Contains(out, "web/d1: removed after draining for") {
+		t.Errorf("remove in the shell:\n%s", out)
+	}
 
 	// Lowered to user, then the proxy restarts.
 	tm.command(prompt, "user")
