@@ -29,6 +29,11 @@
 #   tls-resume  openssl s_time -reuse -www /: a new connection per request,
 #               each resuming the TLS session (one client, back to back)
 #   tls-bulk    curl downloading /big over TLS through a mode-tcp TLS frontend -> MB/s
+#   HTTP/2 modes (not in the default MODES; MODES="h2c h2tls"), h2load -c H2_CONNS (64)
+#   -m H2_STREAMS (10): multiplexed streams to the same HTTP/1.1 upstreams:
+#   h2c         HTTP/2 with prior knowledge on a bind with "proto h2"
+#   h2tls       HTTP/2 over TLS, h2 chosen through ALPN ("alpn h2,http/1.1";
+#               the TLS modes' certificate)
 #
 # Environment knobs (defaults):
 #   ROUNDS=3 DUR=10 CONNS=64 THREADS=1 WARM=1 BULK_DUR=$DUR BULK_MB=256
@@ -45,6 +50,7 @@
 #   FUL_P=8083 HAP_P=8183 PEER_BASE=10080                   the peers mode (peer
 #               ports PEER_BASE+0/+1 fulcrum and sink, +2/+3 haproxy and sink)
 #   TLS_KEY=ecdsa FUL_TLS=8443 FUL_TLST=8444 HAP_TLS=8543 HAP_TLST=8544  the TLS modes
+#   H2_CONNS=64 H2_STREAMS=10 FUL_H2=8085 HAP_H2=8185 FUL_H2S=8086 HAP_H2S=8186  the HTTP/2 modes
 #
 # Everything listens on 127.0.0.1 only; every process is started by this
 # script and stopped by its PID at exit; every load run is time-bounded.
@@ -86,6 +92,12 @@ FUL_TLS=${FUL_TLS:-8443}
 FUL_TLST=${FUL_TLST:-8444}
 HAP_TLS=${HAP_TLS:-8543}
 HAP_TLST=${HAP_TLST:-8544}
+H2_CONNS=${H2_CONNS:-64}
+H2_STREAMS=${H2_STREAMS:-10}
+FUL_H2=${FUL_H2:-8085}
+HAP_H2=${HAP_H2:-8185}
+FUL_H2S=${FUL_H2S:-8086}
+HAP_H2S=${HAP_H2S:-8186}
 UP_PORTS="9001 9002 9003"
 
 # progress goes to the script's own stderr (fd 9), even from a trap that fires
@@ -94,18 +106,20 @@ exec 9>&2
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&9; }
 die() { log "ERROR: $*"; exit 2; }
 
-for v in ROUNDS DUR CONNS THREADS WARM BULK_DUR BULK_MB FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP QCONNS QMAXCONN FUL_Q HAP_Q FUL_P HAP_P PEER_BASE FUL_TLS FUL_TLST HAP_TLS HAP_TLST $([ -n "$FUL_GOMAXPROCS" ] && echo FUL_GOMAXPROCS); do
+for v in ROUNDS DUR CONNS THREADS WARM BULK_DUR BULK_MB FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP QCONNS QMAXCONN FUL_Q HAP_Q FUL_P HAP_P PEER_BASE FUL_TLS FUL_TLST HAP_TLS HAP_TLST H2_CONNS H2_STREAMS FUL_H2 HAP_H2 FUL_H2S HAP_H2S $([ -n "$FUL_GOMAXPROCS" ] && echo FUL_GOMAXPROCS); do
   case ${!v} in ''|*[!0-9]*) die "$v must be a non-negative integer (got '${!v}')";; esac
 done
 [ "$ROUNDS" -ge 1 ] && [ "$DUR" -ge 1 ] && [ "$CONNS" -ge 1 ] && [ "$THREADS" -ge 1 ] && [ "$BULK_DUR" -ge 1 ] \
   || die "ROUNDS, DUR, CONNS, THREADS and BULK_DUR must be >= 1"
 for m in $MODES; do
-  case $m in http-ka|http-close|tcp-ka|tcp-bulk|queue|peers|tls-ka|tls-close|tls-resume|tls-bulk) ;;
-    *) die "unknown mode '$m' (http-ka http-close tcp-ka tcp-bulk queue peers tls-ka tls-close tls-resume tls-bulk)";; esac
+  case $m in http-ka|http-close|tcp-ka|tcp-bulk|queue|peers|tls-ka|tls-close|tls-resume|tls-bulk|h2c|h2tls) ;;
+    *) die "unknown mode '$m' (http-ka http-close tcp-ka tcp-bulk queue peers tls-ka tls-close tls-resume tls-bulk h2c h2tls)";; esac
 done
 case $TLS_KEY in ecdsa|rsa) ;; *) die "TLS_KEY must be ecdsa or rsa (got '$TLS_KEY')";; esac
 WANT_TLS=0
-case " $MODES " in *" tls-"*) WANT_TLS=1;; esac
+case " $MODES " in *" tls-"*|*" h2tls "*) WANT_TLS=1;; esac
+WANT_H2=0
+case " $MODES " in *" h2c "*|*" h2tls "*) WANT_H2=1;; esac
 for t in $ONLY; do
   case $t in haproxy|fulcrum) ;; *) die "unknown target '$t' in ONLY (haproxy fulcrum)";; esac
 done
@@ -114,6 +128,7 @@ done
 missing=""
 tools="haproxy nginx wrk curl"
 [ "$WANT_TLS" = 1 ] && tools="$tools openssl"
+[ "$WANT_H2" = 1 ] && tools="$tools h2load"
 for t in $tools; do command -v "$t" >/dev/null 2>&1 || missing="$missing $t"; done
 for t in setsid timeout; do command -v "$t" >/dev/null 2>&1 || die "missing $t (package util-linux / coreutils)"; done
 if [ -n "$missing" ]; then
@@ -319,6 +334,18 @@ frontend fe_tlst
     bind 127.0.0.1:$HAP_TLST ssl crt $D/bench.pem
     default_backend be_tcp
 
+frontend fe_h2s
+    mode http
+    bind 127.0.0.1:$HAP_H2S ssl crt $D/bench.pem alpn h2,http/1.1
+    default_backend be_http
+
+EOF
+  [ "$WANT_H2" = 1 ] && cat <<EOF
+frontend fe_h2
+    mode http
+    bind 127.0.0.1:$HAP_H2 proto h2
+    default_backend be_http
+
 EOF
   cat <<EOF
 backend be_http
@@ -422,6 +449,20 @@ bind = ["127.0.0.1:$FUL_TLST ssl crt $D/bench.pem"]
 mode = "tcp"
 default_backend = "be_tcp"
 
+[[frontend]]
+name = "fe_h2s"
+bind = ["127.0.0.1:$FUL_H2S ssl crt $D/bench.pem alpn h2,http/1.1"]
+mode = "http"
+default_backend = "be_http"
+
+EOF
+  [ "$WANT_H2" = 1 ] && cat <<EOF
+[[frontend]]
+name = "fe_h2"
+bind = ["127.0.0.1:$FUL_H2 proto h2"]
+mode = "http"
+default_backend = "be_http"
+
 EOF
   cat <<EOF
 [[backend]]
@@ -521,7 +562,12 @@ want_t haproxy && ports_needed="$ports_needed $HAP_HTTP $HAP_TCP $HAP_Q $HAP_P $
 want_t fulcrum && ports_needed="$ports_needed $FUL_HTTP $FUL_TCP $FUL_Q $FUL_P $PEER_BASE $((PEER_BASE + 1))"
 if [ "$WANT_TLS" = 1 ]; then
   want_t haproxy && ports_needed="$ports_needed $HAP_TLS $HAP_TLST"
-  want_t fulcrum && ports_needed="$ports_needed $FUL_TLS $FUL_TLST"
+  want_t fulcrum && ports_needed="$ports_needed $FUL_TLS $FUL_TLST $FUL_H2S"
+  want_t haproxy && ports_needed="$ports_needed $HAP_H2S"
+fi
+if [ "$WANT_H2" = 1 ]; then
+  want_t haproxy && ports_needed="$ports_needed $HAP_H2"
+  want_t fulcrum && ports_needed="$ports_needed $FUL_H2"
 fi
 for p in $ports_needed; do
   port_open "$p" && die "127.0.0.1:$p is already in use (another fulcrum/haproxy/nginx?); stop it or change the *_HTTP/*_TCP knobs"
@@ -540,6 +586,8 @@ declare -A TCP_PORT=([haproxy]=$HAP_TCP [fulcrum]=$FUL_TCP)
 declare -A Q_PORT=([haproxy]=$HAP_Q [fulcrum]=$FUL_Q)
 declare -A TLS_PORT=([haproxy]=$HAP_TLS [fulcrum]=$FUL_TLS)
 declare -A TLST_PORT=([haproxy]=$HAP_TLST [fulcrum]=$FUL_TLST)
+declare -A H2_PORT=([haproxy]=$HAP_H2 [fulcrum]=$FUL_H2)
+declare -A H2S_PORT=([haproxy]=$HAP_H2S [fulcrum]=$FUL_H2S)
 declare -A P_PORT=([haproxy]=$HAP_P [fulcrum]=$FUL_P)
 declare -A SINK_PORT=([haproxy]=$((PEER_BASE + 3)) [fulcrum]=$((PEER_BASE + 1)))
 want_mode() { case " $MODES " in *" $1 "*) return 0;; esac; return 1; }
@@ -642,12 +690,19 @@ measure() { # mode round slot target
     tls-ka|tls-resume) port=${TLS_PORT[$t]}; scheme=https ;;
     tls-close)  port=${TLS_PORT[$t]}; scheme=https; hdr=(-H "Connection: close") ;;
     tls-bulk)   port=${TLST_PORT[$t]}; scheme=https ;;
+    h2c)        port=${H2_PORT[$t]} ;;
+    h2tls)      port=${H2S_PORT[$t]}; scheme=https ;;
   esac
   local conns=$CONNS
   [ "$mode" = queue ] && conns=$QCONNS
   out=$D/raw/$mode.r$r.$t.txt
   if ! alive "$pid"; then log "$mode r$r $t: process $pid is gone, skipped"; return; fi
-  case $mode in *-bulk|tls-resume) ;; *)
+  case $mode in *-bulk|tls-resume) ;;
+  h2c|h2tls)
+    if [ "$WARM" -gt 0 ]; then
+      bg_wait timeout $((WARM + 15)) h2load -c"$H2_CONNS" -m"$H2_STREAMS" -D"$WARM" "$scheme://127.0.0.1:$port/" > /dev/null 2>&1
+    fi ;;
+  *)
     if [ "$WARM" -gt 0 ]; then
       bg_wait timeout $((WARM + 15)) wrk -t"$THREADS" -c"$conns" -d"${WARM}s" "${hdr[@]+"${hdr[@]}"}" "$scheme://127.0.0.1:$port/" > /dev/null 2>&1
     fi ;;
@@ -659,6 +714,18 @@ measure() { # mode round slot target
     bg_wait bulk_run "$port" "$BULK_DUR" "$out" "$scheme" > "$out.sum"
     read -r value count _n short wall < "$out.sum"
     unit=MB/s; err=$short
+  elif [ "$mode" = h2c ] || [ "$mode" = h2tls ]; then
+    local w0 w1
+    w0=$(now_us)
+    bg_wait timeout $((DUR + 30)) h2load -c"$H2_CONNS" -m"$H2_STREAMS" -D"$DUR" "$scheme://127.0.0.1:$port/" > "$out" 2>&1
+    w1=$(now_us)
+    wall=$(awk -v us=$(( w1 - w0 )) 'BEGIN{printf "%.2f", us / 1e6}')
+    unit=req/s
+    # "finished in 10.00s, 12345.60 req/s, ..." and "requests: N total, N started, N done, N succeeded, N failed, N errored, ..."
+    value=$(awk '/^finished in/{gsub(/,/, ""); print $4}' "$out")
+    count=$(awk '/^requests:/{gsub(/,/, ""); print $8}' "$out")
+    err=$(awk '/^requests:/{gsub(/,/, ""); print $10 + $12}' "$out")
+    p50=$(awk '/^time for request:/{v = $6; if (v ~ /us$/) { sub(/us$/, "", v); v /= 1000 } else if (v ~ /ms$/) sub(/ms$/, "", v); else if (v ~ /s$/) { sub(/s$/, "", v); v *= 1000 } printf "%.3f", v}' "$out")
   elif [ "$mode" = tls-resume ]; then
     bg_wait resume_run "$port" "$DUR" "$out" > "$out.sum"
     read -r value count wall < "$out.sum"
@@ -745,6 +812,7 @@ fmt() { # value decimals [suffix]
   echo "haproxy: nbthread 2, tcp splice $([ "$HAP_SPLICE" = 1 ] && echo on || echo off)"
   echo "wrk -t$THREADS -c$CONNS -d${DUR}s (+${WARM}s warm-up), bulk: curl GET ${BULK_MB}MB /big back to back for ${BULK_DUR}s (MB = 1e6 bytes)"
   echo "$ROUNDS round(s), order alternating; values are medians over rounds; ratio = median of per-round fulcrum/haproxy"
+  [ "$WANT_H2" = 1 ] && echo "h2c/h2tls: h2load -c$H2_CONNS -m$H2_STREAMS -D${DUR}s to HTTP/1.1 upstreams; their p50 column is h2load's mean time for request"
   echo "cpu_s = utime+stime of the proxy (all its processes and threads) during the measured run; work/cpu_s = requests (or MB) per proxy CPU second"
   echo
   printf '%-11s %-8s %12s %9s %9s %7s %6s %11s %6s\n' mode target "req/s|MB/s" p50 p99 cpu_s ratio "work/cpu_s" errors

@@ -514,6 +514,13 @@ type checkSection struct {
 	// or "http" (send a request and look at the status). Default "tcp".
 	Type *string `toml:"type"`
 
+	// CheckProto "grpc" makes the checks gRPC health checks: the standard
+	// grpc.health.v1.Health/Check call over HTTP/2 (h2c), for the whole
+	// server (an empty service name); a server answering SERVING passes,
+	// any other answer or a grpc-status other than 0 fails (L7STS).
+	// Overrides type. Default "": as type says.
+	CheckProto *string `toml:"check_proto"`
+
 	// Path is the request path of "http" checks. Default "/".
 	Path *string `toml:"path"`
 
@@ -555,6 +562,7 @@ type checkSection struct {
 // and downinter follow inter, as in HAProxy.
 func (ch *checkSection) setDefaults() {
 	orDefault(&ch.Type, "tcp")
+	orDefault(&ch.CheckProto, "")
 	orDefault(&ch.Path, "/")
 	orDefault(&ch.Method, "GET")
 	orDefault(&ch.Host, "")
@@ -569,6 +577,7 @@ func (ch *checkSection) setDefaults() {
 // validate checks the values set in [backend.check].
 func (ch *checkSection) validate(s scope) {
 	oneOf(s.at("type"), ch.Type, "tcp", "http")
+	oneOf(s.at("check_proto"), ch.CheckProto, "", "grpc")
 	if ch.Path != nil && !strings.HasPrefix(*ch.Path, "/") {
 		s.at("path").errorf("must start with \"/\", got %q", *ch.Path)
 	}
@@ -633,7 +642,7 @@ func (b *backendSection) checkModel() *Check {
 		ch.setDefaults()
 	}
 	return &Check{
-		Type: *ch.Type, Path: *ch.Path, Method: *ch.Method, Host: *ch.Host,
+		Type: *ch.Type, Proto: *ch.CheckProto, Path: *ch.Path, Method: *ch.Method, Host: *ch.Host,
 		ExpectStatus: *ch.ExpectStatus,
 		Inter:        ch.Inter.Std(), FastInter: ch.FastInter.Std(), DownInter: ch.DownInter.Std(),
 		Rise: *ch.Rise, Fall: *ch.Fall,

@@ -10,7 +10,6 @@ package conf
 // the bind's line, an expired certificate a warning.
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/tlsx"
@@ -26,6 +25,10 @@ type Bind struct {
 	AcceptProxy bool
 	// TLS is the bind's TLS, nil without "ssl".
 	TLS *tlsx.BindConfig
+	// Proto is "h2" with HAProxy's "proto h2": the bind speaks HTTP/2
+	// without negotiating it (prior knowledge on plaintext, or forced
+	// after a TLS handshake); "" speaks HTTP/1.1, or what ALPN chose.
+	Proto string
 }
 
 // unsupportedBindOptions are HAProxy bind keywords fulcrum does not
@@ -38,7 +41,7 @@ var unsupportedBindOptions = map[string]bool{
 	"force-tlsv13": true, "generate-certificates": true, "gid": true, "group": true, "id": true, "interface": true,
 	"level": true, "maxconn": true, "mode": true, "mss": true, "name": true, "namespace": true, "nice": true,
 	"no-ca-names": true, "no-sslv3": true, "no-tlsv10": true, "no-tlsv11": true, "no-tlsv12": true, "no-tlsv13": true,
-	"npn": true, "prefer-client-ciphers": true, "process": true, "proto": true, "severity-output": true,
+	"npn": true, "prefer-client-ciphers": true, "process": true, "severity-output": true,
 	"tcp-ut": true, "tfo": true, "thread": true, "tls-ticket-keys": true, "transparent": true,
 	"uid": true, "user": true, "v4v6": true, "v6only": true, "accept-netscaler-cip": true,
 }
@@ -77,6 +80,16 @@ func parseBind(s scope, text string) *Bind {
 			ssl = true
 		case "accept-proxy":
 			b.AcceptProxy = true
+		case "proto":
+			v, ok := arg()
+			if !ok {
+				return nil
+			}
+			if v != "h2" {
+				s.errorf("proto: only \"h2\" is supported (HTTP/2 without negotiation), got %q", v)
+				return nil
+			}
+			b.Proto = v
 		case "no-tls-tickets":
 			bc.Settings.NoTickets = true
 			tlsWords = append(tlsWords, kw)
@@ -144,23 +157,16 @@ func parseBind(s scope, text string) *Bind {
 	return b
 }
 
-// checkALPN keeps "h2" out of the protocols a frontend in http mode
-// offers, with a warning: fulcrum serves HTTP/1.1 there, and a client that
-// negotiated h2 would send it HTTP/2. A tcp mode frontend passes h2
-// through to its servers and offers it as written. Called after the
-// frontends inherited their mode.
+// checkALPN checks what each bind speaks against its frontend's mode,
+// once the frontends inherited their mode: "proto h2" needs http mode. An
+// http mode frontend serves HTTP/2 to the clients whose ALPN chose h2
+// (alpn h2,http/1.1) and HTTP/1.1 to the others; a tcp mode frontend
+// passes h2 through to its servers and offers it as written.
 func (f *fileSection) checkALPN(s scope) {
 	for i, fe := range f.Frontends {
-		if *fe.Mode != ModeHTTP {
-			continue
-		}
 		for j, b := range fe.binds {
-			if b == nil || b.TLS == nil {
-				continue
-			}
-			b.TLS.HTTP1Only = true
-			if slices.Contains(b.TLS.Settings.ALPN, "h2") {
-				s.at("frontend").item(i).at("bind").item(j).warnf("alpn: h2 is not offered: fulcrum speaks HTTP/1.1 in http mode (mode tcp passes h2 through)")
+			if b != nil && b.Proto == "h2" && *fe.Mode != ModeHTTP {
+				s.at("frontend").item(i).at("bind").item(j).errorf("proto h2 needs mode \"http\"")
 			}
 		}
 	}

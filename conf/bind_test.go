@@ -59,14 +59,14 @@ bind = [
 		t.Fatalf("got:\n%v\nwant:\n%s", err, strings.Join(want, "\n"))
 	}
 
-	// Without the bad binds: valid, with the expired warning and the h2
-	// warning, and the options in the model.
+	// Without the bad binds: valid, with the expired warning, and the
+	// options in the model (h2 is offered: http mode speaks it).
 	cfg = `[[frontend]]
 name = "www"
 bind = [
   "127.0.0.1:9001 ssl crt good.pem alpn h2,http/1.1 verify optional ca-file ca.pem accept-proxy",
   "127.0.0.1:9005 ssl crt expired.pem",
-  "127.0.0.1:9009",
+  "127.0.0.1:9009 proto h2",
 ]
 timeout_client = "7s"
 `
@@ -82,7 +82,6 @@ timeout_client = "7s"
 		warns = append(warns, w.Error())
 	}
 	wantWarns := []string{
-		path + ":4: frontend \"www\": bind #1: alpn: h2 is not offered: fulcrum speaks HTTP/1.1 in http mode (mode tcp passes h2 through)",
 		path + ":5: frontend \"www\": bind #2: crt \"expired.pem\": certificate expired on 2021-01-01 00:00:00 UTC (notAfter), loaded anyway",
 	}
 	if strings.Join(warns, "\n") != strings.Join(wantWarns, "\n") {
@@ -96,7 +95,7 @@ timeout_client = "7s"
 	if !b.AcceptProxy || b.TLS == nil || b.TLS.Settings.ALPNText != "h2,http/1.1" || b.TLS.Where != path+":4" {
 		t.Fatalf("bind #1: got %+v", b)
 	}
-	if fe.BindOptions[2].TLS != nil || fe.BindOptions[2].AcceptProxy {
+	if fe.BindOptions[2].TLS != nil || fe.BindOptions[2].AcceptProxy || fe.BindOptions[2].Proto != "h2" {
 		t.Fatalf("bind #3: got %+v", fe.BindOptions[2])
 	}
 	if fe.TimeoutClientHS != 7*time.Second {

@@ -21,7 +21,10 @@ type frontendSection struct {
 	// http/1.1" (TLS: ssl, crt FILE|DIR (repeatable), crt-list FILE, alpn,
 	// ssl-min-ver, ssl-max-ver, ciphers, ciphersuites, curves, verify
 	// none|optional|required, ca-file, no-tls-tickets, strict-sni; and
-	// accept-proxy for the PROXY protocol). See README "TLS".
+	// accept-proxy for the PROXY protocol; "proto h2" for HTTP/2 without
+	// negotiation, h2c on a plaintext bind). An http mode frontend speaks
+	// HTTP/2 to the clients whose ALPN chose h2 ("alpn h2,http/1.1"). See
+	// README "TLS" and "HTTP/2 and gRPC".
 	Bind []string `toml:"bind"`
 
 	// Mode is "http" or "tcp"; it must be the mode of every backend the

@@ -84,6 +84,12 @@ type globalSection struct {
 	// means HAProxy's unkeyed hashing; when set, 16 to 256 characters.
 	// Default "" (unkeyed).
 	HashKey *string `toml:"hash_key"`
+	// TuneH2MaxConcurrentStreams is the most streams an HTTP/2 client
+	// connection may have open at once (HAProxy's
+	// tune.h2.max-concurrent-streams, announced in SETTINGS); a client
+	// opening more has them refused. 0 means no limit (fulcrum then
+	// announces 2^31-1). Default 100, as HAProxy.
+	TuneH2MaxConcurrentStreams *int `toml:"tune_h2_max_concurrent_streams"`
 }
 
 // setDefaults gives every unset key of [global] its default.
@@ -99,6 +105,7 @@ func (g *globalSection) setDefaults() {
 	for _, l := range g.Log {
 		l.setDefaults()
 	}
+	orDefault(&g.TuneH2MaxConcurrentStreams, 100)
 	for _, ss := range g.StatsSocket {
 		ss.setDefaults()
 	}
@@ -122,6 +129,7 @@ func (g *globalSection) validate(s scope) {
 	if g.StatsHistoryInterval != nil && *g.StatsHistoryInterval != 0 && *g.StatsHistoryInterval < Duration(100*time.Millisecond) {
 		s.at("stats_history_interval").errorf("must be 0s (off) or at least 100ms, got %s", g.StatsHistoryInterval.Std())
 	}
+	nonNegative(s.at("tune_h2_max_concurrent_streams"), g.TuneH2MaxConcurrentStreams)
 	seen := map[string]int{}
 	for i, ss := range g.StatsSocket {
 		item := s.at("stats_socket").item(i)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,4 +153,37 @@ func goldenFiles(t *testing.T) []string {
 		t.Fatalf("no golden cases in ../testdata/conf: %v", err)
 	}
 	return files
+}
+
+// TestHTTP2Model: proto h2 on a bind and on servers, check_proto and
+// tune_h2_max_concurrent_streams reach the model.
+func TestHTTP2Model(t *testing.T) {
+	cfg, err := Parse("h2.toml", []byte(`
+[global]
+tune_h2_max_concurrent_streams = 1000
+[[frontend]]
+name = "h2"
+bind = ["127.0.0.1:8080 proto h2", "127.0.0.1:8081"]
+default_backend = "grpc"
+[[backend]]
+name = "grpc"
+[backend.default_server]
+proto = "h2"
+[backend.check]
+check_proto = "grpc"
+[[backend.server]]
+name = "g1"
+address = "127.0.0.1:50051"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fe, be := cfg.Frontends[0], cfg.Backends[0]
+	if got := fmt.Sprint(fe.Binds); got != "[127.0.0.1:8080 127.0.0.1:8081]" || fe.BindOptions[0].Proto != "h2" || fe.BindOptions[1].Proto != "" {
+		t.Errorf("binds: got %s, protos %q and %q; want h2 and \"\"", got, fe.BindOptions[0].Proto, fe.BindOptions[1].Proto)
+	}
+	if cfg.Global.H2MaxStreams != 1000 || be.Servers[0].Proto != "h2" || be.Check.Proto != "grpc" {
+		t.Errorf("got max streams %d, server proto %q, check proto %q; want 1000, h2, grpc",
+			cfg.Global.H2MaxStreams, be.Servers[0].Proto, be.Check.Proto)
+	}
 }

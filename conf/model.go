@@ -58,6 +58,7 @@ type Global struct {
 	StatsTimeout  time.Duration // idle timeout of a Runtime API session
 	StateFile     string        // server state written at stop, read at start; "" = none
 	MaxHdr        int           // tune_http_maxhdr: lines in a message head, start line included
+	H2MaxStreams  int           // tune_h2_max_concurrent_streams: streams per HTTP/2 client connection, 0 = no limit
 	Log           []LogTarget   // [[global.log]], in file order
 	LogTag        string        // program name in syslog headers
 	// StatsHistoryInterval is the length of a history point (stats page
@@ -279,6 +280,7 @@ type Server struct {
 	AllowDupIP    bool     // resolve_opts allow-dup-ip
 	IgnoreWeight  bool     // resolve_opts ignore-weight
 	Template      string   // the server_template's prefix, "" = a [[backend.server]]
+	Proto         string   // "" (HTTP/1.1) or "h2" (HTTP/2 with prior knowledge)
 }
 
 // Resolvers is a [[resolvers]] section: the name servers and timings of
@@ -313,6 +315,7 @@ func (s *Server) IsSRV() bool { return strings.HasPrefix(s.FQDN, "_") }
 // Inter.
 type Check struct {
 	Type         string // "tcp" | "http"
+	Proto        string // "" (as Type says) or "grpc" (grpc.health.v1 over h2c)
 	Path         string // http: request path
 	Method       string // http: request method
 	Host         string // http: Host header, "" = HTTP/1.0 without Host

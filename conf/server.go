@@ -199,6 +199,13 @@ type serverParams struct {
 	// "ignore-weight" (SRV weights do not change the server's weight).
 	// Default "".
 	ResolveOpts *string `toml:"resolve_opts"`
+	// Proto is the protocol spoken to the server: "" for HTTP/1.1, or
+	// "h2" for HTTP/2 with prior knowledge (h2c), as HAProxy's server
+	// option "proto h2": requests of any client share few connections to
+	// the server, multiplexed as streams (gRPC servers need it). Not
+	// with ssl = true yet (HTTP/2 over TLS to servers, through ALPN, is
+	// refused). Default "".
+	Proto *string `toml:"proto"`
 }
 
 // setDefaults gives every unset key of a [backend.default_server] its
@@ -241,6 +248,7 @@ func (sp *serverParams) setDefaults() {
 	orDefault(&sp.ResolvePrefer, "ipv6")
 	orDefault(&sp.InitAddr, "")
 	orDefault(&sp.ResolveOpts, "")
+	orDefault(&sp.Proto, "")
 }
 
 // validate checks the values set in a [backend.default_server] or in the
@@ -261,6 +269,7 @@ func (sp *serverParams) validate(s scope) {
 	atLeast(s.at("pool_max_conn"), sp.PoolMaxConn, -1)
 	nonNegative(s.at("pool_low_conn"), sp.PoolLowConn)
 	oneOf(s.at("verify"), sp.Verify, "required", "none")
+	oneOf(s.at("proto"), sp.Proto, "", "h2")
 	if sp.PoolPurgeDelay != nil && *sp.PoolPurgeDelay < 0 {
 		s.at("pool_purge_delay").errorf("must not be negative, got %q", sp.PoolPurgeDelay.String())
 	}
@@ -344,6 +353,7 @@ func (sp *serverParams) inherit(ds *serverParams) {
 	inherit(&sp.ResolvePrefer, ds.ResolvePrefer)
 	inherit(&sp.InitAddr, ds.InitAddr)
 	inherit(&sp.ResolveOpts, ds.ResolveOpts)
+	inherit(&sp.Proto, ds.Proto)
 }
 
 // validate checks the values set in one [[backend.server]].
@@ -433,5 +443,6 @@ func (sp *serverParams) server(name string, line int) *Server {
 		SendProxy:      sp.sendProxy(),
 		ProxyV2Options: sp.ProxyV2Options,
 		CheckSendProxy: *sp.CheckSendProxy || *sp.SendProxy || *sp.SendProxyV2,
+		Proto:          *sp.Proto,
 	}
 }

@@ -61,6 +61,12 @@ func (f *fileSection) checkServers(s scope, reg *acl.Registry) {
 // checkTLS checks one server's (or server template's) TLS and PROXY keys
 // at s and returns what the model needs, nil without ssl and check_ssl.
 func (sp *serverParams) checkTLS(s scope, mode Mode, reg *acl.Registry) *ServerTLS {
+	if sp.Proto != nil && *sp.Proto == "h2" && sp.SSL != nil && *sp.SSL {
+		// HTTP/2 to a TLS server needs h2 negotiated through ALPN, which
+		// fulcrum does not offer servers yet: refused rather than sent
+		// where the server expects HTTP/1.1.
+		s.at("proto").errorf("proto h2 with ssl is not supported yet (HTTP/2 over TLS to servers): use h2c (ssl = false) or HTTP/1.1")
+	}
 	if sp.ProxyV2Options != nil {
 		for k, o := range sp.ProxyV2Options {
 			if !slices.Contains(proxyV2Options, o) {

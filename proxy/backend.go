@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/h2mux"
 	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
 	"github.com/fulcrum-proxy/fulcrum/proxy/queue"
 )
@@ -86,6 +87,9 @@ type Backend struct {
 
 	Counters Counters
 	state    backendState // UP/DOWN changes and downtime (snapshot_obs.go)
+	// H2 are the HTTP/2 counters of the connections to the backend's
+	// servers with proto h2 (HAProxy's h2 statistics module).
+	H2 h2mux.Counters
 }
 
 // serverBalance is a server's balancing state, kept by its backend.

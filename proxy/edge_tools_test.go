@@ -58,8 +58,8 @@ address = "%s"
 }
 
 // TestOpenSSLALPN: openssl s_client offering h2 and http/1.1 negotiates
-// http/1.1 on an http mode bind (fulcrum speaks HTTP/1.1 there) and h2 on
-// a tcp mode bind, which passes it through.
+// h2 on an http mode bind (fulcrum serves HTTP/2 there) and on a tcp mode
+// bind, which passes it through.
 func TestOpenSSLALPN(t *testing.T) {
 	openssl := testutil.NeedTool(t, "openssl", "openssl")
 	e := newTLSEnv(t)
@@ -81,7 +81,7 @@ mode = "tcp"
 name = "e1"
 address = "%s"
 `, echo), nil)
-	for i, want := range []string{"ALPN protocol: http/1.1", "ALPN protocol: h2"} {
+	for i, want := range []string{"ALPN protocol: h2", "ALPN protocol: h2"} {
 		addr := p.Frontends[i].Addrs()[0].String()
 		out := runTool(t, "", openssl, "s_client", "-connect", addr, "-servername", "x.b.test",
 			"-alpn", "h2,http/1.1", "-CAfile", e.dir+"/ca.pem", "-verify_return_error")

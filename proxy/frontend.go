@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/h2mux"
+	"github.com/fulcrum-proxy/fulcrum/proxy/http2"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 	"github.com/fulcrum-proxy/fulcrum/proxy/tlsx"
 )
@@ -56,6 +58,13 @@ type Frontend struct {
 	ProxyErrors        atomic.Int64
 	SslFailedHandshake atomic.Int64
 
+	// H2 are the HTTP/2 counters of the frontend's clients (HAProxy's h2
+	// statistics module); h2 serves the binds with proto h2, nil when it
+	// has none, and h2Binds are their listener addresses (set by listen).
+	H2      h2mux.Counters
+	h2      *http2.Server
+	h2Binds map[string]bool
+
 	// successor is the frontend of the same name in the proxy that
 	// replaced this one's at a reload, when its keep-alive connections may
 	// move there (handoff.go); nil otherwise.
@@ -82,6 +91,10 @@ type clientConn struct {
 	dst netip.AddrPort
 	ssl bool
 	tls *tlsx.ConnInfo
+	// The streamRefs of an HTTP/2 connection's streams (h2conn.go), for
+	// shutdown sessions; guarded by h2mu.
+	h2mu   sync.Mutex
+	h2refs map[*streamRef]struct{}
 
 	// owner is the frontend that accounts for the connection: the one
 	// that accepted it, or its successor after a reload (handoff.go).
@@ -172,10 +185,20 @@ func (fe *Frontend) listen(inherited map[string]net.Listener) error {
 	// only with option clitcpka): it also saves setsockopt calls per accept.
 	lc := net.ListenConfig{KeepAlive: -1}
 	var opened []*acceptor
+	fe.h2Binds = nil
+	isH2 := func(i int, a *acceptor) {
+		if i < len(fe.Conf.BindOptions) && fe.Conf.BindOptions[i] != nil && fe.Conf.BindOptions[i].Proto == "h2" {
+			if fe.h2Binds == nil {
+				fe.h2Binds = map[string]bool{}
+			}
+			fe.h2Binds[a.addr] = true
+		}
+	}
 	for i, addr := range fe.Conf.Binds {
 		if l := inherited[addr]; l != nil {
 			opened = append(opened, fe.newAcceptor(l))
 			fe.setEdge(opened[len(opened)-1].addr, i)
+			isH2(i, opened[len(opened)-1])
 			continue
 		}
 		l, err := lc.Listen(fe.p.ctx, "tcp", addr)
@@ -189,6 +212,7 @@ func (fe *Frontend) listen(inherited map[string]net.Listener) error {
 		}
 		opened = append(opened, fe.newAcceptor(l))
 		fe.setEdge(opened[len(opened)-1].addr, i)
+		isH2(i, opened[len(opened)-1])
 	}
 	fe.mu.Lock()
 	fe.listeners = opened
@@ -302,6 +326,12 @@ func (fe *Frontend) serve(cc *clientConn) {
 	if fe.Conf.Mode == conf.ModeTCP {
 		cc.state.Store(connActive)
 		fe.serveTCP(cc)
+		return
+	}
+	// HTTP/2: a bind with proto h2 (prior knowledge, or forced over TLS),
+	// or a TLS handshake whose ALPN chose h2.
+	if fe.h2Binds[cc.bind] || (cc.tls != nil && cc.tls.ALPN == "h2") {
+		fe.serveH2(cc) // h2conn.go
 		return
 	}
 	fe.serveHTTP(cc)

@@ -46,7 +46,7 @@ var AccessLogFields = []string{
 	"client_ip", "client_port", "accept_date", "frontend", "backend", "server", "status",
 	"bytes_read", "bytes_uploaded", "Ti", "Tq", "Tw", "Tc", "Tr", "Ta", "Tt", "termination_state",
 	"cookie_status", "actconn", "feconn", "beconn", "srv_conn", "retries", "srv_queue", "backend_queue",
-	"request_headers", "response_headers", "request", "ssl_version", "ssl_cipher", "ssl_sni",
+	"request_headers", "response_headers", "request", "ssl_version", "ssl_cipher", "ssl_sni", "grpc_status",
 }
 
 // logEntry is what a request's access log line and its histograms need
@@ -420,6 +420,9 @@ func (fe *Frontend) writeLog(x *Stream) {
 		}
 		if t := x.cc.tls; t != nil { // HAProxy's %sslv, %sslc and the SNI
 			ev.Str("ssl_version", t.Protocol).Str("ssl_cipher", t.Cipher).Str("ssl_sni", t.SNI)
+		}
+		if x.grpc != "" { // the response's grpc-status (HTTP/2 to gRPC servers)
+			ev.Str("grpc_status", x.grpc)
 		}
 		ev.Msg("")
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
+	"github.com/fulcrum-proxy/fulcrum/proxy/http2"
 	"github.com/fulcrum-proxy/fulcrum/proxy/tlsx"
 )
 
@@ -119,6 +120,11 @@ func build(cfg *conf.Config, log zerolog.Logger, prev *Proxy) (*Proxy, error) {
 		}
 		fe.slots.setMax(fc.MaxConn)
 		fe.buildEdges()
+		if fc.Mode == conf.ModeHTTP {
+			// Every http frontend can speak HTTP/2: a bind with proto h2,
+			// or an ssl bind whose ALPN negotiates h2.
+			fe.h2 = http2.NewServer(cfg.Global.H2MaxStreams, fc.TimeoutClient)
+		}
 		p.Frontends = append(p.Frontends, fe)
 	}
 	p.numberProxies()
@@ -263,6 +269,9 @@ func (p *Proxy) sweepPools() {
 			for _, b := range p.Backends {
 				for _, s := range b.Servers() {
 					s.up.Pool.Sweep(now)
+					if s.up.H2 != nil {
+						s.up.H2.Sweep()
+					}
 				}
 			}
 		}
@@ -312,6 +321,9 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	// becomes idle later sees the stop flag and closes itself.
 	for _, fe := range p.Frontends {
 		fe.closeIdle()
+		if fe.h2 != nil {
+			fe.h2.Shutdown() // GOAWAY: HTTP/2 connections end once their streams are done
+		}
 	}
 	var err error
 	select {
@@ -326,6 +338,9 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	for _, b := range p.Backends {
 		for _, s := range b.Servers() {
 			s.up.Pool.CloseAll()
+			if s.up.H2 != nil {
+				s.up.H2.CloseAll()
+			}
 		}
 	}
 	p.fds.unregister(p)

@@ -98,6 +98,7 @@ func (p *Proxy) inherit(old *Proxy) {
 		p.carry(&ofe.Counters, &fe.Counters)
 		p.carryInt(&ofe.MaxconnHits, &fe.MaxconnHits)
 		p.carryInt(&ofe.DeniedConn, &fe.DeniedConn)
+		p.carryList(ofe.H2.Cumulative(), fe.H2.Cumulative())
 	}
 	for _, b := range p.Backends {
 		ob := old.Backend(b.Name)
@@ -107,6 +108,7 @@ func (p *Proxy) inherit(old *Proxy) {
 		p.carry(&ob.Counters, &b.Counters)
 		b.state.inherit(&ob.state)            // backend last change and downtime (snapshot_obs.go)
 		b.carryDynamic(ob, p.fds, time.Now()) // servers added at runtime (servers.go)
+		p.carryList(ob.H2.Cumulative(), b.H2.Cumulative())
 		ob.mu.Lock()
 		b.mu.Lock()
 		for _, s := range b.Servers() {

@@ -132,6 +132,9 @@ func (s *Server) setAddrLocked(addr string) (old string) {
 	ap, _ := netip.ParseAddrPort(addr) // the zero value for none: every connection is stale
 	s.up.Moved.Store(&ap)
 	s.up.Pool.CloseAll()
+	if s.up.H2 != nil {
+		s.up.H2.CloseAll()
+	}
 	return old
 }
 

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/h2mux"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 )
 
@@ -123,6 +124,9 @@ func (b *Backend) newServer(sc *conf.Server, id, slot int, dynamic bool, now tim
 	s.setupTLS()
 	if sc.SSL || sc.SendProxy != 0 {
 		b.prepConns.Store(true)
+	}
+	if sc.Proto == "h2" {
+		s.up.H2 = h2mux.NewPool(&b.H2, sc.PoolPurgeDelay)
 	}
 	s.lb.MinConn.Store(int64(sc.MinConn))
 	s.lb.MaxQueue = sc.MaxQueue

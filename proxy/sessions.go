@@ -105,6 +105,7 @@ func (p *Proxy) ShutdownSessions(srv *Server) int {
 				cc.abort()
 				n++
 			}
+			n += cc.abortH2(srv)
 		}
 		fe.mu.Unlock()
 	}
@@ -119,4 +120,22 @@ func (cc *clientConn) abort() {
 	}
 	cc.stream.mu.Unlock()
 	cc.c.Close()
+}
+
+// abortH2 aborts the streams of an HTTP/2 connection bound to srv (their
+// server side: the client connection and its other streams go on) and
+// returns how many there were.
+func (cc *clientConn) abortH2(srv *Server) int {
+	n := 0
+	cc.h2mu.Lock()
+	defer cc.h2mu.Unlock()
+	for ref := range cc.h2refs {
+		ref.mu.Lock()
+		if ref.srv == srv && ref.up != nil {
+			ref.up.Close()
+			n++
+		}
+		ref.mu.Unlock()
+	}
+	return n
 }

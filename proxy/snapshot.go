@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fulcrum-proxy/fulcrum/proxy/h2mux"
 	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
 )
 
@@ -96,6 +97,31 @@ type FrontendSnapshot struct {
 	// late PROXY header; SslFailedHandshake failed TLS handshakes.
 	ProxyErrors, SslFailedHandshake int64
 	CounterValues
+	// H2 are the HTTP/2 counters of its clients.
+	H2 H2Values
+}
+
+// H2Values is a plain copy of h2mux.Counters (HAProxy's h2 statistics
+// module), for a frontend (frames from clients) or a backend (frames
+// from servers).
+type H2Values struct {
+	HeadersRcvd, DataRcvd, SettingsRcvd, RstStreamRcvd, GoawayRcvd int64
+	ConnProtoErr, StrmProtoErr, RstStreamResp, GoawayResp          int64
+	OpenConns, OpenStreams, TotalConns, TotalStreams               int64
+	// Connections refused by the protections (fulcrum's).
+	RapidReset, HeaderFlood, ControlFlood int64
+}
+
+func h2Values(c *h2mux.Counters) H2Values {
+	return H2Values{
+		HeadersRcvd: c.HeadersRcvd.Load(), DataRcvd: c.DataRcvd.Load(), SettingsRcvd: c.SettingsRcvd.Load(),
+		RstStreamRcvd: c.RstStreamRcvd.Load(), GoawayRcvd: c.GoawayRcvd.Load(),
+		ConnProtoErr: c.ConnProtoErr.Load(), StrmProtoErr: c.StrmProtoErr.Load(),
+		RstStreamResp: c.RstStreamResp.Load(), GoawayResp: c.GoawayResp.Load(),
+		OpenConns: c.OpenConns.Load(), OpenStreams: c.OpenStreams.Load(),
+		TotalConns: c.TotalConns.Load(), TotalStreams: c.TotalStreams.Load(),
+		RapidReset: c.RapidReset.Load(), HeaderFlood: c.HeaderFlood.Load(), ControlFlood: c.ControlFlood.Load(),
+	}
 }
 
 // BackendSnapshot is one backend's state and its servers'.
@@ -108,6 +134,8 @@ type BackendSnapshot struct {
 	BackupUp int // backup servers likewise
 	Servers  []ServerSnapshot
 	CounterValues
+	// H2 are the HTTP/2 counters of its connections to servers.
+	H2 H2Values
 
 	// Act and Bck are the usable active and backup servers (HAProxy's
 	// srv_act and srv_bck: UP, READY, weight above 0), the act and bck
@@ -299,7 +327,7 @@ func (p *Proxy) Snapshot() *Snapshot {
 	for _, fe := range p.Frontends {
 		fs := FrontendSnapshot{Name: fe.Name, ID: fe.ID, Mode: string(fe.Conf.Mode), MaxConn: fe.MaxConn(),
 			DeniedConn: fe.DeniedConn.Load(), CounterValues: fe.Counters.values(now),
-			ProxyErrors: fe.ProxyErrors.Load(), SslFailedHandshake: fe.SslFailedHandshake.Load()}
+			ProxyErrors: fe.ProxyErrors.Load(), SslFailedHandshake: fe.SslFailedHandshake.Load(), H2: h2Values(&fe.H2)}
 		fs.Slim = int64(fs.MaxConn)
 		snap.Frontends = append(snap.Frontends, fs)
 		bout += fs.Bout
@@ -307,7 +335,7 @@ func (p *Proxy) Snapshot() *Snapshot {
 	snap.BytesOutRate = p.obs.bytesOut.perSecond(now, bout)
 	for _, b := range p.Backends {
 		bs := BackendSnapshot{Name: b.Name, ID: b.ID, Mode: string(b.Conf.Mode), Balance: b.Conf.Balance,
-			CounterValues: b.Counters.values(now)}
+			CounterValues: b.Counters.values(now), H2: h2Values(&b.H2)}
 		bs.FullConn = b.FullConn()
 		bs.Qcur, bs.Qmax = b.queue.Len(-1), b.queue.Max(-1)
 		bs.QtimeMax = b.Counters.qtimeMax.Load()

@@ -45,8 +45,9 @@ import (
 type Stream struct {
 	fe  *Frontend
 	cc  *clientConn
-	be  *Backend // the backend that routed the request, nil before Route
-	srv *Server  // the server assigned (or, after a queue error, pinned)
+	ref *streamRef // where `show sess` finds its server side: the connection's, or an HTTP/2 stream's own
+	be  *Backend   // the backend that routed the request, nil before Route
+	srv *Server    // the server assigned (or, after a queue error, pinned)
 
 	tcp       bool // a TCP session, not an HTTP request
 	inBackend bool // a backend session was started (Take): Release ends it
@@ -75,6 +76,7 @@ type Stream struct {
 	pin    *Server     // the server persistence pinned the request to
 	ans    []byte      // scratch for a rule's answer (redirect)
 	lg     logEntry    // the access log line's and histograms' accounting (log.go)
+	grpc   string      // the response's grpc-status, for the log ("" none)
 }
 
 // errNoServer is returned when the backend has no usable server.
@@ -83,7 +85,7 @@ var errNoServer = errors.New("no server available")
 // newStream binds x to client connection cc of fe, at the start of a
 // connection (and again when a reload moves it to another frontend).
 func (x *Stream) bind(fe *Frontend, cc *clientConn) {
-	x.fe, x.cc = fe, cc
+	x.fe, x.cc, x.ref = fe, cc, &cc.stream
 	x.trk.p = fe.p
 	x.lbreq = lb.Request{Src: cc.src}
 	x.areq = localAddr(cc)
@@ -102,6 +104,7 @@ func (x *Stream) Begin(idleStart, t0 time.Time) {
 	x.status, x.bytesIn, x.bytesOut, x.srvStatus = -1, 0, 0, 0
 	x.resRan = false
 	x.req = stream.Request{}
+	x.grpc = ""
 	now := t0
 	if now.IsZero() {
 		now = time.Now()
@@ -324,7 +327,7 @@ func (x *Stream) Connected(up net.Conn, reused bool) {
 		x.lg.logReused(x.srv, up) // log.go
 	}
 	be, srv := x.be, x.srv
-	x.cc.stream.set(be, srv, up)
+	x.ref.set(be, srv, up)
 	if !x.tcp {
 		srv.Counters.request(x.tHead)
 	}
@@ -336,11 +339,11 @@ func (x *Stream) Connected(up net.Conn, reused bool) {
 
 // Rebind binds a replacement server connection (a retry after a stale
 // pooled one failed): Connect first, then Rebind.
-func (x *Stream) Rebind(up net.Conn) { x.cc.stream.set(x.be, x.srv, up) }
+func (x *Stream) Rebind(up net.Conn) { x.ref.set(x.be, x.srv, up) }
 
 // Unbind unbinds the server connection (it goes back to the pool, or is
 // closed).
-func (x *Stream) Unbind() { x.cc.stream.clear() }
+func (x *Stream) Unbind() { x.ref.clear() }
 
 // Sent records that the request went out whole: its body's bytes (the
 // head's were counted by HeadRead) on the frontend, and the whole request
@@ -352,6 +355,22 @@ func (x *Stream) Sent(body int64) {
 	x.fe.Counters.Bin.Add(body)
 	x.tSent = time.Now()
 }
+
+// BodySent counts request body bytes that went out after Sent: a body
+// streamed to an HTTP/2 server while its response comes back.
+func (x *Stream) BodySent(n int64) {
+	if n <= 0 {
+		return
+	}
+	x.bytesIn += n
+	x.srv.Counters.Bin.Add(n)
+	x.be.Counters.Bin.Add(n)
+	x.fe.Counters.Bin.Add(n)
+}
+
+// GRPCStatus records the response's grpc-status (its trailers, or a
+// trailers-only answer) for the access log.
+func (x *Stream) GRPCStatus(code string) { x.grpc = code }
 
 // ResponseHead records that the server's response head arrived: the
 // response time, and the request's stick store rules get the server now,

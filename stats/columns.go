@@ -383,43 +383,43 @@ var columns = append([]Column{
 		get:  zero}, // no TLS
 	{Name: "h2_headers_rcvd", Kinds: kFB, typ: tU64, tags: "MCP",
 		Desc: "Total number of received HEADERS frames",
-		get:  zero}, // no HTTP/2
+		get:  h2(func(v *proxy.H2Values) int64 { return v.HeadersRcvd })},
 	{Name: "h2_data_rcvd", Kinds: kFB, typ: tU64, tags: "MCP",
 		Desc: "Total number of received DATA frames",
-		get:  zero}, // no HTTP/2
+		get:  h2(func(v *proxy.H2Values) int64 { return v.DataRcvd })},
 	{Name: "h2_settings_rcvd", Kinds: kFB, typ: tU64, tags: "MCP",
 		Desc: "Total number of received SETTINGS frames",
-		get:  zero}, // no HTTP/2
+		get:  h2(func(v *proxy.H2Values) int64 { return v.SettingsRcvd })},
 	{Name: "h2_rst_stream_rcvd", Kinds: kFB, typ: tU64, tags: "MCP",
 		Desc: "Total number of received RST_STREAM frames",
-		get:  zero}, // no HTTP/2
+		get:  h2(func(v *proxy.H2Values) int64 { return v.RstStreamRcvd })},
 	{Name: "h2_goaway_rcvd", Kinds: kFB, typ: tU64, tags: "MCP",
 		Desc: "Total number of received GOAWAY frames",
-		get:  zero}, // no HTTP/2
+		get:  h2(func(v *proxy.H2Values) int64 { return v.GoawayRcvd })},
 	{Name: "h2_detected_conn_protocol_errors", Kinds: kFB, typ: tU64, tags: "MCP",
 		Desc: "Total number of connection protocol errors",
-		get:  zero}, // no HTTP/2
+		get:  h2(func(v *proxy.H2Values) int64 { return v.ConnProtoErr })},
 	{Name: "h2_detected_strm_protocol_errors", Kinds: kFB, typ: tU64, tags: "MCP",
 		Desc: "Total number of stream protocol errors",
-		get:  zero}, // no HTTP/2
+		get:  h2(func(v *proxy.H2Values) int64 { return v.StrmProtoErr })},
 	{Name: "h2_rst_stream_resp", Kinds: kFB, typ: tU64, tags: "MCP",
 		Desc: "Total number of RST_STREAM sent on detected error",
-		get:  zero}, // no HTTP/2
+		get:  h2(func(v *proxy.H2Values) int64 { return v.RstStreamResp })},
 	{Name: "h2_goaway_resp", Kinds: kFB, typ: tU64, tags: "MCP",
 		Desc: "Total number of GOAWAY sent on detected error",
-		get:  zero}, // no HTTP/2
+		get:  h2(func(v *proxy.H2Values) int64 { return v.GoawayResp })},
 	{Name: "h2_open_connections", Kinds: kFB, typ: tU64, tags: "MGP",
 		Desc: "Count of currently open connections",
-		get:  zero}, // no HTTP/2
+		get:  h2(func(v *proxy.H2Values) int64 { return v.OpenConns })},
 	{Name: "h2_backend_open_streams", Kinds: kFB, typ: tU64, tags: "MGP",
 		Desc: "Count of currently open streams",
-		get:  zero}, // no HTTP/2
+		get:  h2(func(v *proxy.H2Values) int64 { return v.OpenStreams })},
 	{Name: "h2_total_connections", Kinds: kFB, typ: tU64, tags: "MCP",
 		Desc: "Total number of connections",
-		get:  zero}, // no HTTP/2
+		get:  h2(func(v *proxy.H2Values) int64 { return v.TotalConns })},
 	{Name: "h2_backend_total_streams", Kinds: kFB, typ: tU64, tags: "MCP",
 		Desc: "Total number of streams",
-		get:  zero}, // no HTTP/2
+		get:  h2(func(v *proxy.H2Values) int64 { return v.TotalStreams })},
 	{Name: "h1_open_connections", Kinds: kFB, typ: tU64, tags: "MGP",
 		Desc: "Count of currently open connections",
 		get:  empty}, // not counted yet
@@ -483,6 +483,21 @@ func timingColumns() []Column {
 		}
 	}
 	return cols
+}
+
+// h2 returns the getter of an h2 statistics module column: the
+// frontend's counters (frames from clients) or the backend's (frames from
+// servers), as HAProxy's h2 module fills both.
+func h2(f func(v *proxy.H2Values) int64) func(r *row) value {
+	return func(r *row) value {
+		switch {
+		case r.kind == KindFrontend && r.fe != nil:
+			return num(f(&r.fe.H2))
+		case r.kind == KindBackend && r.be != nil:
+			return num(f(&r.be.H2))
+		}
+		return value{}
+	}
 }
 
 // Columns returns the column table, in CSV order.

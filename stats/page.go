@@ -321,6 +321,9 @@ var pageGroups = func() []pageGroup {
 		g("Server", "Status", "status", "LastChk", "check_status", "Wght", "weight", "Act", "act", "Bck", "bck",
 			"Chk", "chkfail", "Dwn", "chkdown", "Dwntme", "downtime", "Thrtle", "throttle"),
 		g("Response time", "p50", "rtime_p50_us", "p99", "rtime_p99_us"),
+		// HTTP/2 (the h2 statistics module), on frontends and backends.
+		g("HTTP/2", "Conn", "h2_open_connections", "Streams", "h2_backend_open_streams", "Total", "h2_backend_total_streams",
+			"ConnErr", "h2_detected_conn_protocol_errors", "StrmErr", "h2_detected_strm_protocol_errors"),
 	}
 }()
 

@@ -384,7 +384,7 @@ func boolf(b bool) float64 {
 // its own.
 func MetricsHandler(c *Collector, extra ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(c)
+	reg.MustRegister(c, newH2Collector(c.snapshot)) // prometheus_h2.go
 	reg.MustRegister(extra...)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }

@@ -37,7 +37,6 @@ type keyword struct {
 
 // Reasons shared by several rows.
 const (
-	whyH2      = "HTTP/2 (being built)"
 	whyLogs    = "syslog output, log formats and captures (being built; fulcrum logs one JSON or console line per request to stderr)"
 	whyDNS     = "DNS resolution at runtime (being built; a host name is resolved once, at start)"
 	whyPeers   = "peers: stick-table replication (being built)"

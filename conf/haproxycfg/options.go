@@ -322,7 +322,7 @@ var serverOpts = map[string]option{
 	"proxy-v2-options":     {args: 1, apply: proxyV2()},
 	"check-send-proxy":     {apply: setBool("check_send_proxy", true)},
 	"set-proxy-v2-tlv-fmt": {args: 1, kind: Unsupported, why: "custom PROXY v2 TLVs"},
-	"proto":                {args: 1, kind: NotYet, why: whyH2, whole: true},
+	"proto":                {args: 1, apply: h2Proto("proto")},
 	"check-proto":          unsupp1,
 	"check-via-socks4":     unsupp0,
 	"socks4":               unsupp1,
@@ -378,7 +378,7 @@ var bindOpts = map[string]option{
 	"ca-sign-file":          {args: 1, kind: Unsupported, why: "certificates generated on the fly", whole: true},
 	"ca-sign-pass":          {args: 1, kind: Unsupported, why: "certificates generated on the fly"},
 	"accept-netscaler-cip":  {args: 1, kind: Unsupported, why: "NetScaler client IP", whole: true},
-	"proto":                 {args: 1, kind: NotYet, why: whyH2, whole: true},
+	"proto":                 {args: 1, apply: bindProto},
 	"name":                  ignored1,
 	"id":                    {args: 1, kind: Unsupported, why: "fixed listener ids"},
 	"process":               ignored1,
@@ -427,4 +427,24 @@ var socketOpts = map[string]option{
 	"backlog":         unsupp1,
 	"ssl":             {kind: Unsupported, why: "TLS on the stats socket", whole: true},
 	"crt":             {args: 1, kind: Unsupported, why: "TLS on the stats socket", whole: true},
+}
+
+// h2Proto: a server's "proto h2" (HTTP/2 with prior knowledge), the only
+// mux fulcrum has besides HTTP/1.1, into key.
+func h2Proto(key string) func(o *optCtx, a []string) error {
+	return func(o *optCtx, a []string) error {
+		if a[0] != "h2" {
+			return fmt.Errorf("only h2 is supported, got %q", a[0])
+		}
+		o.t.set(key, "h2", o.x.ln.num)
+		return nil
+	}
+}
+
+// bindProto: a bind's "proto h2", kept on the bind's line.
+func bindProto(o *optCtx, a []string) error {
+	if a[0] != "h2" {
+		return fmt.Errorf("only h2 is supported, got %q", a[0])
+	}
+	return bindPass(o, a)
 }

@@ -112,7 +112,9 @@ func (c *Checker) addLocked(s *proxy.Server) (*Server, error) {
 			prep = s.CheckConn
 		}
 		ps.health = tcpProbe{prep: prep}
-		if ck.Type == "http" {
+		if ck.Proto == "grpc" {
+			ps.health = grpcProbe{}
+		} else if ck.Type == "http" {
 			hp, err := newHTTPProbe(ck.Method, ck.Path, ck.Host, ck.ExpectStatus)
 			if err != nil {
 				return nil, err

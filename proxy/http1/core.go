@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
+	"github.com/fulcrum-proxy/fulcrum/proxy/h2mux"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 	"github.com/fulcrum-proxy/fulcrum/proxy/queue"
 	"github.com/fulcrum-proxy/fulcrum/proxy/stream"
@@ -77,6 +78,12 @@ type Stream interface {
 	Edits() *acl.Edits
 	URI() []byte
 	Sent(body int64)
+	// BodySent counts request body bytes that went out after Sent (a
+	// body streamed to an HTTP/2 server while its response comes).
+	BodySent(n int64)
+	// GRPCStatus records the grpc-status of the response (its trailers,
+	// or a trailers-only answer), for the log.
+	GRPCStatus(code string)
 	ResponseHead()
 	Respond(status int)
 	// ResponseRules runs the http_response rules on the response head:
@@ -107,6 +114,10 @@ type Upstream struct {
 	// resolution, `set server addr`), nil while it never changed: a
 	// connection to another address is not reused (the core sets it).
 	Moved atomic.Pointer[netip.AddrPort]
+	// H2 is the server's pool of HTTP/2 connections when it speaks
+	// HTTP/2 (server proto h2), nil for HTTP/1.1: requests then go as
+	// streams on those connections (h2up.go).
+	H2 *h2mux.Pool
 }
 
 // Reuse is a backend's http_reuse policy: which requests may use an idle

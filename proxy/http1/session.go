@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fulcrum-proxy/fulcrum/proxy/h2mux"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 	"github.com/fulcrum-proxy/fulcrum/proxy/queue"
 	"github.com/fulcrum-proxy/fulcrum/proxy/stream"
@@ -43,6 +44,8 @@ type session struct {
 	rview stream.Response // the response head as http_response rules see it
 	nreq  int             // requests seen on this connection
 	owned *upConn         // a server connection kept private to this session
+	h2own *h2mux.Owned    // HTTP/2 server connections private to it (never)
+	h2rf  h2mux.Fields    // an HTTP/2 server's response fields (h2up.go)
 	x     Stream          // the core's side of the current request
 	wait  queue.WaitFunc  // s.waitQueue, bound once per connection
 }
@@ -69,6 +72,9 @@ func Serve(cl Client) {
 	defer func() {
 		if s.owned != nil {
 			s.owned.close()
+		}
+		if s.h2own != nil {
+			s.h2own.Close(true)
 		}
 		netio.PutReader(s.br)
 		netio.PutWriter(s.bw)
@@ -116,6 +122,9 @@ func (s *session) settings() {
 	if s.owned != nil && s.set != nil {
 		s.owned.close()
 		s.owned = nil
+	}
+	if s.h2own != nil {
+		s.h2own.Close(false)
 	}
 	s.set = s.cl.Settings()
 	s.req.maxHdr, s.resp.maxHdr = s.set.MaxHdr, s.set.MaxHdr
@@ -199,6 +208,9 @@ func (s *session) forward() bool {
 	defer x.Release()
 	if o := s.assign(); o != stream.Served {
 		return s.fail(o)
+	}
+	if x.Upstream().H2 != nil {
+		return s.forwardH2()
 	}
 	uc, reused, o := s.connect()
 	if o != stream.Served {

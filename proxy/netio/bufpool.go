@@ -50,3 +50,20 @@ func PutWriter(bw *bufio.Writer) {
 	bw.Reset(nil)
 	writerPool.Put(bw)
 }
+
+// bufPool holds BufSize copy buffers (GetBuf); a pointer to a slice, so
+// that Put does not allocate.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, BufSize); return &b }}
+
+// GetBuf returns a pooled BufSize copy buffer.
+func GetBuf() []byte { return *bufPool.Get().(*[]byte) }
+
+// PutBuf returns a buffer from GetBuf to the pool; b must not be used
+// after.
+func PutBuf(b []byte) {
+	if cap(b) < BufSize {
+		return
+	}
+	b = b[:BufSize]
+	bufPool.Put(&b)
+}

@@ -79,6 +79,13 @@ const (
 	TCPClientTimeout
 	TCPServerAbort
 	TCPServerTimeout
+	// ClientReset: an HTTP/2 client reset its stream (RST_STREAM), or
+	// lost its connection, before the response head: a client abort (the
+	// server side is freed at once).
+	ClientReset
+	// ServerProtocolError: an HTTP/2 server reset the stream or the
+	// connection with PROTOCOL_ERROR before its response head.
+	ServerProtocolError
 
 	numOutcomes
 )
@@ -168,6 +175,8 @@ var Outcomes = [numOutcomes]Row{
 	TCPClientTimeout:    {Name: "tcp client timeout", Flags: "cD", Counts: BeCliAbrt | SrvCliAbrt, Timed: true},
 	TCPServerAbort:      {Name: "tcp server abort", Flags: "SD", Counts: BeSrvAbrt | SrvSrvAbrt, Timed: true},
 	TCPServerTimeout:    {Name: "tcp server timeout", Flags: "sD", Counts: BeSrvAbrt | SrvSrvAbrt, Timed: true},
+	ClientReset:         {Name: "client reset (h2)", Flags: "CD", Counts: FeCliAbrt | BeCliAbrt | SrvCliAbrt},
+	ServerProtocolError: {Name: "server protocol error (h2)", Status: 502, Flags: "PH", Counts: BeEresp | SrvEresp, Observe: 502},
 }
 
 // Row returns o's row.

@@ -1,0 +1,88 @@
+package proxy
+
+import (
+	"github.com/fulcrum-proxy/fulcrum/proxy/h2mux"
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
+	"github.com/fulcrum-proxy/fulcrum/proxy/http2"
+)
+
+// The core's side of a client connection speaking HTTP/2 (a bind with
+// "proto h2"): h2client is the http2.Client the HTTP/2 engine drives, and
+// each of its streams gets a Stream of its own, bound to the connection
+// for the frontend, the client's address and the entries tracked at the
+// connection stage, with a streamRef of its own for `shutdown sessions`.
+//
+// A connection in HTTP/2 is always active for the core: a stop or a
+// reload does not close it as an idle keep-alive connection but has the
+// engine send GOAWAY (Frontend.h2.Shutdown), after which it ends once its
+// streams are done; new requests go to new connections, which a reload's
+// new configuration accepts. Its streams stay on the configuration that
+// accepted the connection.
+
+// serveH2 serves cc, accepted by fe on a bind with proto h2.
+func (fe *Frontend) serveH2(cc *clientConn) {
+	cc.state.Store(connActive)
+	cc.fe = fe
+	cc.set = http1.Settings{
+		TimeoutClient:      fe.timeoutClient,
+		TimeoutHTTPRequest: fe.timeoutHTTPRequest,
+		MaxHdr:             fe.p.Conf.Global.MaxHdr,
+	}
+	if fe.forwardFor {
+		cc.set.XFF = append(cc.set.XFF, "X-Forwarded-For: "...)
+		cc.set.XFF = cc.src.Addr().Unmap().AppendTo(cc.set.XFF)
+		cc.set.XFF = append(cc.set.XFF, "\r\n"...)
+	}
+	http2.Serve(h2client{cc})
+}
+
+// h2client is a client connection in HTTP/2 as the engine sees it.
+type h2client struct{ *clientConn }
+
+// Server implements http2.Client.
+func (c h2client) Server() *http2.Server { return c.fe.h2 }
+
+// Counters implements http2.Client.
+func (c h2client) Counters() *h2mux.Counters { return &c.fe.H2 }
+
+// Stopping implements http2.Client.
+func (c h2client) Stopping() bool { return c.fe.p.stopping.Load() }
+
+// NewStream implements http2.Client: a Stream for one stream of the
+// connection.
+func (c h2client) NewStream() http2.Stream {
+	x := streamPool.Get().(*Stream)
+	x.bind(c.fe, c.clientConn)
+	x.trk.inherit(&c.st)
+	ref := &streamRef{}
+	x.ref = ref
+	c.h2mu.Lock()
+	if c.h2refs == nil {
+		c.h2refs = map[*streamRef]struct{}{}
+	}
+	c.h2refs[ref] = struct{}{}
+	c.h2mu.Unlock()
+	return h2stream{x}
+}
+
+// Done implements http2.Client: the connection's tracked entries are
+// released.
+func (c h2client) Done() { c.st.release() }
+
+// h2stream is a Stream serving one HTTP/2 stream.
+type h2stream struct{ *Stream }
+
+// Free implements http2.Stream: the stream's tracked entries that no log
+// line released are, and the Stream goes back to the pool.
+func (x h2stream) Free() {
+	cc := x.cc
+	cc.h2mu.Lock()
+	delete(cc.h2refs, x.ref)
+	cc.h2mu.Unlock()
+	x.trk.end(-1, 0, 0)
+	*x.Stream = Stream{edits: x.edits, ans: x.ans[:0]}
+	streamPool.Put(x.Stream)
+}
+
+var _ http2.Client = h2client{}
+var _ http2.Stream = h2stream{}

@@ -1,0 +1,220 @@
+package h2mux
+
+import (
+	"net"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// Pool is one server's HTTP/2 connections (server key proto = "h2"). Many
+// requests, from any client connection, share them as streams, each
+// connection carrying at most the server's SETTINGS_MAX_CONCURRENT_STREAMS
+// at once; a new connection is dialed (by the core, with its retries and
+// redispatch) only when none can take another stream. A connection is
+// dialed to the Pool's server and only ever serves that server: the pool
+// is the server's, and it is keyed by nothing else. Lock: mu, held only
+// to scan or change the list; no system call is made under it.
+type Pool struct {
+	mu    sync.Mutex
+	conns []*http2.ClientConn
+	tr    *http2.Transport
+	c     *Counters // the backend's
+}
+
+// NewPool returns an empty pool whose connections count their frames in
+// c (the backend's h2 counters) and close after idle without a stream
+// (HAProxy's pool-purge-delay; 0: kept until the server closes them).
+func NewPool(c *Counters, idle time.Duration) *Pool {
+	tr := &http2.Transport{
+		AllowHTTP: true, // h2c: the scheme is "http"
+		// The proxy relays bodies as they are: no Accept-Encoding of its
+		// own, no transparent decompression.
+		DisableCompression: true,
+		IdleConnTimeout:    idle,
+		// A server's header list may be as large as a client's.
+		MaxHeaderListSize: 1 << 20,
+	}
+	return &Pool{tr: tr, c: c}
+}
+
+// Reserve returns a shared connection on which one new stream has been
+// reserved (the request must then be sent with RoundTrip, or the
+// reservation is given back by the request's failure), or nil when every
+// connection is full, closing or closed. idleOK false passes over the
+// connections without a stream in flight (http_reuse safe: the first
+// request of a client connection goes on a connection already busy with
+// streams, as HAProxy's "available" connections, or on a new one, never on
+// an idle one). Closed connections are dropped.
+func (p *Pool) Reserve(idleOK bool) *http2.ClientConn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := 0; i < len(p.conns); {
+		cc := p.conns[i]
+		if idleOK && cc.ReserveNewRequest() {
+			return cc
+		}
+		st := cc.State()
+		if st.Closed || st.Closing {
+			p.conns = append(p.conns[:i], p.conns[i+1:]...)
+			continue
+		}
+		if !idleOK && st.StreamsActive+st.StreamsReserved > 0 && cc.ReserveNewRequest() {
+			return cc
+		}
+		i++
+	}
+	return nil
+}
+
+// Add makes c, newly connected to the pool's server, an HTTP/2 connection
+// (the preface and SETTINGS are sent), shared by the pool, and returns it
+// with one stream reserved. On error c is closed.
+func (p *Pool) Add(c net.Conn) (*http2.ClientConn, error) {
+	cc, err := p.open(c)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.conns = append(p.conns, cc)
+	p.mu.Unlock()
+	return cc, nil
+}
+
+// open makes c an HTTP/2 connection with one stream reserved.
+func (p *Pool) open(c net.Conn) (*http2.ClientConn, error) {
+	cc, err := p.tr.NewClientConn(NewServerGuard(c, p.c))
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	cc.ReserveNewRequest()
+	return cc, nil
+}
+
+// Len returns the number of connections held (busy or idle).
+func (p *Pool) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns)
+}
+
+// Streams returns the streams in flight or reserved on the pool's
+// connections.
+func (p *Pool) Streams() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, cc := range p.conns {
+		st := cc.State()
+		n += st.StreamsActive + st.StreamsReserved
+	}
+	return n
+}
+
+// Sweep drops the connections that closed (the server's GOAWAY, an error,
+// the idle timeout). The core calls it with the HTTP/1 pools' sweep.
+func (p *Pool) Sweep() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := 0; i < len(p.conns); {
+		if p.conns[i].State().Closed {
+			p.conns = append(p.conns[:i], p.conns[i+1:]...)
+			continue
+		}
+		i++
+	}
+}
+
+// CloseAll closes every connection (at stop, at an address change, when
+// the server enters maintenance): streams in flight on them fail.
+func (p *Pool) CloseAll() {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, cc := range conns {
+		cc.Close()
+	}
+}
+
+// Owned is the HTTP/2 server connections private to one client connection
+// (http_reuse never, as HAProxy's private connections): the client's
+// requests to a server share them as streams, no other client's request
+// ever goes on them, and they close with the client connection (Close).
+// The zero Owned is ready; its methods may be called from the client
+// connection's streams at once.
+type Owned struct {
+	mu     sync.Mutex
+	conns  []owned
+	closed bool
+}
+
+type owned struct {
+	p  *Pool
+	cc *http2.ClientConn
+}
+
+// Reserve returns one of o's connections to p's server with one new
+// stream reserved, or nil.
+func (o *Owned) Reserve(p *Pool) *http2.ClientConn {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i := 0; i < len(o.conns); {
+		e := o.conns[i]
+		if e.p != p {
+			i++
+			continue
+		}
+		if e.cc.ReserveNewRequest() {
+			return e.cc
+		}
+		if st := e.cc.State(); st.Closed || st.Closing {
+			e.cc.Close()
+			o.conns = append(o.conns[:i], o.conns[i+1:]...)
+			continue
+		}
+		i++
+	}
+	return nil
+}
+
+// Add makes c, newly connected to p's server, an HTTP/2 connection
+// private to o, and returns it with one stream reserved. On error, or
+// once o is closed, c is closed.
+func (o *Owned) Add(p *Pool, c net.Conn) (*http2.ClientConn, error) {
+	cc, err := p.open(c)
+	if err != nil {
+		return nil, err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		cc.Close()
+		return nil, net.ErrClosed
+	}
+	o.conns = append(o.conns, owned{p, cc})
+	return cc, nil
+}
+
+// Len returns the number of o's connections (busy or idle).
+func (o *Owned) Len() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.conns)
+}
+
+// Close closes o's connections (the client connection ended, or moved to
+// a reload's configuration); streams still in flight on them fail. A
+// closed Owned refuses new connections if final.
+func (o *Owned) Close(final bool) {
+	o.mu.Lock()
+	conns := o.conns
+	o.conns = nil
+	o.closed = o.closed || final
+	o.mu.Unlock()
+	for _, e := range conns {
+		e.cc.Close()
+	}
+}

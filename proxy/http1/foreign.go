@@ -1,0 +1,353 @@
+package http1
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"time"
+)
+
+// Requests that another engine (HTTP/2 clients, proxy/http2) sends to an
+// HTTP/1.1 server, through the same per-server pools as this engine's own
+// requests: an Exchange is one request and its response on one server
+// connection. The other engine writes the head from its own view of the
+// request, streams the body, reads the response head and streams back the
+// decoded body; the connection goes back to its own server's pool only
+// when the response was read whole and nothing stands beyond it.
+
+// Exchange is one request on a connection to an HTTP/1.1 server.
+type Exchange struct {
+	uc     *upConn
+	resp   head
+	reused bool
+	body   io.Reader // the decoded response body, set by Body
+	ck     *chunkReader
+	whole  bool // the response body was read to its end
+	// timeout is the backend's timeout_server, re-armed before each read
+	// and write.
+	timeout time.Duration
+}
+
+// ReuseConn returns an exchange on an idle connection to up that a request
+// may use under the backend's http_reuse (first: the request is the first
+// of its client connection), or nil when there is none. A connection kept
+// private to a client (http_reuse never) is not pooled: under never,
+// ReuseConn returns nil and every request dials. key is the request's
+// Stream.ConnKey: only a connection made with the same key serves it.
+func ReuseConn(up *Upstream, first bool, key string) *Exchange {
+	var uc *upConn
+	switch up.Reuse {
+	case ReuseNever:
+	case ReuseSafe:
+		if !first {
+			uc = up.Pool.get(false, key)
+		}
+	case ReuseAggressive:
+		uc = up.Pool.get(first, key)
+	default:
+		uc = up.Pool.get(false, key)
+	}
+	if uc == nil {
+		return nil
+	}
+	return &Exchange{uc: uc, reused: true, timeout: up.TimeoutServer}
+}
+
+// NewExchange wraps c, newly connected to up's server (the core's
+// Connect) for requests with key (Stream.ConnKey).
+func NewExchange(c net.Conn, up *Upstream, key string) *Exchange {
+	return &Exchange{uc: newUpConn(c, up, key), timeout: up.TimeoutServer}
+}
+
+// Conn returns the server connection (for the core's Connected).
+func (e *Exchange) Conn() net.Conn { return e.uc.c }
+
+// Reused reports whether the connection came from the pool.
+func (e *Exchange) Reused() bool { return e.reused }
+
+// WriteHead buffers the request head: the request line (HTTP/1.1), the
+// fields fields writes (each "name: value\r\n", end-to-end fields only),
+// then the framing: Content-Length when bodyLen >= 0 and a body is sent
+// (or the method has a body by nature), chunked when bodyLen < 0.
+func (e *Exchange) WriteHead(method, uri []byte, fields func(w *bufio.Writer), bodyLen int64) {
+	w := e.uc.bw
+	w.Write(method)
+	w.WriteByte(' ')
+	w.Write(uri)
+	w.WriteString(" HTTP/1.1\r\n")
+	fields(w)
+	switch {
+	case bodyLen < 0:
+		w.WriteString("transfer-encoding: chunked\r\n")
+	case bodyLen > 0 || string(method) == "POST" || string(method) == "PUT":
+		w.WriteString("content-length: ")
+		w.WriteString(strconv.FormatInt(bodyLen, 10))
+		w.WriteString("\r\n")
+	}
+	w.WriteString("\r\n")
+}
+
+// ErrClientBody wraps a failure reading the request body from the client
+// (SendBody): the server side is not to blame.
+var ErrClientBody = errors.New("client body")
+
+type clientBodyErr struct{ err error }
+
+func (e clientBodyErr) Error() string   { return "client body: " + e.err.Error() }
+func (e clientBodyErr) Unwrap() []error { return []error{ErrClientBody, e.err} }
+
+// SendBody streams the request body from r to the server, chunked when
+// chunked (the last chunk included), and flushes the head and body. It
+// returns the body bytes read from r. An error reading r wraps
+// ErrClientBody; others are the server's.
+func (e *Exchange) SendBody(r io.Reader, chunked bool, buf []byte) (int64, error) {
+	w := e.uc.bw
+	var n int64
+	for r != nil {
+		m, rerr := r.Read(buf)
+		if m > 0 {
+			n += int64(m)
+			if chunked {
+				w.WriteString(strconv.FormatInt(int64(m), 16))
+				w.WriteString("\r\n")
+			}
+			w.Write(buf[:m])
+			if chunked {
+				w.WriteString("\r\n")
+			}
+			if err := e.Flush(); err != nil {
+				return n, err
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return n, clientBodyErr{rerr}
+		}
+	}
+	if chunked {
+		w.WriteString("0\r\n\r\n")
+	}
+	return n, e.Flush()
+}
+
+// Flush sends what is buffered to the server within timeout_server.
+func (e *Exchange) Flush() error {
+	e.uc.dl.ArmWrite(e.uc.c, time.Now(), e.timeout)
+	return e.uc.bw.Flush()
+}
+
+// ReadHead reads the server's final response head; interim 1xx responses
+// are skipped (the other engine has no use for them). Errors: a timeout
+// (timeout_server), a malformed head (ErrBadResponse), or the server gone.
+func (e *Exchange) ReadHead() error {
+	for {
+		e.uc.dl.ArmRead(e.uc.c, time.Now(), e.timeout)
+		if err := e.resp.readHead(e.uc.br, true); err != nil {
+			return classify(err)
+		}
+		if err := e.resp.parse(true); err != nil {
+			return classify(err)
+		}
+		if e.resp.status >= 200 {
+			return nil
+		}
+		if e.resp.status == 101 {
+			return ErrBadResponse // nobody asked for a switch
+		}
+	}
+}
+
+// ErrBadResponse is a response head that is malformed, too large, has
+// conflicting framing or too many fields.
+var ErrBadResponse = errors.New("bad response head")
+
+func classify(err error) error {
+	if errors.Is(err, errBadHead) || errors.Is(err, errHeadTooLarge) || errors.Is(err, errSmuggling) || errors.Is(err, errTooManyHdrs) {
+		return ErrBadResponse
+	}
+	return err
+}
+
+// Status returns the response's status.
+func (e *Exchange) Status() int { return e.resp.status }
+
+// HeadBytes returns the size of the response head as received.
+func (e *Exchange) HeadBytes() int { return len(e.resp.buf) }
+
+// Fields calls fn for each end-to-end field of the response head (the
+// hop-by-hop ones and Transfer-Encoding are left out). The slices are
+// valid until Finish.
+func (e *Exchange) Fields(fn func(name, value []byte)) {
+	for i := range e.resp.headers {
+		h := &e.resp.headers[i]
+		if h.isHopByHop(false) || bytes.EqualFold(h.name, hdrTransferEncoding) {
+			continue
+		}
+		fn(h.name, h.value)
+	}
+}
+
+// Body returns the decoded response body (nil for none: a HEAD request,
+// 204, 304). Each read re-arms timeout_server.
+func (e *Exchange) Body(isHead bool) io.Reader {
+	st := e.resp.status
+	switch {
+	case isHead || st == 204 || st == 304:
+		e.whole = true
+		return nil
+	case e.resp.chunked:
+		e.ck = &chunkReader{br: e.uc.br, maxHdr: e.resp.maxHdr}
+		e.body = e.ck
+	case e.resp.contentLength >= 0:
+		e.body = io.LimitReader(e.uc.br, e.resp.contentLength)
+	default:
+		e.body = e.uc.br // until the server closes
+	}
+	return e
+}
+
+// Read reads the decoded body (see Body).
+func (e *Exchange) Read(p []byte) (int, error) {
+	e.uc.dl.ArmRead(e.uc.c, time.Now(), e.timeout)
+	n, err := e.body.Read(p)
+	if err == io.EOF {
+		if e.resp.contentLength >= 0 && !e.resp.chunked {
+			if lr, ok := e.body.(*io.LimitedReader); ok && lr.N > 0 {
+				return n, io.ErrUnexpectedEOF // the server closed early
+			}
+		}
+		e.whole = true
+	}
+	return n, err
+}
+
+// Ready reports whether the next Read of the body returns at once: bytes
+// are buffered, or the body is read whole (a fixed length reached). A
+// relay flushes what it sent only when it is not: a small response leaves
+// in one write, with its end.
+func (e *Exchange) Ready() bool {
+	if e.whole || e.uc.br.Buffered() > 0 {
+		return true
+	}
+	if lr, ok := e.body.(*io.LimitedReader); ok && lr.N == 0 {
+		return true
+	}
+	return false
+}
+
+// Trailers returns the trailer fields of a chunked response read whole,
+// as "name: value" lines.
+func (e *Exchange) Trailers() [][]byte {
+	if e.ck == nil {
+		return nil
+	}
+	return e.ck.trailers
+}
+
+// Finish ends the exchange: the connection goes back to its server's
+// pool when the response was read whole, the server may keep it open and
+// nothing is buffered beyond the response; else it is closed.
+func (e *Exchange) Finish() {
+	uc := e.uc
+	if uc == nil {
+		return
+	}
+	e.uc = nil
+	keep := e.whole && !e.resp.connClose && (e.resp.chunked || e.resp.contentLength >= 0 || e.body == nil)
+	if keep && uc.br.Buffered() == 0 && uc.up.Reuse != ReuseNever {
+		uc.uses++
+		uc.release(time.Now())
+		return
+	}
+	uc.close()
+}
+
+// Close closes the connection without pooling it.
+func (e *Exchange) Close() {
+	if e.uc != nil {
+		e.uc.close()
+		e.uc = nil
+	}
+}
+
+// chunkReader decodes a chunked body (strictly, as this engine reads
+// them) and keeps its trailer fields.
+type chunkReader struct {
+	br       *bufio.Reader
+	left     int64 // bytes left in the current chunk; -1 after the last
+	started  bool
+	maxHdr   int
+	trailers [][]byte
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return 0, io.EOF
+	}
+	if c.left == 0 {
+		if c.started {
+			crlf, err := c.br.Peek(2)
+			if err != nil {
+				return 0, noEOF(err)
+			}
+			if crlf[0] != '\r' || crlf[1] != '\n' {
+				return 0, errBadChunk
+			}
+			c.br.Discard(2)
+		}
+		c.started = true
+		line, err := readChunkLine(c.br)
+		if err != nil {
+			return 0, err
+		}
+		size, ok := parseChunkSize(line)
+		if !ok {
+			return 0, errBadChunk
+		}
+		if size == 0 {
+			c.left = -1
+			return 0, c.readTrailers()
+		}
+		c.left = size
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.br.Read(p)
+	c.left -= int64(n)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// readTrailers reads the trailer section up to its empty line.
+func (c *chunkReader) readTrailers() error {
+	maxHdr := c.maxHdr
+	if maxHdr <= 0 {
+		maxHdr = defaultMaxHdr
+	}
+	size := 0
+	for lines := 0; ; lines++ {
+		tl, err := readChunkLine(c.br)
+		if err != nil {
+			return err
+		}
+		if len(tl) == 0 {
+			return io.EOF
+		}
+		size += len(tl)
+		if lines+1 >= maxHdr || size > maxHeaderBytes || !validField(tl) {
+			return errBadChunk
+		}
+		c.trailers = append(c.trailers, append([]byte(nil), tl...))
+	}
+}
+
+// IsBadChunk reports whether err is a broken chunked framing.
+func IsBadChunk(err error) bool { return errors.Is(err, errBadChunk) }

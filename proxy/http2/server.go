@@ -1,0 +1,146 @@
+package http2
+
+import (
+	"context"
+	"io"
+	"log"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/h2mux"
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
+)
+
+// Client is the core's side of one HTTP/2 client connection. Its methods
+// may be called from any of the connection's streams at once.
+type Client interface {
+	// Conn is the client connection; Src the client's address.
+	Conn() net.Conn
+	Src() netip.AddrPort
+	// Settings are those of the frontend that owns the connection
+	// (timeout_client, X-Forwarded-For).
+	Settings() *http1.Settings
+	// Server is the frontend's HTTP/2 server (settings, graceful stop).
+	Server() *Server
+	// Counters are the frontend's h2 counters.
+	Counters() *h2mux.Counters
+	// Stopping reports whether the proxy is stopping (a stop or a
+	// reload): the connection is then sent GOAWAY.
+	Stopping() bool
+	// NewStream returns the core's side of a new stream.
+	NewStream() Stream
+	// Done is called once, when the connection closes.
+	Done()
+}
+
+// Stream is the core's side of one stream: the phases of http1.Stream,
+// then Free once it was released.
+type Stream interface {
+	http1.Stream
+	// Free returns the stream to the core; it must not be used after.
+	Free()
+}
+
+// Server is one frontend's HTTP/2 server: the settings announced to its
+// clients and the graceful stop of its connections.
+type Server struct {
+	h2         *http2.Server
+	hs         *http.Server // x/net's base configuration, and its shutdown hook
+	maxStreams int
+}
+
+// quiet takes the http2 package's own log lines (a client's protocol
+// error is counted, not logged on stderr).
+var quiet = log.New(io.Discard, "", 0)
+
+// NewServer returns the HTTP/2 server of a frontend: maxStreams is
+// tune_h2_max_concurrent_streams (0: no limit), idle closes a connection
+// without streams after that long (timeout_client; 0: never).
+func NewServer(maxStreams int, idle time.Duration) *Server {
+	adv := uint32(maxStreams)
+	if maxStreams <= 0 {
+		adv = math.MaxInt32
+	}
+	s := &Server{
+		h2: &http2.Server{
+			MaxConcurrentStreams: adv,
+			// HAProxy announces 16384 (tune.h2.max-frame-size's default).
+			MaxReadFrameSize: 16 << 10,
+			IdleTimeout:      idle,
+		},
+		// MaxHeaderBytes is SETTINGS_MAX_HEADER_LIST_SIZE; a decoded
+		// header list beyond it (an HPACK bomb) is refused by the guard
+		// first (h2mux.Limits.MaxHeaderList, COMPRESSION_ERROR), before
+		// the server builds it.
+		hs:         &http.Server{MaxHeaderBytes: 64 << 10, ErrorLog: quiet, IdleTimeout: idle},
+		maxStreams: maxStreams,
+	}
+	http2.ConfigureServer(s.hs, s.h2)
+	return s
+}
+
+// Shutdown sends GOAWAY on every connection of the server: each finishes
+// the streams it has and then closes. Calling it again reaches the
+// connections that started since.
+func (s *Server) Shutdown() {
+	// The http.Server serves nothing itself: its Shutdown only runs the
+	// hook that http2.ConfigureServer registered (graceful shutdown of
+	// every connection) and returns.
+	s.hs.Shutdown(context.Background())
+}
+
+// Serve serves the HTTP/2 client connection cl until it closes: the
+// client closes, the idle timeout, a connection error, or a stop's GOAWAY
+// once its streams are done.
+func Serve(cl Client) {
+	srv := cl.Server()
+	g := h2mux.NewClientGuard(cl.Conn(), cl.Counters(), h2mux.DefaultLimits(srv.maxStreams))
+	c := &conn{Guard: g, cl: cl, g: g, srv: srv}
+	srv.h2.ServeConn(c, &http2.ServeConnOpts{Handler: c, BaseConfig: srv.hs})
+	g.Close()
+	c.own.Close(true)
+	cl.Done()
+}
+
+// conn is the client connection as the http2 server reads it: the guard,
+// plus the stop's GOAWAY for a connection that started after the stop
+// broadcast it.
+type conn struct {
+	*h2mux.Guard
+	cl       Client
+	g        *h2mux.Guard
+	srv      *Server
+	notified atomic.Bool
+	streams  atomic.Int64 // streams begun, to tell the first (http_reuse safe)
+	// own are the server connections private to this client connection
+	// (http_reuse never), closed with it.
+	own h2mux.Owned
+}
+
+// Read reads from the guard; once the proxy stops, the first read asks
+// for GOAWAY (the server has registered the connection by then).
+func (c *conn) Read(p []byte) (int, error) {
+	if c.cl.Stopping() && c.notified.CompareAndSwap(false, true) {
+		c.srv.Shutdown()
+	}
+	return c.g.Read(p)
+}
+
+// ServeHTTP serves one stream.
+func (c *conn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	cs := c.cl.Counters()
+	cs.OpenStreams.Add(1)
+	cs.TotalStreams.Add(1)
+	defer cs.OpenStreams.Add(-1)
+	st := getStream()
+	st.c, st.w, st.r = c, w, r
+	st.first = c.streams.Add(1) == 1
+	st.serve()
+	putStream(st)
+}
