@@ -261,6 +261,7 @@ func (f *fileSection) model(c *checker) *Config {
 			StateFile:     f.Global.StateFile,
 			MaxHdr:        *f.Global.TuneHTTPMaxHdr,
 			LogTag:        *f.Global.LogTag,
+			H2MaxStreams:  *f.Global.TuneH2MaxConcurrentStreams,
 
 			StatsHistoryInterval: f.Global.StatsHistoryInterval.Std(),
 		},

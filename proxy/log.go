@@ -46,7 +46,7 @@ var AccessLogFields = []string{
 	"client_ip", "client_port", "accept_date", "frontend", "backend", "server", "status",
 	"bytes_read", "bytes_uploaded", "Ti", "Tq", "Tw", "Tc", "Tr", "Ta", "Tt", "termination_state",
 	"cookie_status", "actconn", "feconn", "beconn", "srv_conn", "retries", "srv_queue", "backend_queue",
-	"request_headers", "response_headers", "request", "ssl_version", "ssl_cipher", "ssl_sni", "grpc_status",
+	"request_headers", "response_headers", "request", "ssl_version", "ssl_cipher", "ssl_sni",
 }
 
 // logEntry is what a request's access log line and its histograms need
