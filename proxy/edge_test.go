@@ -184,8 +184,11 @@ address = "%s"
 		t.Fatalf("plain: got headers\n%s", got)
 	}
 	ssl := p.ssl
-	if ssl.Cum.Load() != 2 || ssl.KeyRate.Rate(time.Now()) != 2 || ssl.Resumed.Load() != 0 {
-		t.Fatalf("ssl counters: cum %d, key rate %d, resumed %d; want 2, 2, 0", ssl.Cum.Load(), ssl.KeyRate.Rate(time.Now()), ssl.Resumed.Load())
+	// The key rate is over a one-second period: the two handshakes may
+	// fall on both sides of a period's end (a loaded machine), and the
+	// earlier one then weighs less than a whole.
+	if r := ssl.KeyRate.Rate(time.Now()); ssl.Cum.Load() != 2 || r < 1 || r > 2 || ssl.Resumed.Load() != 0 {
+		t.Fatalf("ssl counters: cum %d, key rate %d, resumed %d; want 2, 1 or 2, 0", ssl.Cum.Load(), r, ssl.Resumed.Load())
 	}
 	waitFor(t, 5*time.Second, "CurrSslConns back to 0", func() bool { return ssl.Cur.Load() == 0 })
 }

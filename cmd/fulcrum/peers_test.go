@@ -351,12 +351,12 @@ func TestPeersWithHAProxy(t *testing.T) {
 	for range 3 {
 		getFrom(t, "127.0.0.1", h.addr)
 	}
-	took := waitEntry(t, time.Second, "fulcrum", f.cmd, "127.0.0.1", map[string]string{"http_req_cnt": "3", "server_id": "1", "server_key": "s1"})
+	took := waitEntry(t, 10*time.Second, "fulcrum", f.cmd, "127.0.0.1", map[string]string{"http_req_cnt": "3", "server_id": "1", "server_key": "s1"})
 	t.Logf("HAProxy's entry in fulcrum's show table after %v", took)
 	for range 2 {
 		getFrom(t, "127.0.0.2", f.addr)
 	}
-	took = waitEntry(t, time.Second, "HAProxy", h.cmd, "127.0.0.2", map[string]string{"http_req_cnt": "2", "server_id": "1", "server_key": "s1"})
+	took = waitEntry(t, 10*time.Second, "HAProxy", h.cmd, "127.0.0.2", map[string]string{"http_req_cnt": "2", "server_id": "1", "server_key": "s1"})
 	t.Logf("fulcrum's entry in HAProxy's show table after %v", took)
 
 	// Persistence across a failover, HAProxy then fulcrum: a source
@@ -370,9 +370,9 @@ func TestPeersWithHAProxy(t *testing.T) {
 		via("enable server web/s1")
 	}
 	pin(h.cmd, h.addr, "127.0.0.3")
-	waitEntry(t, time.Second, "fulcrum", f.cmd, "127.0.0.3", map[string]string{"server_key": "s2"})
+	waitEntry(t, 10*time.Second, "fulcrum", f.cmd, "127.0.0.3", map[string]string{"server_key": "s2"})
 	pin(f.cmd, f.addr, "127.0.0.4")
-	waitEntry(t, time.Second, "HAProxy", h.cmd, "127.0.0.4", map[string]string{"server_key": "s2"})
+	waitEntry(t, 10*time.Second, "HAProxy", h.cmd, "127.0.0.4", map[string]string{"server_key": "s2"})
 	for range 4 {
 		if _, body := getFrom(t, "127.0.0.3", f.addr); body != "up2" {
 			t.Errorf("127.0.0.3, pinned to s2 through HAProxy: fulcrum sent it to %s", body)
@@ -386,7 +386,7 @@ func TestPeersWithHAProxy(t *testing.T) {
 	h.kill()
 	h.start()
 	took = waitEntry(t, 5*time.Second, "restarted HAProxy", h.cmd, "127.0.0.2", map[string]string{"server_key": "s1"})
-	waitEntry(t, time.Second, "restarted HAProxy", h.cmd, "127.0.0.4", map[string]string{"server_key": "s2"})
+	waitEntry(t, 10*time.Second, "restarted HAProxy", h.cmd, "127.0.0.4", map[string]string{"server_key": "s2"})
 	t.Logf("restarted HAProxy had fulcrum's entries back after %v", took)
 	waitIdle(t, "fulcrum", f.cmd)
 
@@ -394,7 +394,7 @@ func TestPeersWithHAProxy(t *testing.T) {
 	f.stop()
 	f.start()
 	took = waitEntry(t, 5*time.Second, "restarted fulcrum", f.cmd, "127.0.0.1", map[string]string{"server_key": "s1"})
-	waitEntry(t, time.Second, "restarted fulcrum", f.cmd, "127.0.0.3", map[string]string{"server_key": "s2"})
+	waitEntry(t, 10*time.Second, "restarted fulcrum", f.cmd, "127.0.0.3", map[string]string{"server_key": "s2"})
 	t.Logf("restarted fulcrum had the entries back after %v", took)
 	if _, body := getFrom(t, "127.0.0.3", f.addr); body != "up2" {
 		t.Errorf("127.0.0.3 after fulcrum's restart: served by %s, want up2", body)
@@ -415,7 +415,7 @@ func TestPeersFulcrumFailover(t *testing.T) {
 		t.Fatalf("pinning through a: served by %s, want up2", body)
 	}
 	a.cmd("enable server web/s1")
-	took := waitEntry(t, time.Second, "b", b.cmd, "127.0.0.7", map[string]string{"server_key": "s2", "server_id": "2"})
+	took := waitEntry(t, 10*time.Second, "b", b.cmd, "127.0.0.7", map[string]string{"server_key": "s2", "server_id": "2"})
 	t.Logf("a's entry on b after %v", took)
 	for range 4 {
 		if _, body := getFrom(t, "127.0.0.7", b.addr); body != "up2" {
@@ -509,7 +509,7 @@ func TestPeersReload(t *testing.T) {
 	waitIdle(t, "a", a.cmd)
 	waitIdle(t, "b", b.cmd)
 	getFrom(t, "127.0.0.11", b.addr)
-	waitEntry(t, time.Second, "a", a.cmd, "127.0.0.11", map[string]string{"http_req_cnt": "1"})
+	waitEntry(t, 10*time.Second, "a", a.cmd, "127.0.0.11", map[string]string{"http_req_cnt": "1"})
 	before := a.cmd("show peers")
 
 	// Same configuration: the session and the table stay.
@@ -526,7 +526,7 @@ func TestPeersReload(t *testing.T) {
 		t.Errorf("plain reload: entry %v, want http_req_cnt=1", e)
 	}
 	getFrom(t, "127.0.0.12", a.addr)
-	waitEntry(t, time.Second, "b after a's reload", b.cmd, "127.0.0.12", map[string]string{"http_req_cnt": "1"})
+	waitEntry(t, 10*time.Second, "b after a's reload", b.cmd, "127.0.0.12", map[string]string{"http_req_cnt": "1"})
 
 	// The table redefined: the new one starts from the old one's entries.
 	vars.Size = 2048

@@ -27,6 +27,9 @@ type SystemSource struct {
 	// CPU times samples, oldest first, covering at most cpu_window. Owned by
 	// the sampling goroutine.
 	times []cpuSample
+
+	// done is closed when the background sampling has ended (Done).
+	done chan struct{}
 }
 
 // cpuSample is the cumulative CPU time of all CPUs at one moment.
@@ -40,8 +43,15 @@ func NewSystemSource(cfg *Config, log zerolog.Logger) *SystemSource {
 		log:   log,
 		procs: procFinder{name: cfg.Process.Name, service: cfg.Process.Service},
 		cur:   Unknown,
+		done:  make(chan struct{}),
 	}
 }
+
+// Done is closed once the sampling Start began has ended after its
+// context was done (at once if Start returned an error or never ran
+// to the background part: then nothing samples). A sample under way when
+// the context ends finishes first.
+func (s *SystemSource) Done() <-chan struct{} { return s.done }
 
 // Start takes a first sample, waits one sample_interval so the CPU
 // percentage has a window, takes the second, then keeps sampling in the
@@ -54,11 +64,13 @@ func (s *SystemSource) Start(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		t.Stop()
+		close(s.done)
 		return ctx.Err()
 	case <-t.C:
 	}
 	s.sample(ctx)
 	go func() {
+		defer close(s.done)
 		tk := time.NewTicker(iv)
 		defer tk.Stop()
 		for {

@@ -40,8 +40,8 @@ func TestSystemSource(t *testing.T) {
 			cfg.Load.Enabled = true
 			cfg.Process = Process{Enabled: true, Name: tt.process, Action: "down"}
 			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
 			s := NewSystemSource(&cfg, zerolog.New(zerolog.NewTestWriter(t)))
+			defer func() { cancel(); <-s.Done() }() // a /proc scan may still run
 			if r := s.Reading(); !math.IsNaN(r.CPU) {
 				t.Errorf("before Start: cpu %v, want NaN", r.CPU)
 			}
