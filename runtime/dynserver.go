@@ -64,7 +64,7 @@ func addServer(c *Context, args []string) error {
 	if len(args) > 1 {
 		words = args[1:]
 	}
-	sc, line, err := conf.ParseServerLine(sname, words)
+	sc, line, err := conf.ParseServerLine(sname, words, c.Proxy.Conf.ServerLineEnv(b.Conf.Mode))
 	if err != nil {
 		return reply(err.Error())
 	}
