@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -148,5 +149,68 @@ name = "web"
 	want := fmt.Sprintf("v2 %s->%s GET /", c.LocalAddr(), c.RemoteAddr())
 	if s := <-got; s != want {
 		t.Fatalf("the server received %q, want %q", s, want)
+	}
+}
+
+// TestAddedTLSServerPersists (issue 19, point 2): a server added with TLS
+// keywords is written in the state file with them, and comes back with
+// them, its CA file read again from the configuration's directory, after
+// a restart (and is carried by a reload): requests through it go over
+// TLS with its SNI.
+func TestAddedTLSServerPersists(t *testing.T) {
+	e := newTLSEnv(t)
+	www := newTLSUpstream(t, e.ca.Server(t, testcert.Options{}, "www.test").TLS(), nil)
+	text := `
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+default_backend = "web"
+[[backend]]
+name = "web"
+`
+	p := e.start(t, text, nil)
+	d1 := addLine(t, p, p.Backend("web"), "d1", www.addr()+" ssl ca-file ca.pem sni str(www.test) verifyhost www.test alpn http/1.1 check-send-proxy")
+	line := AddedServerLine(d1)
+	if want := "# add server web/d1 " + www.addr() + " ssl ca-file ca.pem verifyhost www.test sni str(www.test) alpn http/1.1 check-send-proxy enabled"; line != want {
+		t.Fatalf("state file line:\n%s\nwant\n%s", line, want)
+	}
+
+	// A reload carries it as it is.
+	cfg, err := conf.Load(filepath.Join(e.dir, "fulcrum.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := NewFrom(p, cfg, nopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := next.Backend("web").Server("d1"); c == nil || c.Conf.TLS == nil || c.Conf.TLS.SNI == nil || c.tlsc == nil {
+		t.Fatalf("after reload: %+v", c)
+	}
+	next.Shutdown(contextBackground())
+
+	// A restart reads it from the state file.
+	cfg, err = conf.Load(filepath.Join(e.dir, "fulcrum.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := New(cfg, nopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p2.Shutdown(contextBackground()) })
+	res, err := p2.LoadServerState(strings.NewReader(stateHeader + stateLineID("d1", d1.ID, 2, 0, 1, 1) + line + "\n"))
+	if err != nil || res.Added != 1 {
+		t.Fatalf("state file: %+v %v", res, err)
+	}
+	r := p2.Backend("web").Server("d1")
+	if tl := r.Conf.TLS; tl == nil || tl.CAs == nil || tl.SNIText != "str(www.test)" || tl.VerifyHost != "www.test" || !r.Conf.CheckSendProxy {
+		t.Fatalf("restored d1: %+v", r.Conf)
+	}
+	if err := p2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := getHost(t, p2.Frontends[0].Addrs()[0].String(), "x.example", "/"); code != 200 || body != "sni=www.test alpn=http/1.1 client= host=x.example" {
+		t.Fatalf("through the restored d1: %d %q", code, body)
 	}
 }
