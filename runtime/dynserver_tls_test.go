@@ -61,6 +61,17 @@ func TestHAProxyAddServerTLS(t *testing.T) {
 	if s == nil || !s.Conf.SSL || s.Conf.TLS == nil || s.Conf.TLS.SNIText != "str(www.test)" || s.Conf.SendProxy != 2 {
 		t.Fatalf("web/t15: %+v", s)
 	}
+	// srv_use_ssl is 1 for a server with ssl (t8 is fulcrum's), as HAProxy 2.6 shows t15
+	// (a check-ssl alone, as t20, does not set it).
+	useSSL := map[string]string{}
+	for _, l := range strings.Split(e.run(t, LevelAdmin, "show servers state web"), "\n") {
+		if f := strings.Fields(l); len(f) == 25 {
+			useSSL[f[3]] = f[20]
+		}
+	}
+	if want := map[string]string{"s1": "0", "s2": "0", "t8": "1", "t15": "1", "t18": "1", "t19": "0", "t20": "0"}; !reflect.DeepEqual(useSSL, want) {
+		t.Errorf("srv_use_ssl: got %v, want %v", useSSL, want)
+	}
 	for _, c := range []struct{ cmd, want string }{
 		{"add server web/t8 127.0.0.1:1 ssl", "New server registered.\n\n"},
 		{"add server tb/t17 127.0.0.1:1 ssl verify none sni req.hdr(host)",
