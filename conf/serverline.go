@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,11 +55,12 @@ type lineParse struct {
 	s     *Server
 	line  ServerLine
 	agent bool // agent-check given
+	tls   lineTLS
 }
 
 // serverKeywords are the keywords of a server line that fulcrum knows, in
-// HAProxy's words. A keyword of configured servers only (DNS, TLS, PROXY
-// protocol) answers HAProxy's "not accepted for dynamic server".
+// HAProxy's words. A keyword of configured servers only (DNS) answers
+// HAProxy's "not accepted for dynamic server".
 var serverKeywords = []serverKeyword{
 	{name: "weight", arg: true, set: func(l *lineParse, v string) error {
 		n, err := strconv.Atoi(v)
@@ -154,23 +156,38 @@ var serverKeywords = []serverKeyword{
 		l.s.PoolPurgeDelay = d
 		return nil
 	}},
-	// TLS and the PROXY protocol to servers are the configuration's for
-	// now (ssl, send_proxy... keys): an added server cannot load a CA
-	// file or compile an sni expression yet. Refused in HAProxy's words
-	// for a keyword a dynamic server does not take.
-	{name: "ssl", notDynamic: true},
-	{name: "no-ssl", notDynamic: true},
-	{name: "verify", arg: true, notDynamic: true},
-	{name: "ca-file", arg: true, notDynamic: true},
-	{name: "verifyhost", arg: true, notDynamic: true},
-	{name: "sni", arg: true, notDynamic: true},
-	{name: "alpn", arg: true, notDynamic: true},
-	{name: "crt", arg: true, notDynamic: true},
-	{name: "check-ssl", notDynamic: true},
-	{name: "send-proxy", notDynamic: true},
-	{name: "send-proxy-v2", notDynamic: true},
-	{name: "proxy-v2-options", arg: true, notDynamic: true},
-	{name: "check-send-proxy", notDynamic: true},
+	// TLS and the PROXY protocol to servers, HAProxy 2.6's keywords on a
+	// dynamic server; the files and the sni expression are loaded once
+	// the line is read (lineParse.finishTLS).
+	{name: "ssl", set: func(l *lineParse, _ string) error { l.tls.ssl = true; return nil }},
+	{name: "no-ssl", notDynamic: true}, // as HAProxy 2.6
+	{name: "verify", arg: true, set: func(l *lineParse, v string) error {
+		if v != "none" && v != "required" {
+			return lineErr("'verify' : unknown verify method '%s', only 'none' and 'required' are supported.", v)
+		}
+		l.tls.verify = v
+		return nil
+	}},
+	{name: "ca-file", arg: true, set: func(l *lineParse, v string) error { l.tls.caFile = v; return nil }},
+	{name: "verifyhost", arg: true, set: func(l *lineParse, v string) error { l.tls.verifyHost = v; return nil }},
+	{name: "sni", arg: true, set: func(l *lineParse, v string) error { l.tls.sni = v; return nil }},
+	{name: "alpn", arg: true, set: func(l *lineParse, v string) error { l.tls.alpn = v; return nil }},
+	{name: "crt", arg: true, set: func(l *lineParse, v string) error { l.tls.crt = v; return nil }},
+	{name: "check-ssl", set: func(l *lineParse, _ string) error { l.tls.checkSSL = true; return nil }},
+	{name: "send-proxy", set: func(l *lineParse, _ string) error { l.tls.sendProxy = true; return nil }},
+	{name: "send-proxy-v2", set: func(l *lineParse, _ string) error { l.tls.sendProxyV2 = true; return nil }},
+	{name: "proxy-v2-options", arg: true, set: func(l *lineParse, v string) error {
+		for _, o := range strings.Split(v, ",") {
+			if !slices.Contains(proxyV2Options, o) {
+				return lineErr("'%s' : proxy v2 option not implemented.", o)
+			}
+			if !slices.Contains(l.s.ProxyV2Options, o) {
+				l.s.ProxyV2Options = append(l.s.ProxyV2Options, o)
+			}
+		}
+		return nil
+	}},
+	{name: "check-send-proxy", set: func(l *lineParse, _ string) error { l.tls.checkSendProxy = true; return nil }},
 	// DNS resolution is the configuration's alone ([[resolvers]], server
 	// templates): HAProxy 2.6 refuses its keywords on a dynamic server.
 	{name: "resolvers", arg: true, notDynamic: true},
@@ -196,6 +213,13 @@ var missingValue = map[string]string{
 	"pool-low-conn":    "'pool-low-conn' expects <value> as argument..",
 	"pool-purge-delay": "'pool-purge-delay' expects a delay as argument..",
 	"slowstart":        "'slowstart' expects a delay as argument..",
+	"verify":           "'verify' : missing verify method.",
+	"ca-file":          "'ca-file' : missing CAfile path.",
+	"verifyhost":       "'verifyhost' : missing hostname to verify against.",
+	"sni":              "'sni' : missing sni expression.",
+	"alpn":             "'alpn' : missing the comma-delimited ALPN protocol suite.",
+	"crt":              "'crt' : missing certificate file path.",
+	"proxy-v2-options": "'' : proxy v2 option not implemented.",
 	"observe":          "'observe' expects one of 'none', 'layer4', 'layer7' but got ''.",
 	"on-error":         "'on-error' expects one of 'fastinter', 'fail-check', 'sudden-death' or 'mark-down' but got ''.",
 }
@@ -274,9 +298,11 @@ func ParseHAProxyTime(v string) (time.Duration, error) {
 // "add server <backend>/<name>": an address "host:port" (an IPv6 address
 // with or without brackets), then keywords. The server has HAProxy's
 // defaults for a dynamic server, not the backend's default_server (as
-// HAProxy 2.6), and starts in MAINT unless the line says "enabled". The
+// HAProxy 2.6), and starts in MAINT unless the line says "enabled". Its
+// TLS files are read and its sni compiled as env says (nil: relative
+// paths from the working directory, mode http; serverline_tls.go). The
 // error, a *ServerLineError, is the reply to give, in HAProxy's words.
-func ParseServerLine(name string, args []string) (*Server, ServerLine, error) {
+func ParseServerLine(name string, args []string, env *LineEnv) (*Server, ServerLine, error) {
 	l := &lineParse{s: &Server{Name: name, Weight: 1, Disabled: true, ErrorLimit: 10, OnError: "fail-check",
 		PoolMaxConn: -1, PoolPurgeDelay: 5 * time.Second}}
 	for _, r := range name {
@@ -320,6 +346,9 @@ func ParseServerLine(name string, args []string) (*Server, ServerLine, error) {
 		return nil, l.line, lineErr("server %s does not have agent port. Agent check has been disabled.", name)
 	case !l.agent:
 		l.s.Agent = nil // agent settings without agent-check do nothing, as HAProxy
+	}
+	if err := l.finishTLS(env); err != nil {
+		return nil, l.line, err
 	}
 	if l.s.MinConn > l.s.MaxConn && l.s.MaxConn > 0 {
 		l.s.MinConn = l.s.MaxConn // HAProxy's srv_minmax_conn_apply
@@ -458,6 +487,7 @@ func (s *Server) Keywords(id int, enabled bool) []string {
 	if s.PoolPurgeDelay != 5*time.Second {
 		add("pool-purge-delay", haproxyTime(s.PoolPurgeDelay))
 	}
+	add(s.tlsKeywords()...)
 	if enabled {
 		add("enabled")
 	}

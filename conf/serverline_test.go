@@ -51,14 +51,14 @@ func TestParseServerLine(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, line, err := ParseServerLine("n1", strings.Fields(tc.line))
+			got, line, err := ParseServerLine("n1", strings.Fields(tc.line), nil)
 			if err != nil {
 				t.Fatalf("got error %q", err)
 			}
 			if !reflect.DeepEqual(got, tc.want) || line.ID != tc.id {
 				t.Fatalf("got %+v id %d\nwant %+v id %d", got, line.ID, tc.want, tc.id)
 			}
-			again, line2, err := ParseServerLine("n1", got.Keywords(line.ID, !got.Disabled))
+			again, line2, err := ParseServerLine("n1", got.Keywords(line.ID, !got.Disabled), nil)
 			if err != nil || !reflect.DeepEqual(again, got) || line2 != line {
 				t.Fatalf("Keywords %q read back as %+v (%v), want %+v", got.Keywords(line.ID, !got.Disabled), again, err, got)
 			}
@@ -108,18 +108,27 @@ func TestParseServerLineErrors(t *testing.T) {
 		{"n1", "127.0.0.1:1 observe layer9", "'observe' expects one of 'none', 'layer4', 'layer7' but got 'layer9'."},
 		{"n1", "127.0.0.1:1 on-error x", "'on-error' expects one of 'fastinter', 'fail-check', 'sudden-death' or 'mark-down' but got 'x'."},
 		{"n1", "127.0.0.1:1 error-limit 0", "error-limit has to be > 0.."},
-		// TLS and the PROXY protocol: one row each, until they exist.
-		{"n1", "127.0.0.1:1 ssl", "'ssl' option is not accepted for dynamic server"},
-		{"n1", "127.0.0.1:1 sni req.hdr(host)", "'sni' option is not accepted for dynamic server"},
-		{"n1", "127.0.0.1:1 verify none", "'verify' option is not accepted for dynamic server"},
-		{"n1", "127.0.0.1:1 sni str(x)", "'sni' option is not accepted for dynamic server"},
-		{"n1", "127.0.0.1:1 alpn h2", "'alpn' option is not accepted for dynamic server"},
-		{"n1", "127.0.0.1:1 send-proxy", "'send-proxy' option is not accepted for dynamic server"},
-		{"n1", "127.0.0.1:1 send-proxy-v2", "'send-proxy-v2' option is not accepted for dynamic server"},
+		// TLS and the PROXY protocol, HAProxy 2.6's texts
+		// (testdata/runtime/haproxy/add-server-tls.txt).
+		{"n1", "127.0.0.1:1 no-ssl", "'no-ssl' option is not accepted for dynamic server"},
+		{"n1", "127.0.0.1:1 ssl ca-file /nonexistent/ca.pem", "'ca-file' : unable to load /nonexistent/ca.pem."},
+		{"n1", "127.0.0.1:1 ssl verify none sni nosuchfetch(x)", "error detected while parsing sni expression : unknown fetch method 'nosuchfetch'"},
+		{"n1", "127.0.0.1:1 ssl verify maybe", "'verify' : unknown verify method 'maybe', only 'none' and 'required' are supported."},
+		{"n1", "127.0.0.1:1 ssl verify none crt /nonexistent/c.pem", "unable to stat SSL certificate '/nonexistent/c.pem'."},
+		{"n1", "127.0.0.1:1 ssl verify none alpn", "'alpn' : missing the comma-delimited ALPN protocol suite."},
+		{"n1", "127.0.0.1:1 send-proxy-v2 proxy-v2-options bogus", "'bogus' : proxy v2 option not implemented."},
+		{"n1", "127.0.0.1:1 ssl verify none sni", "'sni' : missing sni expression."},
+		{"n1", "127.0.0.1:1 ssl verify none verifyhost", "'verifyhost' : missing hostname to verify against."},
+		{"n1", "127.0.0.1:1 ssl verify none ca-file", "'ca-file' : missing CAfile path."},
+		{"n1", "127.0.0.1:1 ssl verify none crt", "'crt' : missing certificate file path."},
+		{"n1", "127.0.0.1:1 proxy-v2-options", "'' : proxy v2 option not implemented."},
+		{"n1", "127.0.0.1:1 verify", "'verify' : missing verify method."},
+		// fulcrum's own, as the file's keys.
+		{"n1", "127.0.0.1:1 send-proxy proxy-v2-options ssl", "'proxy-v2-options' needs 'send-proxy-v2'."},
 	}
 	for _, tc := range cases {
 		t.Run(tc.line, func(t *testing.T) {
-			_, _, err := ParseServerLine(tc.name, strings.Fields(tc.line))
+			_, _, err := ParseServerLine(tc.name, strings.Fields(tc.line), nil)
 			if err == nil {
 				t.Fatalf("no error, want %q", tc.want)
 			}
@@ -162,18 +171,20 @@ func FuzzServerLine(f *testing.F) {
 		"127.0.0.1:8080", "::1:80 check inter 2s rise 3", "[::1]:80 weight 10 maxconn 5 enabled",
 		"web:80 agent-check agent-port 9 agent-send hello agent-inter 1m", "1.2.3.4:5 slowstart 10s id 7 cookie x",
 		"127.0.0.1:abc", "127.0.0.1:1 weight 300", "x:1 pool-purge-delay 5d observe layer4 on-error sudden-death",
+		"127.0.0.1:1 ssl verify none sni str(x) verifyhost x alpn h2,http/1.1 send-proxy-v2 proxy-v2-options ssl,crc32c",
+		"127.0.0.1:1 check check-ssl sni req.hdr(host) check-send-proxy", "127.0.0.1:1 send-proxy ssl ca-file @system-ca",
 	} {
 		f.Add("n1", seed)
 	}
 	f.Fuzz(func(t *testing.T, name, line string) {
-		s, l, err := ParseServerLine(name, strings.Fields(line))
+		s, l, err := ParseServerLine(name, strings.Fields(line), nil)
 		if err != nil {
 			if _, ok := err.(*ServerLineError); !ok {
 				t.Fatalf("error of type %T", err)
 			}
 			return
 		}
-		again, l2, err := ParseServerLine(name, s.Keywords(l.ID, !s.Disabled))
+		again, l2, err := ParseServerLine(name, s.Keywords(l.ID, !s.Disabled), nil)
 		if err != nil || !reflect.DeepEqual(again, s) || l2 != l {
 			t.Fatalf("%q: written back as %q, read as %+v (%v), want %+v", line, s.Keywords(l.ID, !s.Disabled), again, err, s)
 		}

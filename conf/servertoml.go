@@ -3,6 +3,7 @@ package conf
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,7 +24,23 @@ func (sp *serverParams) defaultModel() *Server {
 		Inter: optDuration(sp.Inter), FastInter: optDuration(sp.FastInter), DownInter: optDuration(sp.DownInter),
 		Rise: optInt(sp.Rise), Fall: optInt(sp.Fall),
 		PoolMaxConn: *sp.PoolMaxConn, PoolLowConn: *sp.PoolLowConn, PoolPurgeDelay: sp.PoolPurgeDelay.Std(),
+		// The TLS keys as written (nothing loaded): TLS is set even
+		// without ssl, so that ServerTOMLKeys sees what a server
+		// inherits once it sets ssl.
+		SSL: *sp.SSL, CheckSSL: *sp.SSL || *sp.CheckSSL,
+		TLS: &ServerTLS{Verify: *sp.Verify == "required", CAFile: strings.TrimPrefix(*sp.CAFile, "@system-ca"),
+			VerifyHost: *sp.VerifyHost, SNIText: *sp.SNI, ALPN: splitALPN(*sp.ALPN), CrtFile: *sp.Crt},
+		SendProxy: sp.sendProxy(), ProxyV2Options: sp.ProxyV2Options,
+		CheckSendProxy: *sp.CheckSendProxy || *sp.SendProxy || *sp.SendProxyV2,
 	}
+}
+
+// splitALPN is alpn's list of protocols, nil for "".
+func splitALPN(v string) []string {
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
 }
 
 // BuiltinDefaultServer is the server a [[backend.server]] would be with
@@ -120,6 +137,75 @@ func ServerTOMLKeys(s, base *Server) []TOMLKey {
 	}
 	if s.PoolPurgeDelay != base.PoolPurgeDelay {
 		add("pool_purge_delay", TOMLString(Duration(s.PoolPurgeDelay).String()))
+	}
+	keys = append(keys, tlsTOMLKeys(s, base)...)
+	return keys
+}
+
+// tlsTOMLKeys returns the TLS and PROXY protocol keys of s's table given
+// base (see ServerTOMLKeys). A key is written wherever what base would
+// give differs, or cannot be told apart from base's model (check_ssl
+// under ssl, check_send_proxy under send_proxy): a key too many loads
+// the same server.
+func tlsTOMLKeys(s, base *Server) []TOMLKey {
+	var keys []TOMLKey
+	add := func(k, v string) { keys = append(keys, TOMLKey{k, v}) }
+	fb := strconv.FormatBool
+	if s.SSL != base.SSL {
+		add("ssl", fb(s.SSL))
+	}
+	if !s.SSL && (s.CheckSSL != base.CheckSSL || base.SSL) {
+		add("check_ssl", fb(s.CheckSSL))
+	}
+	if t := s.TLS; t != nil && s.CheckSSL {
+		bt := base.TLS
+		if bt == nil {
+			bt = &ServerTLS{Verify: true}
+		}
+		if t.Verify != bt.Verify {
+			add("verify", TOMLString(map[bool]string{true: "required", false: "none"}[t.Verify]))
+		}
+		if t.CAFile != bt.CAFile {
+			add("ca_file", TOMLString(t.CAFile))
+		}
+		if t.SNIText != bt.SNIText {
+			add("sni", TOMLString(t.SNIText))
+		}
+		if t.VerifyHost != bt.VerifyHost {
+			add("verifyhost", TOMLString(t.VerifyHost))
+		}
+		if !slices.Equal(t.ALPN, bt.ALPN) {
+			add("alpn", TOMLString(strings.Join(t.ALPN, ",")))
+		}
+		if t.CrtFile != bt.CrtFile {
+			add("crt", TOMLString(t.CrtFile))
+		}
+	}
+	if s.SendProxy != base.SendProxy {
+		switch s.SendProxy {
+		case 2:
+			add("send_proxy_v2", "true")
+		case 1:
+			add("send_proxy", "true")
+			if base.SendProxy == 2 {
+				add("send_proxy_v2", "false")
+			}
+		default:
+			add("send_proxy", "false") // base may set both
+			if base.SendProxy == 2 {
+				add("send_proxy_v2", "false")
+			}
+		}
+	}
+	if !slices.Equal(s.ProxyV2Options, base.ProxyV2Options) && (s.SendProxy == 2 || len(base.ProxyV2Options) > 0) {
+		opts := make([]string, len(s.ProxyV2Options))
+		for i, o := range s.ProxyV2Options {
+			opts[i] = TOMLString(o)
+		}
+		add("proxy_v2_options", "["+strings.Join(opts, ", ")+"]")
+	}
+	if s.SendProxy == 0 && (s.CheckSendProxy != base.CheckSendProxy || base.SendProxy != 0) {
+		add("check_send_proxy", fb(s.CheckSendProxy))
 	}
 	return keys
 }

@@ -271,7 +271,7 @@ func (p *Proxy) restoreAdded(words string, ids map[string]int, now time.Time) bo
 	if !ok || b == nil || b.Server(sname) != nil {
 		return false
 	}
-	sc, line, err := conf.ParseServerLine(sname, f[1:])
+	sc, line, err := conf.ParseServerLine(sname, f[1:], p.Conf.ServerLineEnv(b.Conf.Mode))
 	if err != nil {
 		return false
 	}

@@ -32,7 +32,13 @@ import (
 //     at runtime due to other configuration elements pointing to it.");
 //     a reload brings them back, as it would bring back the file's version
 //     of a server added at runtime under the same name;
-//   - ids are never reused while the process lives.
+//   - ids are never reused while the process lives;
+//   - the TLS keywords are read as the file's TLS keys (conf's
+//     serverline_tls.go): `ssl` without `ca-file` verifies against the
+//     system's roots (HAProxy: "verify is enabled by default but no CA
+//     file specified..."), and an sni reading the request is refused in
+//     a tcp backend; relative ca-file and crt paths are the
+//     configuration file's directory's.
 var dynServerCommands = []Command{
 	{Words: []string{"add", "server"}, Level: LevelAdmin, Usage: "add server <bk>/<srv>", Help: "create a new server", Run: addServer},
 	{Words: []string{"del", "server"}, Level: LevelAdmin, Usage: "del server <bk>/<srv>", Help: "remove a dynamically added server", Run: delServer},
@@ -64,7 +70,7 @@ func addServer(c *Context, args []string) error {
 	if len(args) > 1 {
 		words = args[1:]
 	}
-	sc, line, err := conf.ParseServerLine(sname, words)
+	sc, line, err := conf.ParseServerLine(sname, words, c.Proxy.Conf.ServerLineEnv(b.Conf.Mode))
 	if err != nil {
 		return reply(err.Error())
 	}

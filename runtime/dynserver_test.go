@@ -152,8 +152,12 @@ func TestAddServerDepartures(t *testing.T) {
 		{"add server web/d2 127.0.0.1:18084 id 100", "New server registered.\n\n"},
 		{"add server web/d3 127.0.0.1:18085 id 100", "'id' : custom id 100 already used at (runtime):0 ('server d2').\n\n"},
 		{"add server web/d4 127.0.0.1", "Missing port in server address '127.0.0.1' (fulcrum needs one).\n\n"},
-		{"add server web/d5 127.0.0.1:1 ssl", "'ssl' option is not accepted for dynamic server\n\n"},
-		{"add server web/d6 127.0.0.1:1 send-proxy", "'send-proxy' option is not accepted for dynamic server\n\n"},
+		// TLS and PROXY keywords, as the file's keys (HAProxy 2.6 refuses
+		// ssl without ca-file, and takes an sni that a tcp backend cannot
+		// evaluate).
+		{"add server tb/d5 127.0.0.1:1 ssl sni req.hdr(host)", "error detected while parsing sni expression : 'req.hdr(host)' needs mode http (a tcp backend sees no HTTP request)\n\n"},
+		{"add server web/d6 127.0.0.1:1 send-proxy proxy-v2-options ssl", "'proxy-v2-options' needs 'send-proxy-v2'.\n\n"},
+		{"add server tb/d9 127.0.0.1:1 ssl", "New server registered.\n\n"},
 		{"add server web/d7 127.0.0.1:1 enabled", "New server registered.\n\n"},
 		{"disable server web/s1", "\n"},
 		{"del server web/s1", "Server deleted.\n"},

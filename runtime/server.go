@@ -509,10 +509,14 @@ func writeServersState(w io.Writer, p *proxy.Proxy, only *proxy.Backend, started
 			if ss.ForcedID {
 				forced = 1 // srv_f_forced_id: `id` on an added server
 			}
-			fmt.Fprintf(w, "%d %s %d %s %s %d %d %d %d %d %d %d %d %d %d 0 %d %s %s %s 0 %d %s %s %d\n",
+			useSSL := 0
+			if s.Conf.SSL {
+				useSSL = 1 // srv_use_ssl: the server's `ssl`
+			}
+			fmt.Fprintf(w, "%d %s %d %s %s %d %d %d %d %d %d %d %d %d %d 0 %d %s %s %s %d %d %s %s %d\n",
 				bs.ID, bs.Name, ss.ID, ss.Name, host, op, admin, ss.UserWeight, ss.InitialWeight,
 				max(since, 0), hs.CheckStatus, hs.CheckResult, hs.CheckHealth, hs.CheckState, hs.AgentState,
-				forced, fqdn, port, srvrecord, hs.CheckPort, checkAddr, agentAddr, hs.AgentPort)
+				forced, fqdn, port, srvrecord, useSSL, hs.CheckPort, checkAddr, agentAddr, hs.AgentPort)
 		}
 	}
 }

@@ -17,7 +17,7 @@ func TestAddedAndDeletedServers(t *testing.T) {
 	b := p.Backend("web")
 	add := func(name, line string) *proxy.Server {
 		t.Helper()
-		sc, l, err := conf.ParseServerLine(name, strings.Fields(line))
+		sc, l, err := conf.ParseServerLine(name, strings.Fields(line), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

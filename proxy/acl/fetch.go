@@ -111,6 +111,7 @@ const (
 	fStatus      // status: the response's status code
 	fResVer      // res.ver: the response's HTTP version
 	fConst       // TRUE and FALSE: the fetch's occ holds the value
+	fStr         // str(<string>): the constant string, its name
 	fSC          // sc_*, scN_*: a data type of a tracked entry
 )
 
@@ -147,6 +148,8 @@ var fetches = []*fetchDef{
 	{name: "ssl_c_verify", out: typeInt, id: fSSLCVerify},
 	{name: "ssl_c_s_dn", out: typeStr, args: argDN, id: fSSLCSDN},
 	{name: "ssl_c_i_dn", out: typeStr, args: argDN, id: fSSLCIDN},
+	// str(<string>): a constant string, HAProxy's (sni str(www.test)).
+	{name: "str", out: typeStr, args: argName, id: fStr},
 	// The response fetches, for http_response rules: HAProxy's names.
 	{name: "status", out: typeInt, l7: true, res: true, id: fStatus},
 	{name: "res.hdr", out: typeStr, args: argNameOcc, l7: true, res: true, id: fHdr},
@@ -268,6 +271,8 @@ func (f *fetch) next(r *Request, it *iter) (sample, bool) {
 		return once(it, sample{t: typeStr, s: r.Res.Version})
 	case fConst:
 		return once(it, sample{t: typeBool, n: int64(f.occ)})
+	case fStr:
+		return once(it, sample{t: typeStr, s: f.name})
 	case fSC:
 		return fetchSC(r, f, it)
 	}

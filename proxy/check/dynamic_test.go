@@ -13,7 +13,7 @@ import (
 // inter 500 rise 3 fall 2` does.
 func (h *harness) addChecked(name, addr string) *proxy.Server {
 	h.t.Helper()
-	sc, _, err := conf.ParseServerLine(name, []string{addr, "check", "inter", "500", "rise", "3", "fall", "2"})
+	sc, _, err := conf.ParseServerLine(name, []string{addr, "check", "inter", "500", "rise", "3", "fall", "2"}, nil)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestAddedServerChecks(t *testing.T) {
 func TestAddedServerReadyWithCheck(t *testing.T) {
 	s1, n1 := newUpstream(t, "s1"), newUpstream(t, "n1")
 	h := newHarness(t, testConfig(s1.addr()))
-	sc, _, _ := conf.ParseServerLine("n1", []string{n1.addr(), "check", "rise", "1", "enabled"})
+	sc, _, _ := conf.ParseServerLine("n1", []string{n1.addr(), "check", "rise", "1", "enabled"}, nil)
 	s, err := h.p.AddServer(h.p.Backends[0], sc, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func TestAddedServerReadyWithCheck(t *testing.T) {
 		}
 	}
 	h.expect("n1", checkRow{"UP", "L4OK", 3, 0, 0, proxy.OpUp})
-	sc2, _, _ := conf.ParseServerLine("n2", []string{n1.addr(), "enabled"})
+	sc2, _, _ := conf.ParseServerLine("n2", []string{n1.addr(), "enabled"}, nil)
 	if _, err := h.p.AddServer(h.p.Backends[0], sc2, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -101,3 +101,56 @@ func TestCheckSSL(t *testing.T) {
 		t.Errorf("check_send_proxy v2: got %q", s)
 	}
 }
+
+// TestAddedServerCheckSSL (issue 19, point 1): a server added at runtime
+// with check-ssl checks over TLS, verified against its ca-file as the
+// file's servers are (L6OK, or L6RSP for another CA's certificate), with
+// check-send-proxy's LOCAL header first.
+func TestAddedServerCheckSSL(t *testing.T) {
+	ca := testcert.NewCA(t, "Test CA", testcert.Options{})
+	other := testcert.NewCA(t, "Other CA", testcert.Options{})
+	dir := t.TempDir()
+	testcert.Write(t, dir, "ca.pem", ca.PEM)
+	good := ca.Server(t, testcert.Options{}, "s.test").TLS()
+	pp := make(chan string, 10)
+	s1 := tlsListener(t, good, nil)
+	cfg := testConfig(s1)
+	ck := cfg.Backends[0].Check // s1 is probed once, then not within the test
+	ck.Inter, ck.FastInter, ck.DownInter = time.Hour, time.Hour, time.Hour
+	h := newHarness(t, cfg)
+	if ev := h.next(); ev.server != "s1" {
+		t.Fatalf("first event from %s", ev.server)
+	}
+	env := &conf.LineEnv{Dir: dir, Mode: conf.ModeHTTP}
+	for _, c := range []struct{ name, addr string }{
+		{"n1", tlsListener(t, good, pp)},
+		{"n2", tlsListener(t, other.Server(t, testcert.Options{}, "s.test").TLS(), nil)},
+	} {
+		sc, _, err := conf.ParseServerLine(c.name, []string{c.addr, "check", "check-ssl", "ca-file", "ca.pem",
+			"verifyhost", "s.test", "check-send-proxy", "rise", "1", "enabled"}, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.p.AddServer(h.p.Backends[0], sc, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]Result{}
+	for len(got) < 2 {
+		ev := h.next()
+		if _, ok := got[ev.server]; !ok {
+			got[ev.server] = ev.r
+		}
+	}
+	for name, want := range map[string]Result{
+		"n1": {Status: StatusL6OK},
+		"n2": {Status: StatusL6RSP, Info: "SSL handshake failure"},
+	} {
+		if r := got[name]; r.Status != want.Status || r.Info != want.Info {
+			t.Errorf("%s: got %v %q, want %v %q", name, r.Status, r.Info, want.Status, want.Info)
+		}
+	}
+	if s := <-pp; s != "v1 LOCAL" {
+		t.Errorf("check-send-proxy: got %q", s)
+	}
+}
