@@ -103,7 +103,7 @@ func (h *hap) start(t testing.TB) {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	waitFor(t, 5*time.Second, "haproxy's stats socket", func() bool {
+	waitFor(t, 15*time.Second, "haproxy's stats socket", func() bool {
 		c, err := net.Dial("unix", h.sock)
 		if err == nil {
 			c.Close()
@@ -288,7 +288,7 @@ func TestHAProxyAllTypes(t *testing.T) {
 	tb.SetServer(e, 7, "srv7")
 	tb.Release(e)
 	var got map[string]string
-	waitFor(t, 2*time.Second, "fulcrum's entry in HAProxy", func() bool {
+	waitFor(t, 15*time.Second, "fulcrum's entry in HAProxy", func() bool {
 		got = h.entry(t, "198.51.100.1")
 		return got != nil && got["server_key"] == "srv7"
 	})
@@ -311,7 +311,7 @@ func TestHAProxyAllTypes(t *testing.T) {
 		t.Fatalf("%s: %q", cmd.String(), out)
 	}
 	k2 := ip(t, "198.51.100.2")
-	waitFor(t, 2*time.Second, "HAProxy's entry in fulcrum", func() bool { return value(tb, k2, stick.GPC1) == int64(200+int(stick.GPC1)) })
+	waitFor(t, 15*time.Second, "HAProxy's entry in fulcrum", func() bool { return value(tb, k2, stick.GPC1) == int64(200+int(stick.GPC1)) })
 	for i, d := range types {
 		if d == stick.ServerKey {
 			continue
@@ -358,9 +358,9 @@ func TestAggregateWithHAProxy(t *testing.T) {
 		tabs[i].Release(e)
 	}
 	for i, tb := range tabs {
-		waitFor(t, 2*time.Second, fmt.Sprintf("the sum on member %d", i), func() bool { return value(tb, k, stick.HTTPReqCnt) == 8 })
+		waitFor(t, 15*time.Second, fmt.Sprintf("the sum on member %d", i), func() bool { return value(tb, k, stick.HTTPReqCnt) == 8 })
 	}
-	waitFor(t, 2*time.Second, "the sum in HAProxy", func() bool {
+	waitFor(t, 15*time.Second, "the sum in HAProxy", func() bool {
 		e := h.entry(t, "127.0.0.1")
 		return e != nil && e["http_req_cnt"] == "8"
 	})
@@ -372,9 +372,9 @@ func TestAggregateWithHAProxy(t *testing.T) {
 	}
 	h.get(t)
 	h.get(t)
-	waitFor(t, 2*time.Second, "HAProxy's own count", func() bool { return h.entry(t, "127.0.0.1")["http_req_cnt"] == "10" })
+	waitFor(t, 15*time.Second, "HAProxy's own count", func() bool { return h.entry(t, "127.0.0.1")["http_req_cnt"] == "10" })
 	for i, m := range meshes {
-		waitFor(t, 2*time.Second, "HAProxy's update", func() bool { return peerStatus(m, "hap").UpdatesReceived > recv[i] })
+		waitFor(t, 15*time.Second, "HAProxy's update", func() bool { return peerStatus(m, "hap").UpdatesReceived > recv[i] })
 		if v := value(tabs[i], k, stick.HTTPReqCnt); v != 8 {
 			t.Errorf("member %s after HAProxy's count: %d, want 8", m.localName, v)
 		}
@@ -420,12 +420,12 @@ func TestHAProxyKeyTypes(t *testing.T) {
 			tb.Set(k, []stick.Assign{{Type: stick.GPC0, Value: 41}})
 			if tc.typ == stick.KeyBinary {
 				// HAProxy's CLI cannot name a binary key: find it in the dump.
-				waitFor(t, 2*time.Second, "fulcrum's entry in HAProxy", func() bool {
+				waitFor(t, 15*time.Second, "fulcrum's entry in HAProxy", func() bool {
 					out := h.cli(t, "show table st")
 					return strings.Contains(out, "key="+strings.ToUpper(tc.ours)+" use=0 exp=") && strings.Contains(out, "gpc0=41")
 				})
 			} else {
-				waitFor(t, 2*time.Second, "fulcrum's entry in HAProxy", func() bool { return h.entry(t, tc.ours)["gpc0"] == "41" })
+				waitFor(t, 15*time.Second, "fulcrum's entry in HAProxy", func() bool { return h.entry(t, tc.ours)["gpc0"] == "41" })
 			}
 			if tc.typ == stick.KeyBinary {
 				return // and it cannot set one either
@@ -434,7 +434,7 @@ func TestHAProxyKeyTypes(t *testing.T) {
 				t.Fatalf("set table: %q", out)
 			}
 			k2, _ := tb.ParseKey(tc.theirsAs)
-			waitFor(t, 2*time.Second, "HAProxy's entry in fulcrum", func() bool { return value(tb, k2, stick.GPC0) == 42 })
+			waitFor(t, 15*time.Second, "HAProxy's entry in fulcrum", func() bool { return value(tb, k2, stick.GPC0) == 42 })
 			if m.Status().Peers[0].ProtoErr != 0 {
 				t.Error("protocol errors")
 			}

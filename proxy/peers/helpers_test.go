@@ -3,6 +3,7 @@ package peers
 import (
 	"io"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -129,5 +130,46 @@ func (c *cluster) waitSettled(t testing.TB) {
 			}
 		}
 		return true
+	})
+}
+
+// waitCaughtUp waits until every change of m's tables has been pushed to
+// every peer and acknowledged by it, with m's sync loop having drained
+// twice since without anything new: a change made elsewhere after it
+// cannot be overwritten by one of m's still on its way (last writer
+// wins, as in HAProxy).
+func waitCaughtUp(t testing.TB, m *Mesh) {
+	t.Helper()
+	state := func() (calls uint64, cur []uint64, ok bool) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		ok = true
+		for _, p := range m.peers {
+			if p.local {
+				continue
+			}
+			for _, pt := range p.tables {
+				c := pt.tab.current()
+				cur = append(cur, c)
+				if pt.lastPushed != c || pt.update != c {
+					ok = false
+				}
+			}
+		}
+		return m.taskCalls, cur, ok
+	}
+	var since uint64
+	var seen []uint64
+	waitFor(t, 10*time.Second, m.localName+"'s changes acknowledged", func() bool {
+		calls, cur, ok := state()
+		switch {
+		case !ok:
+			seen = nil
+		case seen == nil || !slices.Equal(seen, cur):
+			since, seen = calls, cur
+		case calls >= since+2:
+			return true
+		}
+		return false
 	})
 }

@@ -37,23 +37,27 @@ func TestTwoMembers(t *testing.T) {
 	ta.SetServer(e, 2, "s2")
 	ta.Update(e, stick.HTTPReqCnt, stick.HTTPReqRate, stick.ConnCur)
 	ta.Release(e)
-	waitFor(t, 5*time.Second, "the entry on b", func() bool { return value(tb, k, stick.HTTPReqCnt) == 1 })
+	waitFor(t, 15*time.Second, "the entry on b", func() bool { return value(tb, k, stick.HTTPReqCnt) == 1 })
 	if v := value(tb, k, stick.ServerID); v != 2 {
 		t.Errorf("server_id on b: %d, want 2", v)
 	}
 	if v := value(tb, k, stick.ConnCur); v != 0 {
 		t.Errorf("conn_cur on b: %d, want 0 (never learned)", v)
 	}
-	// And back.
+	// And back, once a's last changes (a Release touches the entry
+	// again) have reached b: one arriving after b's change would replace
+	// it, last writer wins.
+	waitCaughtUp(t, c.meshes[0])
 	e = tb.Get(k)
 	tb.Update(e, stick.HTTPReqCnt)
 	tb.Release(e)
 	defer func() {
 		if t.Failed() {
+			t.Logf("http_req_cnt on a %d, on b %d", value(ta, k, stick.HTTPReqCnt), value(tb, k, stick.HTTPReqCnt))
 			dumpStatus(t, c)
 		}
 	}()
-	waitFor(t, 5*time.Second, "the change on a", func() bool { return value(ta, k, stick.HTTPReqCnt) == 2 })
+	waitFor(t, 15*time.Second, "the change on a", func() bool { return value(ta, k, stick.HTTPReqCnt) == 2 })
 }
 
 func dumpStatus(t testing.TB, c *cluster) {
@@ -132,7 +136,7 @@ func TestHostilePeer(t *testing.T) {
 			if n := len(all); n < 2 || all[n-2] != classError || all[n-1] != tc.errCode {
 				t.Fatalf("the mesh's last bytes: % x, want the error message 01 %02x", all[max(0, len(all)-8):], tc.errCode)
 			}
-			waitFor(t, 2*time.Second, "the log line", func() bool { return strings.Contains(logs.String(), "peers: session closed") })
+			waitFor(t, 15*time.Second, "the log line", func() bool { return strings.Contains(logs.String(), "peers: session closed") })
 			if !strings.Contains(logs.String(), `"peer":"evil"`) || !strings.Contains(logs.String(), `"level":"warn"`) {
 				t.Errorf("log: %s", logs.String())
 			}
@@ -171,8 +175,8 @@ func TestResumeAfterDrop(t *testing.T) {
 	}
 	k1, k2 := ip(t, "10.0.0.1"), ip(t, "10.0.0.2")
 	bump(ta, k1)
-	waitFor(t, 5*time.Second, "k1 on b", func() bool { return value(tb, k1, stick.HTTPReqCnt) == 1 })
-	waitFor(t, 5*time.Second, "a's update acknowledged", func() bool { return peerStatus(ma, "b").Tables[0].Update == 1 })
+	waitFor(t, 15*time.Second, "k1 on b", func() bool { return value(tb, k1, stick.HTTPReqCnt) == 1 })
+	waitFor(t, 15*time.Second, "a's update acknowledged", func() bool { return peerStatus(ma, "b").Tables[0].Update == 1 })
 	recv := peerStatus(mb, "a").UpdatesReceived
 	conns := peerStatus(ma, "b").NewConn + peerStatus(mb, "a").NewConn
 
@@ -181,7 +185,7 @@ func TestResumeAfterDrop(t *testing.T) {
 	ma.mu.Unlock()
 	s.close(fmt.Errorf("test: connection dropped"))
 	bump(ta, k2)
-	waitFor(t, 5*time.Second, "k2 on b", func() bool { return value(tb, k2, stick.HTTPReqCnt) == 1 })
+	waitFor(t, 15*time.Second, "k2 on b", func() bool { return value(tb, k2, stick.HTTPReqCnt) == 1 })
 	c.waitSettled(t)
 	if got := peerStatus(mb, "a").UpdatesReceived - recv; got != 1 {
 		t.Errorf("b received %d updates after the reconnection, want 1 (k2 only)", got)
@@ -218,7 +222,7 @@ func TestAggregateRestart(t *testing.T) {
 		count(tb, i+1) // 1 + 2 + 3
 	}
 	for i, tb := range tabs {
-		waitFor(t, 5*time.Second, fmt.Sprintf("the sum on member %d", i), func() bool {
+		waitFor(t, 15*time.Second, fmt.Sprintf("the sum on member %d", i), func() bool {
 			return value(tb, k, stick.HTTPReqCnt) == 6 && value(tb, k, stick.HTTPReqRate) == 6
 		})
 	}
@@ -227,9 +231,9 @@ func TestAggregateRestart(t *testing.T) {
 	fresh := ipTable(t, "st", 2, "http_req_cnt", "http_req_rate(10s)")
 	c.start(t, 2, TableConfig{Table: fresh, Aggregate: true})
 	c.waitSettled(t)
-	waitFor(t, 5*time.Second, "the others' counts on the restarted member", func() bool { return value(fresh, k, stick.HTTPReqCnt) == 3 })
+	waitFor(t, 15*time.Second, "the others' counts on the restarted member", func() bool { return value(fresh, k, stick.HTTPReqCnt) == 3 })
 	count(fresh, 4)
 	for i, tb := range []*stick.Table{tabs[0], tabs[1], fresh} {
-		waitFor(t, 5*time.Second, fmt.Sprintf("the new sum on member %d", i), func() bool { return value(tb, k, stick.HTTPReqCnt) == 7 })
+		waitFor(t, 15*time.Second, fmt.Sprintf("the new sum on member %d", i), func() bool { return value(tb, k, stick.HTTPReqCnt) == 7 })
 	}
 }
