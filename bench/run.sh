@@ -22,6 +22,8 @@
 #               protocol to a second instance of the same proxy (a sink
 #               holding the same table): compare with http-ka for the cost of
 #               replication (not in the default MODES)
+#   track       the same as peers without the peers section: the baseline
+#               of replication's cost (tracking and counting alone)
 #   TLS modes (not in the default MODES; MODES="tls-ka tls-close tls-resume tls-bulk"),
 #   against TLS binds (certificate made by openssl here: TLS_KEY=ecdsa P-256 or rsa 2048):
 #   tls-ka      wrk keep-alive over https (http mode, TLS terminated)
@@ -47,6 +49,7 @@
 #   HAP_SPLICE=0                1 = option splice-request/-response in haproxy's tcp backend
 #   FUL_HTTP=8080 FUL_TCP=8081 HAP_HTTP=8180 HAP_TCP=8181   listen ports
 #   QCONNS=256 QMAXCONN=8 FUL_Q=8082 HAP_Q=8182             the queue mode
+#   FUL_T=8084 HAP_T=8184                                   the track mode
 #   FUL_P=8083 HAP_P=8183 PEER_BASE=10080                   the peers mode (peer
 #               ports PEER_BASE+0/+1 fulcrum and sink, +2/+3 haproxy and sink)
 #   TLS_KEY=ecdsa FUL_TLS=8443 FUL_TLST=8444 HAP_TLS=8543 HAP_TLST=8544  the TLS modes
@@ -87,6 +90,8 @@ HAP_Q=${HAP_Q:-8182}
 FUL_P=${FUL_P:-8083}
 HAP_P=${HAP_P:-8183}
 PEER_BASE=${PEER_BASE:-10080}
+FUL_T=${FUL_T:-8084}
+HAP_T=${HAP_T:-8184}
 TLS_KEY=${TLS_KEY:-ecdsa}
 FUL_TLS=${FUL_TLS:-8443}
 FUL_TLST=${FUL_TLST:-8444}
@@ -106,14 +111,14 @@ exec 9>&2
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&9; }
 die() { log "ERROR: $*"; exit 2; }
 
-for v in ROUNDS DUR CONNS THREADS WARM BULK_DUR BULK_MB FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP QCONNS QMAXCONN FUL_Q HAP_Q FUL_P HAP_P PEER_BASE FUL_TLS FUL_TLST HAP_TLS HAP_TLST H2_CONNS H2_STREAMS FUL_H2 HAP_H2 FUL_H2S HAP_H2S $([ -n "$FUL_GOMAXPROCS" ] && echo FUL_GOMAXPROCS); do
+for v in ROUNDS DUR CONNS THREADS WARM BULK_DUR BULK_MB FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP QCONNS QMAXCONN FUL_Q HAP_Q FUL_P HAP_P PEER_BASE FUL_T HAP_T FUL_TLS FUL_TLST HAP_TLS HAP_TLST H2_CONNS H2_STREAMS FUL_H2 HAP_H2 FUL_H2S HAP_H2S $([ -n "$FUL_GOMAXPROCS" ] && echo FUL_GOMAXPROCS); do
   case ${!v} in ''|*[!0-9]*) die "$v must be a non-negative integer (got '${!v}')";; esac
 done
 [ "$ROUNDS" -ge 1 ] && [ "$DUR" -ge 1 ] && [ "$CONNS" -ge 1 ] && [ "$THREADS" -ge 1 ] && [ "$BULK_DUR" -ge 1 ] \
   || die "ROUNDS, DUR, CONNS, THREADS and BULK_DUR must be >= 1"
 for m in $MODES; do
-  case $m in http-ka|http-close|tcp-ka|tcp-bulk|queue|peers|tls-ka|tls-close|tls-resume|tls-bulk|h2c|h2tls) ;;
-    *) die "unknown mode '$m' (http-ka http-close tcp-ka tcp-bulk queue peers tls-ka tls-close tls-resume tls-bulk h2c h2tls)";; esac
+  case $m in http-ka|http-close|tcp-ka|tcp-bulk|queue|peers|track|tls-ka|tls-close|tls-resume|tls-bulk|h2c|h2tls) ;;
+    *) die "unknown mode '$m' (http-ka http-close tcp-ka tcp-bulk queue peers track tls-ka tls-close tls-resume tls-bulk h2c h2tls)";; esac
 done
 case $TLS_KEY in ecdsa|rsa) ;; *) die "TLS_KEY must be ecdsa or rsa (got '$TLS_KEY')";; esac
 WANT_TLS=0
@@ -388,6 +393,13 @@ frontend fe_p
     stick-table type integer size 100k expire 1m store http_req_cnt,http_req_rate(10s) peers mesh
     http-request track-sc0 src_port
     default_backend be_http
+
+frontend fe_t
+    mode http
+    bind 127.0.0.1:$HAP_T
+    stick-table type integer size 100k expire 1m store http_req_cnt,http_req_rate(10s)
+    http-request track-sc0 src_port
+    default_backend be_http
 EOF
 } > "$D/haproxy.cfg"
 "$HAPROXY" -c -q -L hap -f "$D/haproxy.cfg" || die "haproxy rejected $D/haproxy.cfg"
@@ -513,6 +525,14 @@ mode = "http"
 default_backend = "be_http"
 stick_table = { type = "integer", size = 100000, expire = "1m", store = ["http_req_cnt", "http_req_rate(10s)"], peers = "mesh" }
 http_request = ["track-sc0 src_port"]
+
+[[frontend]]
+name = "fe_t"
+bind = ["127.0.0.1:$FUL_T"]
+mode = "http"
+default_backend = "be_http"
+stick_table = { type = "integer", size = 100000, expire = "1m", store = ["http_req_cnt", "http_req_rate(10s)"] }
+http_request = ["track-sc0 src_port"]
 EOF
 } > "$D/fulcrum.toml"
 cat > "$D/fulcrum-sink.toml" <<EOF
@@ -558,8 +578,8 @@ EOF
 # ------------------------------------------------------------------ start
 ports_needed="$UP_PORTS"
 want_t() { case " $TARGETS " in *" $1 "*) return 0;; esac; return 1; }
-want_t haproxy && ports_needed="$ports_needed $HAP_HTTP $HAP_TCP $HAP_Q $HAP_P $((PEER_BASE + 2)) $((PEER_BASE + 3))"
-want_t fulcrum && ports_needed="$ports_needed $FUL_HTTP $FUL_TCP $FUL_Q $FUL_P $PEER_BASE $((PEER_BASE + 1))"
+want_t haproxy && ports_needed="$ports_needed $HAP_HTTP $HAP_TCP $HAP_Q $HAP_P $HAP_T $((PEER_BASE + 2)) $((PEER_BASE + 3))"
+want_t fulcrum && ports_needed="$ports_needed $FUL_HTTP $FUL_TCP $FUL_Q $FUL_P $FUL_T $PEER_BASE $((PEER_BASE + 1))"
 if [ "$WANT_TLS" = 1 ]; then
   want_t haproxy && ports_needed="$ports_needed $HAP_TLS $HAP_TLST"
   want_t fulcrum && ports_needed="$ports_needed $FUL_TLS $FUL_TLST $FUL_H2S"
@@ -589,6 +609,7 @@ declare -A TLST_PORT=([haproxy]=$HAP_TLST [fulcrum]=$FUL_TLST)
 declare -A H2_PORT=([haproxy]=$HAP_H2 [fulcrum]=$FUL_H2)
 declare -A H2S_PORT=([haproxy]=$HAP_H2S [fulcrum]=$FUL_H2S)
 declare -A P_PORT=([haproxy]=$HAP_P [fulcrum]=$FUL_P)
+declare -A T_PORT=([haproxy]=$HAP_T [fulcrum]=$FUL_T)
 declare -A SINK_PORT=([haproxy]=$((PEER_BASE + 3)) [fulcrum]=$((PEER_BASE + 1)))
 want_mode() { case " $MODES " in *" $1 "*) return 0;; esac; return 1; }
 
@@ -687,6 +708,7 @@ measure() { # mode round slot target
     tcp-ka|tcp-bulk) port=${TCP_PORT[$t]} ;;
     queue)      port=${Q_PORT[$t]} ;;
     peers)      port=${P_PORT[$t]} ;;
+    track)      port=${T_PORT[$t]} ;;
     tls-ka|tls-resume) port=${TLS_PORT[$t]}; scheme=https ;;
     tls-close)  port=${TLS_PORT[$t]}; scheme=https; hdr=(-H "Connection: close") ;;
     tls-bulk)   port=${TLST_PORT[$t]}; scheme=https ;;

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -81,6 +82,41 @@ func TestReloadNotCharged(t *testing.T) {
 	after := tokens()
 	if after < full-2*cmdOverhead {
 		t.Errorf("budget after reload: %v, want about %v (only the %v of the exchange)", after, full, cmdOverhead)
+	}
+	e.run(t, LevelUser, "show stat")
+	if got := tokens(); got >= after {
+		t.Errorf("budget after show stat: %v, want less than %v (charged)", got, after)
+	}
+}
+
+// TestAddDelServerNotCharged: add server and del server, an
+// administrator's deliberate changes that automation sends by the
+// thousand (issue 19: 1,000 adds in under 1 s), do not draw on the
+// command budget; show stat does.
+func TestAddDelServerNotCharged(t *testing.T) {
+	e := startEnv(t, fuzzConfig)
+	tokens := func() time.Duration {
+		b := e.api.budget
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.tokens
+	}
+	full := tokens()
+	be := e.p.Backends[0].Name
+	for i := range 50 {
+		if got := e.run(t, LevelAdmin, fmt.Sprintf("add server %s/n%d 127.0.0.1:%d", be, i, 20000+i)); got != "New server registered.\n\n" {
+			t.Fatalf("add server: %q", got)
+		}
+		if got := e.run(t, LevelAdmin, fmt.Sprintf("del server %s/n%d", be, i)); got != "Server deleted.\n" {
+			t.Fatalf("del server: %q", got)
+		}
+	}
+	// Each command is still charged cmdOverhead when admitted, not the
+	// CPU time it used (charged, the 100 commands would cost more than
+	// twice as much).
+	after := tokens()
+	if after < full-100*cmdOverhead-2*time.Millisecond {
+		t.Errorf("budget after 50 adds and deletes: %v, want at least %v less 100 overheads", after, full)
 	}
 	e.run(t, LevelUser, "show stat")
 	if got := tokens(); got >= after {

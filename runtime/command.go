@@ -35,6 +35,14 @@ type Command struct {
 	// unheld commands run while API.Hold holds the others: reload, which
 	// takes Hold itself.
 	unheld bool
+
+	// unpaced commands are not charged to the API's CPU budget
+	// (budget.go): an administrator's deliberate changes of the server
+	// set (add server, del server), which automation sends by the
+	// thousand and which must not wait behind the pacing meant for
+	// floods of monitoring reads. They still wait while the budget is
+	// overdrawn by others.
+	unpaced bool
 }
 
 // levelFor returns the level needed to run c with args: Level, raised by

@@ -40,8 +40,8 @@ import (
 //     a tcp backend; relative ca-file and crt paths are the
 //     configuration file's directory's.
 var dynServerCommands = []Command{
-	{Words: []string{"add", "server"}, Level: LevelAdmin, Usage: "add server <bk>/<srv>", Help: "create a new server", Run: addServer},
-	{Words: []string{"del", "server"}, Level: LevelAdmin, Usage: "del server <bk>/<srv>", Help: "remove a dynamically added server", Run: delServer},
+	{Words: []string{"add", "server"}, Level: LevelAdmin, Usage: "add server <bk>/<srv>", Help: "create a new server", Run: addServer, unpaced: true},
+	{Words: []string{"del", "server"}, Level: LevelAdmin, Usage: "del server <bk>/<srv>", Help: "remove a dynamically added server", Run: delServer, unpaced: true},
 	{Words: []string{"wait"}, Level: LevelAdmin, Usage: "wait {-h|<delay_ms>} cond [args...]", Help: "wait the specified delay or condition (-h to see list)", Run: waitCmd, unheld: true},
 }
 

@@ -312,15 +312,16 @@ func (s *session) charge() func() {
 // "Permission denied" below the level the row needs for these arguments,
 // else its handler. It waits first while the API's budget is overdrawn
 // (budget.go), and charges the budget what the command took, except for
-// reload: an operator's rare and deliberate command, whose cost grows
-// with the configuration file, must not make the next commands wait.
+// reload (an operator's rare and deliberate command, whose cost grows
+// with the configuration file, must not make the next commands wait) and
+// the unpaced commands (add and del server, see Command.unpaced).
 func (s *session) exec(words []string, payload string) {
 	if !s.api.budget.admit(s.api.done) {
 		return // the API is closing
 	}
 	t := s.api.table
 	cmd, n := t.find(words)
-	if cmd == nil || !cmd.unheld {
+	if cmd == nil || !cmd.unheld && !cmd.unpaced {
 		defer s.charge()()
 	}
 	s.conn.SetWriteDeadline(time.Now().Add(max(s.timeout, minWriteTimeout)))
