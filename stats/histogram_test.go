@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
 	"github.com/fulcrum-proxy/fulcrum/proxy"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -72,6 +73,15 @@ address = %q
 		resp.Body.Close()
 	}
 	c.CloseIdleConnections()
+	// A request's timings are recorded when it is released, which may be
+	// just after its client has the answer.
+	testutil.WaitFor(t, 5*time.Second, "the 30 requests recorded", func() bool {
+		n := int64(0)
+		for _, name := range []string{"fast", "mid", "slow"} {
+			n += int64(p.Backend("web").Server(name).Counters.Timings[proxy.TimingResponse].Summary().Count)
+		}
+		return n == 30 && p.Backend("web").Counters.Timings[proxy.TimingResponse].Summary().Count == 30
+	})
 
 	ms := func(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
 	be := p.Backend("web").Counters.Timings[proxy.TimingResponse].Summary()
