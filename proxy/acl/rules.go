@@ -519,27 +519,38 @@ func (sc *Scope) splitCond(words []string, line int) ([]string, *Cond, error) {
 	return words, nil, nil
 }
 
-// HTTPRule compiles one http_request rule, e.g.
-// "deny deny_status 429 if { path_beg /admin } !internal".
-func (sc *Scope) HTTPRule(text string, line int) (*Rule, error) {
+// ruleHead splits an http_request or http_response rule into its words
+// before the condition (the action first, never empty) and a Rule holding
+// the compiled condition, the text and the line. For a request rule
+// (request true), a condition on the response is errResponseFetch.
+func (sc *Scope) ruleHead(text string, line int, request bool) (*Rule, []string, error) {
 	words, err := splitWords(text)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(words) == 0 {
-		return nil, fmt.Errorf("empty rule")
+		return nil, nil, fmt.Errorf("empty rule")
 	}
 	args, cond, err := sc.splitCond(words, line)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if cond != nil && cond.res {
-		return nil, errResponseFetch
+	if request && cond != nil && cond.res {
+		return nil, nil, errResponseFetch
 	}
 	if len(args) == 0 {
-		return nil, fmt.Errorf("missing action before '%s'", words[0])
+		return nil, nil, fmt.Errorf("missing action before '%s'", words[0])
 	}
-	rule := &Rule{Cond: cond, Text: text, Line: line}
+	return &Rule{Cond: cond, Text: text, Line: line}, args, nil
+}
+
+// HTTPRule compiles one http_request rule, e.g.
+// "deny deny_status 429 if { path_beg /admin } !internal".
+func (sc *Scope) HTTPRule(text string, line int) (*Rule, error) {
+	rule, args, err := sc.ruleHead(text, line, true)
+	if err != nil {
+		return nil, err
+	}
 	act, opts := args[0], args[1:]
 	need := func(n int, usage string) error {
 		if len(opts) != n {
@@ -612,21 +623,10 @@ func (sc *Scope) HTTPRule(text string, line int) (*Rule, error) {
 // shdr, res.hdr_cnt, res.ver) besides the request's and the
 // connection's.
 func (sc *Scope) HTTPResponseRule(text string, line int) (*Rule, error) {
-	words, err := splitWords(text)
+	rule, args, err := sc.ruleHead(text, line, false)
 	if err != nil {
 		return nil, err
 	}
-	if len(words) == 0 {
-		return nil, fmt.Errorf("empty rule")
-	}
-	args, cond, err := sc.splitCond(words, line)
-	if err != nil {
-		return nil, err
-	}
-	if len(args) == 0 {
-		return nil, fmt.Errorf("missing action before '%s'", words[0])
-	}
-	rule := &Rule{Cond: cond, Text: text, Line: line}
 	act, opts := args[0], args[1:]
 	need := func(n int, usage string) error {
 		if len(opts) != n {
