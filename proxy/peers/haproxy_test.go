@@ -365,7 +365,12 @@ func TestAggregateWithHAProxy(t *testing.T) {
 		return e != nil && e["http_req_cnt"] == "8"
 	})
 	// HAProxy counts two requests of its own (10) and sends its value: the
-	// fulcrum members do not add it.
+	// fulcrum members do not add it. First, every sum the members sent
+	// HAProxy has arrived: a late one would replace HAProxy's count (last
+	// writer wins).
+	for _, m := range meshes {
+		waitCaughtUp(t, m, "hap")
+	}
 	var recv []uint64
 	for _, m := range meshes {
 		recv = append(recv, peerStatus(m, "hap").UpdatesReceived)

@@ -134,18 +134,18 @@ func (c *cluster) waitSettled(t testing.TB) {
 }
 
 // waitCaughtUp waits until every change of m's tables has been pushed to
-// every peer and acknowledged by it, with m's sync loop having drained
+// every peer (or to those named in only) and acknowledged by it, with m's sync loop having drained
 // twice since without anything new: a change made elsewhere after it
 // cannot be overwritten by one of m's still on its way (last writer
 // wins, as in HAProxy).
-func waitCaughtUp(t testing.TB, m *Mesh) {
+func waitCaughtUp(t testing.TB, m *Mesh, only ...string) {
 	t.Helper()
 	state := func() (calls uint64, cur []uint64, ok bool) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		ok = true
 		for _, p := range m.peers {
-			if p.local {
+			if p.local || len(only) > 0 && !slices.Contains(only, p.name) {
 				continue
 			}
 			for _, pt := range p.tables {
