@@ -242,6 +242,10 @@ func TestDeleteRacesPicks(t *testing.T) {
 					}
 				}()
 			}
+			// The pickers must be running before the set starts changing
+			// (on a loaded machine they may not be scheduled before 150
+			// quick changes are over).
+			waitFor(t, 5*time.Second, "first pick", func() bool { return picks.Load() > 0 })
 			for i := range 150 {
 				s, err := p.AddServer(b, dynServer(fmt.Sprintf("d%d", i), 1+i%3, i%2 == 0), 0)
 				if err != nil {
