@@ -99,6 +99,9 @@ type clientConn struct {
 	// owner is the frontend that accounts for the connection: the one
 	// that accepted it, or its successor after a reload (handoff.go).
 	owner atomic.Pointer[Frontend]
+	// sessionEnded: the owner's scur no longer counts the connection
+	// (endSession; the connection's goroutine only).
+	sessionEnded bool
 }
 
 // Connection states. A new connection is not idle: a stop (or the end of
@@ -316,7 +319,7 @@ func (fe *Frontend) serve(cc *clientConn) {
 		return
 	}
 	fe.Counters.sessionStart(cc.accepted)
-	defer func() { cc.owner.Load().Counters.sessionEnd() }()
+	defer cc.endSession()
 	if e != nil && e.tls != nil {
 		defer fe.p.ssl.Cur.Add(-1)
 		if !fe.handshake(cc, e) { // edge.go
@@ -335,6 +338,16 @@ func (fe *Frontend) serve(cc *clientConn) {
 		return
 	}
 	fe.serveHTTP(cc)
+}
+
+// endSession ends the connection's frontend session (scur) once: when the
+// connection's goroutine returns, or earlier, as its last request releases
+// what it took (Stream.ReleaseLast).
+func (cc *clientConn) endSession() {
+	if !cc.sessionEnded {
+		cc.sessionEnded = true
+		cc.owner.Load().Counters.sessionEnd()
+	}
 }
 
 // track adds or removes cc from the set closed by a stop.

@@ -546,19 +546,37 @@ func (x *Stream) End(o stream.Outcome) {
 	x.logLine(o)
 }
 
-// Release gives back what Take took: the server slot (handed to the next
-// request waiting for it) and the backend session. It may be called more
+// Release gives back what Take took: the server's session, the backend
+// session and the server slot (handed to the next request waiting for it),
+// after the request's access-log line is written. It may be called more
 // than once.
-func (x *Stream) Release() {
+func (x *Stream) Release() { x.release(false) }
+
+// ReleaseLast is Release for a request after which the client connection
+// closes: its frontend session ends with the line, before the slot goes to
+// the next request, so that request's line no longer counts this
+// connection (HAProxy's order: the stream and its connection are freed
+// before the dequeued stream runs).
+func (x *Stream) ReleaseLast() { x.release(true) }
+
+func (x *Stream) release(last bool) {
+	var freed *Server
 	if x.assigned {
-		x.be.unassign(x.srv)
+		freed = x.srv
+		freed.Counters.sessionEnd()
 		x.assigned = false
 	}
 	if x.inBackend {
 		x.be.Counters.sessionEnd()
 		x.inBackend = false
 	}
-	x.flushLog() // the access log line, after the release (log.go)
+	x.flushLog() // the access log line (log.go)
+	if last && x.cc != nil {
+		x.cc.endSession()
+	}
+	if freed != nil {
+		x.be.release(freed)
+	}
 }
 
 // logLine closes the access-log line of the request ended with o, after

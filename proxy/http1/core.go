@@ -102,6 +102,9 @@ type Stream interface {
 	BadMessage(resp bool, buf []byte, pos int, reason string)
 	End(o stream.Outcome)
 	Release()
+	// ReleaseLast is Release for a request after which the client
+	// connection closes.
+	ReleaseLast()
 }
 
 // Upstream is a server as the engine needs it: its pool of idle

@@ -203,9 +203,15 @@ func (s *session) fail(o stream.Outcome) bool {
 // in the phases of the request path: assign (pick or queue), connect
 // (reuse or dial), send, receive, relay. It returns true when the client
 // connection stays usable.
-func (s *session) forward() bool {
+func (s *session) forward() (keep bool) {
 	x := s.x
-	defer x.Release()
+	defer func() {
+		if keep {
+			x.Release()
+		} else {
+			x.ReleaseLast()
+		}
+	}()
 	if o := s.assign(); o != stream.Served {
 		return s.fail(o)
 	}
