@@ -177,12 +177,27 @@ func TestResumeAfterDrop(t *testing.T) {
 	bump(ta, k1)
 	waitFor(t, 15*time.Second, "k1 on b", func() bool { return value(tb, k1, stick.HTTPReqCnt) == 1 })
 	waitFor(t, 15*time.Second, "a's update acknowledged", func() bool { return peerStatus(ma, "b").Tables[0].Update == 1 })
+	// Both ends must hold the same connection, with no dial in flight (a
+	// late dial of the start's collision would replace the session the
+	// test drops, and carry k2 without a new connection).
+	var s *session
+	waitFor(t, 15*time.Second, "one connection between a and b", func() bool {
+		ma.mu.Lock()
+		pa := ma.peer("b")
+		sa, da := pa.sess, pa.dialing
+		ma.mu.Unlock()
+		mb.mu.Lock()
+		pb := mb.peer("a")
+		sb, db := pb.sess, pb.dialing
+		mb.mu.Unlock()
+		if sa == nil || sb == nil || da || db {
+			return false
+		}
+		s = sa
+		return sa.c.LocalAddr().String() == sb.c.RemoteAddr().String()
+	})
 	recv := peerStatus(mb, "a").UpdatesReceived
 	conns := peerStatus(ma, "b").NewConn + peerStatus(mb, "a").NewConn
-
-	ma.mu.Lock()
-	s := ma.peer("b").sess
-	ma.mu.Unlock()
 	s.close(fmt.Errorf("test: connection dropped"))
 	bump(ta, k2)
 	waitFor(t, 15*time.Second, "k2 on b", func() bool { return value(tb, k2, stick.HTTPReqCnt) == 1 })
