@@ -168,12 +168,14 @@ func (g *Guard) Read(p []byte) (int, error) {
 }
 
 // Write writes to the connection and follows the frames written.
+//
+// The frames are counted before they leave (a peer that has a GOAWAY sees
+// it counted). A net.Conn's Write writes all of p or fails, and a failed
+// write ends the connection, so counting p whole keeps the frame
+// boundaries right.
 func (g *Guard) Write(p []byte) (int, error) {
-	n, err := g.Conn.Write(p)
-	if n > 0 {
-		g.wr.scan(p[:n], g.onWrite)
-	}
-	return n, err
+	g.wr.scan(p, g.onWrite)
+	return g.Conn.Write(p)
 }
 
 // Close closes the connection; the open connections gauge drops once.
