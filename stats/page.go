@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"html/template"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -369,6 +370,7 @@ func (pg *page) renderHTML(buf *bytes.Buffer, snap *proxy.Snapshot, f Filter, o 
 	if res, ok := pageResults[o.st]; ok {
 		d.Result = &res
 	}
+	points := pagePoints(snap, &f, o.scope, d.History != "", sparkServers)
 	var cur *pageProxy
 	var cells []pageCell
 	eachRow(snap, &f, func(r *row) error {
@@ -398,7 +400,7 @@ func (pg *page) renderHTML(buf *bytes.Buffer, snap *proxy.Snapshot, f Filter, o 
 		if d.History != "" {
 			var pts []proxy.HistoryPoint
 			if r.kind != KindServer || sparkServers {
-				pts = r.c.Obs.History.Points()
+				pts = points[r.c.Obs.History]
 			}
 			cur.rows = appendSparklines(cur.rows[:len(cur.rows)-len("</tr>\n")], pts, pg.cfg.HistoryInterval)
 			cur.rows = append(cur.rows, "</tr>\n"...)
@@ -414,6 +416,43 @@ func (pg *page) renderHTML(buf *bytes.Buffer, snap *proxy.Snapshot, f Filter, o 
 	d.PeersHTML = peersHTML(pg.cfg.Peers)
 	d.CertsHTML = certsHTML(snap)
 	return pageTmpl.Execute(buf, &d)
+}
+
+// pagePoints reads the history of every row the page draws, all up to the
+// same interval: the sampler writes its points one object after another,
+// so a page read during its pass would otherwise show some rows with the
+// newest interval and others without (rows that do not line up). Points
+// after the oldest "newest point" among the rows are left for the next
+// page.
+func pagePoints(snap *proxy.Snapshot, f *Filter, scope string, history, servers bool) map[*proxy.History][]proxy.HistoryPoint {
+	out := map[*proxy.History][]proxy.HistoryPoint{}
+	if !history {
+		return out
+	}
+	var cut int64 = math.MaxInt64
+	eachRow(snap, f, func(r *row) error {
+		h := r.c.Obs.History
+		if h == nil || (scope != "" && !containsFold(r.pxname, scope)) || (r.kind == KindServer && !servers) {
+			return nil
+		}
+		if _, ok := out[h]; ok {
+			return nil
+		}
+		pts := h.Points()
+		out[h] = pts
+		if n := len(pts); n > 0 {
+			cut = min(cut, pts[n-1].End)
+		}
+		return nil
+	})
+	for h, pts := range out {
+		n := len(pts)
+		for n > 0 && pts[n-1].End > cut {
+			n--
+		}
+		out[h] = pts[:n]
+	}
+	return out
 }
 
 // appendRow appends one <tr> of r to b. Every text goes through

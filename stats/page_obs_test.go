@@ -139,6 +139,32 @@ func TestPageHistory(t *testing.T) {
 	}
 }
 
+// TestPageHistoryAligned: a page read while the sampler is between two
+// objects (s1 has the newest interval, s2 and web not yet) draws every row
+// up to the same interval.
+func TestPageHistoryAligned(t *testing.T) {
+	snap := testSnapshot()
+	pts := historyPoints()
+	newer := append(append([]proxy.HistoryPoint(nil), pts...),
+		proxy.HistoryPoint{End: pts[29].End + 10, Requests: 100, P50: 2000, P99: 99000})
+	web := snap.Backends[0]
+	web.Servers[0].Obs.History = proxy.NewHistory(newer) // web/s1
+	web.Servers[1].Obs.History = proxy.NewHistory(pts)   // web/s2
+	web.Obs.History = proxy.NewHistory(pts)
+	pg := newPage(func() *proxy.Snapshot { return snap }, nil, PageConfig{URI: "/stats", HistoryInterval: 10 * time.Second})
+	body := get(t, pg, "/stats", nil).Body.String()
+	for _, sv := range []string{"web/s1", "web/s2"} {
+		row := regexp.MustCompile(`<tr class="[^"]*" data-server="` + sv + `"[^\n]*`).FindString(body)
+		m := regexp.MustCompile(`<polyline class="p99" data-values="([^"]*)"`).FindStringSubmatch(row)
+		if m == nil {
+			t.Fatalf("%s has no p99 sparkline: %s", sv, row)
+		}
+		if vals := strings.Fields(m[1]); len(vals) != 30 || vals[29] != "34" {
+			t.Errorf("%s: got %d points ending %q, want 30 ending 34 (the newest interval waits for every row)", sv, len(vals), vals[len(vals)-1])
+		}
+	}
+}
+
 // TestPageAdminLogged: an admin action from the page is logged as a
 // socket change is: who, from where, the server, the state and the
 // previous one.
