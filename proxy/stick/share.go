@@ -74,6 +74,9 @@ func (t *Table) DrainUpdates(fn func(e *Entry)) int {
 	return n
 }
 
+// Pending reports whether changes are queued, not yet drained.
+func (t *Table) Pending() bool { return t.pending.Load() != nil }
+
 // Origins returns the number of other instances an aggregate table adds
 // up (0 for an ordinary table).
 func (t *Table) Origins() int { return t.origins }
