@@ -19,12 +19,21 @@
 # figure is divided by the requests wrk completed meanwhile.
 #
 # Modes: http-ka (keep-alive), http-close (a connection per request), tcp-ka
-# (wrk keep-alive through the tcp frontend: small messages).
+# (wrk keep-alive through the tcp frontend: small messages); track and peers
+# (not in the default MODES), as in bench/run.sh: keep-alive against a
+# frontend that tracks each connection (track-sc0 src_port) in a table
+# storing http_req_cnt and http_req_rate(10s), alone (track) or replicated
+# over the peers protocol to a sink of the same kind (peers: a second
+# fulcrum or `haproxy -L hapsink`, started only for this mode, whose own
+# counts are not included): peers minus track is replication's cost.
 #
 # Knobs (defaults): DUR=5 CONNS=64 WARM=1 MODES="http-ka http-close tcp-ka"
 #   ONLY="haproxy fulcrum" FULCRUM=./bin/fulcrum FUL_GOMAXPROCS=2 HAP_NBTHREAD=2
 #   UP_BASE=23901 FUL_HTTP=23080 FUL_TCP=23081
 #   HAP_HTTP=23180 HAP_TCP=23181 WORKDIR=$(mktemp -d)
+#   FUL_T=23084 FUL_P=23083 HAP_T=23184 HAP_P=23183 PEER_BASE=23280
+#               (peers mode: peer ports PEER_BASE+0/+1 fulcrum and its sink,
+#               +2/+3 haproxy and its sink)
 #   FUL_ENV="NAME=value ..."   extra environment for fulcrum (experiments)
 #   RECORD=0     1: after the counts, a perf record -g profile of each run in
 #                WORKDIR/raw/MODE.TARGET.data (build fulcrum without -s -w
@@ -49,6 +58,11 @@ FUL_HTTP=${FUL_HTTP:-23080}
 FUL_TCP=${FUL_TCP:-23081}
 HAP_HTTP=${HAP_HTTP:-23180}
 HAP_TCP=${HAP_TCP:-23181}
+FUL_T=${FUL_T:-23084}
+FUL_P=${FUL_P:-23083}
+HAP_T=${HAP_T:-23184}
+HAP_P=${HAP_P:-23183}
+PEER_BASE=${PEER_BASE:-23280}
 FUL_ENV=${FUL_ENV:-}
 RECORD=${RECORD:-0}
 UP_PORTS="$UP_BASE $((UP_BASE + 1)) $((UP_BASE + 2))"
@@ -59,10 +73,10 @@ die() { log "ERROR: $*"; exit 2; }
 for t in haproxy nginx wrk socat perf; do
   command -v "$t" >/dev/null || die "missing $t: apt-get install -y haproxy nginx wrk socat linux-perf"
 done
-for v in DUR CONNS WARM UP_BASE FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP HAP_NBTHREAD; do
+for v in DUR CONNS WARM UP_BASE FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP HAP_NBTHREAD FUL_T FUL_P HAP_T HAP_P PEER_BASE; do
   case ${!v} in ''|*[!0-9]*) die "$v must be a non-negative integer";; esac
 done
-for m in $MODES; do case $m in http-ka|http-close|tcp-ka) ;; *) die "unknown mode $m";; esac; done
+for m in $MODES; do case $m in http-ka|http-close|tcp-ka|track|peers) ;; *) die "unknown mode $m";; esac; done
 case $FULCRUM in /*) BIN=$FULCRUM;; *) BIN=$ROOT/${FULCRUM#./};; esac
 case " $ONLY " in *" fulcrum "*) [ -x "$BIN" ] || die "$BIN not found: run 'make build'";; esac
 
@@ -87,7 +101,9 @@ trap 'exit 130' INT TERM
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 wait_port() { for _ in $(seq 100); do port_open "$1" && return 0; sleep 0.1; done; return 1; }
-for p in $UP_PORTS $FUL_HTTP $FUL_TCP $HAP_HTTP $HAP_TCP; do port_open "$p" && die "127.0.0.1:$p is in use"; done
+WANT_PEERS=0
+case " $MODES " in *" peers "*) WANT_PEERS=1;; esac
+for p in $UP_PORTS $FUL_HTTP $FUL_TCP $HAP_HTTP $HAP_TCP $FUL_T $FUL_P $HAP_T $HAP_P $(seq "$PEER_BASE" $((PEER_BASE + 3))); do port_open "$p" && die "127.0.0.1:$p is in use"; done
 
 # ------------------------------------------------------------------ configs
 {
@@ -110,6 +126,7 @@ srv_hap() { local n=0 p; for p in $UP_PORTS; do n=$((n + 1)); echo "    server b
 cat > "$D/haproxy.cfg" <<EOF
 global
     nbthread $HAP_NBTHREAD
+    stats socket $D/haproxy.sock level admin
     maxconn 4000
 defaults
     timeout connect 5s
@@ -132,6 +149,30 @@ backend be_tcp
     mode tcp
     balance roundrobin
 $(srv_hap)
+peers mesh
+    peer hap 127.0.0.1:$((PEER_BASE + 2))
+    peer hapsink 127.0.0.1:$((PEER_BASE + 3))
+frontend fe_p
+    mode http
+    bind 127.0.0.1:$HAP_P
+    stick-table type integer size 100k expire 1m store http_req_cnt,http_req_rate(10s) peers mesh
+    http-request track-sc0 src_port
+    default_backend be_http
+frontend fe_t
+    mode http
+    bind 127.0.0.1:$HAP_T
+    stick-table type integer size 100k expire 1m store http_req_cnt,http_req_rate(10s)
+    http-request track-sc0 src_port
+    default_backend be_http
+EOF
+cat > "$D/haproxy-sink.cfg" <<EOF
+global
+    stats socket $D/haproxy-sink.sock level admin
+peers mesh
+    peer hap 127.0.0.1:$((PEER_BASE + 2))
+    peer hapsink 127.0.0.1:$((PEER_BASE + 3))
+backend fe_p
+    stick-table type integer size 100k expire 1m store http_req_cnt,http_req_rate(10s) peers mesh
 EOF
 
 srv_ful() { local n=0 p; for p in $UP_PORTS; do n=$((n + 1)); printf '[[backend.server]]\nname = "b%d"\naddress = "127.0.0.1:%s"\n' "$n" "$p"; done; }
@@ -166,6 +207,58 @@ name = "be_tcp"
 mode = "tcp"
 balance = "roundrobin"
 $(srv_ful)
+[[peers]]
+name = "mesh"
+localpeer = "ful"
+peer = [
+  { name = "ful", address = "127.0.0.1:$PEER_BASE" },
+  { name = "fulsink", address = "127.0.0.1:$((PEER_BASE + 1))" },
+]
+[[frontend]]
+name = "fe_p"
+bind = ["127.0.0.1:$FUL_P"]
+mode = "http"
+default_backend = "be_http"
+stick_table = { type = "integer", size = 100000, expire = "1m", store = ["http_req_cnt", "http_req_rate(10s)"], peers = "mesh" }
+http_request = ["track-sc0 src_port"]
+[[frontend]]
+name = "fe_t"
+bind = ["127.0.0.1:$FUL_T"]
+mode = "http"
+default_backend = "be_http"
+stick_table = { type = "integer", size = 100000, expire = "1m", store = ["http_req_cnt", "http_req_rate(10s)"] }
+http_request = ["track-sc0 src_port"]
+EOF
+cat > "$D/fulcrum-sink.toml" <<EOF
+[global]
+log_level = "error"
+[[global.stats_socket]]
+path = "$D/fulcrum-sink.sock"
+[[peers]]
+name = "mesh"
+localpeer = "fulsink"
+peer = [
+  { name = "ful", address = "127.0.0.1:$PEER_BASE" },
+  { name = "fulsink", address = "127.0.0.1:$((PEER_BASE + 1))" },
+]
+[[frontend]]
+name = "unused"
+bind = ["127.0.0.1:0"]
+mode = "tcp"
+default_backend = "unused"
+[[backend]]
+name = "unused"
+mode = "tcp"
+[[backend.server]]
+name = "unused"
+address = "127.0.0.1:9"
+[[table]]
+name = "fe_p"
+type = "integer"
+size = 100000
+expire = "1m"
+store = ["http_req_cnt", "http_req_rate(10s)"]
+peers = "mesh"
 EOF
 
 # ------------------------------------------------------------------ start
@@ -180,9 +273,19 @@ for p in $UP_PORTS; do wait_port "$p" || die "nginx did not start (see $D/nginx.
 declare -A PID HPORT TPORT
 HPORT=([haproxy]=$HAP_HTTP [fulcrum]=$FUL_HTTP)
 TPORT=([haproxy]=$HAP_TCP [fulcrum]=$FUL_TCP)
+declare -A TRACK_PORT=([haproxy]=$HAP_T [fulcrum]=$FUL_T) PEERS_PORT=([haproxy]=$HAP_P [fulcrum]=$FUL_P)
+declare -A SINK_PORT=([haproxy]=$((PEER_BASE + 3)) [fulcrum]=$((PEER_BASE + 1)))
 for t in $ONLY; do
+  if [ "$WANT_PEERS" = 1 ]; then
+    # the peers mode's sink first, so that the first updates have a peer
+    case $t in
+      haproxy) start haproxy-sink haproxy -db -L hapsink -f "$D/haproxy-sink.cfg" ;;
+      fulcrum) start fulcrum-sink "$BIN" run -c "$D/fulcrum-sink.toml" ;;
+    esac
+    wait_port "${SINK_PORT[$t]}" || { tail "$D/$t-sink.log" >&2; die "the $t sink did not start"; }
+  fi
   case $t in
-    haproxy) start haproxy haproxy -db -f "$D/haproxy.cfg" ;;
+    haproxy) start haproxy haproxy -db -L hap -f "$D/haproxy.cfg" ;;
     fulcrum)
       # shellcheck disable=SC2086
       if [ -n "$FUL_GOMAXPROCS" ]; then start fulcrum env GOMAXPROCS="$FUL_GOMAXPROCS" $FUL_ENV "$BIN" run -c "$D/fulcrum.toml"
@@ -198,8 +301,24 @@ HZ=$(getconf CLK_TCK)
 # the PID that holds the threads: `env` execs, setsid forks once at most
 real_pid() { local p=$1 c; c=$(pgrep -P "$p" | head -1); [ -n "$c" ] && [ "$(cat /proc/$p/comm)" = setsid ] && p=$c; echo "$p"; }
 ticks() { local s; s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }; s=${s##*) }; set -- $s; echo $(( ${12} + ${13} )); }
+# the peers mode: the last update id pushed to the sink (show peers'
+# last_pushed: one id per entry sent, an entry changed many times between two
+# pushes being sent once)
+pushed() {
+  local s=$SOCK; [ "$1" = haproxy ] && s=$D/haproxy.sock
+  echo "show peers" | socat -t 2 stdio "unix-connect:$s" 2>/dev/null | sed -n 's/.*last_pushed=\([0-9]*\).*/\1/p' | head -1
+}
+# the peers mode: the fd of pid's connection with its sink
+peer_fd() {
+  local mine=$PEER_BASE sink=$((PEER_BASE + 1))
+  [ "$1" = haproxy ] && mine=$((PEER_BASE + 2)) sink=$((PEER_BASE + 3))
+  ss -Htnp state established 2>/dev/null | awk -v pid="pid=$2," -v a=":$mine" -v b=":$sink" '
+    index($0, pid) && (substr($3, length($3) - length(a) + 1) == a || substr($4, length($4) - length(b) + 1) == b) {
+      if (match($0, pid "fd=[0-9]+")) { print substr($0, RSTART + length(pid) + 3, RLENGTH - length(pid) - 3); exit } }'
+}
 sched_runs() { [ "$1" = fulcrum ] || { echo 0; return; }; echo "show activity" | socat -t 2 stdio "unix-connect:$SOCK" 2>/dev/null | awk -F': ' '$1=="sched_runs"{print $2}'; }
-url() { case $1 in tcp-ka) echo "http://127.0.0.1:${TPORT[$2]}/";; *) echo "http://127.0.0.1:${HPORT[$2]}/";; esac; }
+url() { case $1 in tcp-ka) echo "http://127.0.0.1:${TPORT[$2]}/";; track) echo "http://127.0.0.1:${TRACK_PORT[$2]}/";;
+  peers) echo "http://127.0.0.1:${PEERS_PORT[$2]}/";; *) echo "http://127.0.0.1:${HPORT[$2]}/";; esac; }
 load() { # mode target secs outfile
   local hdr=()
   [ "$1" = http-close ] && hdr=(-H "Connection: close")
@@ -221,20 +340,29 @@ for mode in $MODES; do
     pid=$(real_pid "${PID[$t]}")
     [ "$WARM" -gt 0 ] && load "$mode" "$t" "$WARM" /dev/null > /dev/null
     out=$D/raw/$mode.$t
-    perf stat -x, -e "$EVENTS" "${AGAIN[@]}" -p "$pid" -o "$out.perf" &
+    PEERFD=()   # the peers mode: the system calls on the connection with the sink
+    if [ "$mode" = peers ]; then
+      fd=$(peer_fd "$t" "$pid")
+      [ -n "$fd" ] || die "$t has no connection with its sink"
+      for k in read write recvfrom sendto; do PEERFD+=(-e "syscalls:sys_enter_$k" --filter "fd == $fd"); done
+    fi
+    perf stat -x, -e "$EVENTS" "${AGAIN[@]}" "${PEERFD[@]+"${PEERFD[@]}"}" -p "$pid" -o "$out.perf" &
     PROBE=$!
     sleep 0.5   # let perf attach
-    c0=$(ticks "$pid"); g0=$(sched_runs "$t")
+    c0=$(ticks "$pid"); g0=$(sched_runs "$t"); u0=0; [ "$mode" = peers ] && u0=$(pushed "$t")
     n=$(load "$mode" "$t" "$DUR" "$out.wrk")
-    c1=$(ticks "$pid"); g1=$(sched_runs "$t")
+    c1=$(ticks "$pid"); g1=$(sched_runs "$t"); u1=0; [ "$mode" = peers ] && u1=$(pushed "$t")
     kill -INT "$PROBE"; wait "$PROBE" 2>/dev/null; PROBE=""
     n=${n:-0}
     [ "$n" -gt 0 ] || { log "$mode $t: no request completed"; continue; }
     {
       printf '%s\t%s\t%s\tcpu_ticks\t%s\n' "$mode" "$t" "$n" $(( c1 - c0 ))
       [ "$t" = fulcrum ] && printf '%s\t%s\t%s\tsched_runs\t%s\n' "$mode" "$t" "$n" $(( ${g1:-0} - ${g0:-0} ))
+      printf '%s\t%s\t%s\tpeer_updates\t%s\n' "$mode" "$t" "$n" $(( (${u1:-0} - ${u0:-0} + 4294967296) % 4294967296 ))
       awk -F, -v m="$mode" -v t="$t" -v n="$n" '$3 != "" && $1 ~ /^[0-9]+$/ {
           name = $3; sub(/^syscalls:sys_enter_/, "", name); sub(/^syscalls:sys_exit_/, "EAGAIN_", name)
+          if (name in seen) name = "peer_" name   # the second of a kind: filtered on the sink connection (PEERFD)
+          seen[name] = 1
           printf "%s\t%s\t%s\t%s\t%s\n", m, t, n, name, $1 }' "$out.perf"
     } >> "$RES"
     log "$mode $t: $n requests"
@@ -257,6 +385,8 @@ done
   echo "wrk -t1 -c$CONNS -d${DUR}s per pass on $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "per request, from perf stat on the proxy's threads: syscalls, EAGAIN (reads that found the socket empty),"
   echo "cs (context switches), mig (CPU migrations); runs: goroutines put on a P (fulcrum's sched_runs, +-8 per pass);"
+  echo "upd: updates pushed to the peers mode's sink (show peers last_pushed); peersys: read, write, recvfrom"
+  echo "and sendto on the connection with the sink (updates out, acknowledgements in, their EAGAIN reads);"
   echo "cpu_us: the proxy's CPU time per request (it depends on the machine's load: compare with care)"
   echo
   awk -F'\t' -v hz="$HZ" -v kinds="$KINDS" 'NR > 1 {
@@ -264,12 +394,14 @@ done
       if (!(k in seen)) { seen[k] = 1; order[++no] = k }
     }
     END {
-      printf "%-10s %-7s %8s %8s %6s %6s %6s %6s %7s\n", "mode", "target", "requests", "syscalls", "EAGAIN", "cs", "mig", "runs", "cpu_us"
+      printf "%-10s %-7s %8s %8s %6s %6s %6s %6s %7s %6s %7s\n", "mode", "target", "requests", "syscalls", "EAGAIN", "cs", "mig", "runs", "cpu_us", "upd", "peersys"
       for (i = 1; i <= no; i++) { k = order[i]; split(k, a, SUBSEP)
         ea = v[k, "EAGAIN_read"] + v[k, "EAGAIN_recvfrom"] + v[k, "EAGAIN_readv"] + v[k, "EAGAIN_recvmsg"]
-        printf "%-10s %-7s %8d %8.2f %6.2f %6.2f %6.2f %6s %7.1f\n", a[1], a[2], n[k], v[k, "raw_syscalls:sys_enter"] / n[k],
+        printf "%-10s %-7s %8d %8.2f %6.2f %6.2f %6.2f %6s %7.1f %6s %7s\n", a[1], a[2], n[k], v[k, "raw_syscalls:sys_enter"] / n[k],
           ea / n[k], v[k, "context-switches"] / n[k], v[k, "cpu-migrations"] / n[k],
-          (a[2] == "fulcrum" ? sprintf("%.2f", v[k, "sched_runs"] / n[k]) : "-"), v[k, "cpu_ticks"] / hz * 1e6 / n[k] }
+          (a[2] == "fulcrum" ? sprintf("%.2f", v[k, "sched_runs"] / n[k]) : "-"), v[k, "cpu_ticks"] / hz * 1e6 / n[k],
+          (a[1] == "peers" ? sprintf("%.3f", v[k, "peer_updates"] / n[k]) : "-"),
+          (a[1] == "peers" ? sprintf("%.3f", (v[k, "peer_read"] + v[k, "peer_write"] + v[k, "peer_recvfrom"] + v[k, "peer_sendto"]) / n[k]) : "-") }
       print ""
       print "system calls per request by kind (>= 0.01/req; other = the rest), then those failing with EAGAIN:"
       nk = split(kinds, kk, /[ \n]+/)
@@ -287,3 +419,10 @@ done
   echo
   echo "raw: $RES"
 } | tee "$D/summary.txt"
+if [ "$WANT_PEERS" = 1 ]; then
+  # the proof that replication ran: the sinks' tables
+  for t in $ONLY; do
+    printf '%s sink: ' "$t"
+    echo "show table fe_p" | socat -t 2 stdio "unix-connect:$D/$t-sink.sock" 2>/dev/null | head -1
+  done
+fi

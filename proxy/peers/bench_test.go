@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -249,4 +251,126 @@ func wireBytes(b *testing.B, from, store string, n int) (bytes, updates uint64) 
 	}
 	after := src()
 	return after.BytesReceived - before.BytesReceived, after.UpdatesReceived - before.UpdatesReceived
+}
+
+// BenchmarkTrackedRequest is the stick-table work of one tracked HTTP
+// request as the proxy does it (track-sc0 on a connection's key: Get,
+// Update of conn_cur, conn_cnt, conn_rate, http_req_cnt, http_req_rate,
+// Dec of conn_cur, Release), on 64 keys (bench/run.sh's 64 connections,
+// tracked by src_port), from every P, in a table alone ("alone") and in
+// one shared with a peer ("peer"): the request path's cost of
+// replication. Besides ns/op (compare alone and peer of one run only), it
+// reports counts per request: updates sent to the peer, the writer's
+// rounds and the sync loop's rounds, which the machine's load barely
+// moves.
+func BenchmarkTrackedRequest(b *testing.B) {
+	store := []string{"conn_cur", "conn_cnt", "conn_rate(10s)", "http_req_cnt", "http_req_rate(10s)"}
+	keys := make([]stick.Key, 64)
+	for i := range keys {
+		keys[i] = stick.IntKey(int64(40000 + i))
+	}
+	run := func(b *testing.B, ta *stick.Table) {
+		var seq atomic.Int64
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			i := int(seq.Add(1)) * 13
+			for pb.Next() {
+				e := ta.Get(keys[i%len(keys)])
+				ta.Update(e, stick.ConnCur, stick.ConnCnt, stick.ConnRate, stick.HTTPReqCnt, stick.HTTPReqRate)
+				ta.Dec(e, stick.ConnCur)
+				ta.Release(e)
+				i++
+			}
+		})
+	}
+	b.Run("alone", func(b *testing.B) {
+		run(b, ipTable(b, "st", 0, store...))
+	})
+	b.Run("peer", func(b *testing.B) {
+		c := newCluster(b, 2)
+		ta := ipTable(b, "st", 0, store...)
+		ma := c.start(b, 0, TableConfig{Table: ta})
+		c.start(b, 1, TableConfig{Table: ipTable(b, "st", 0, store...)})
+		c.waitSettled(b)
+		counts := func() (sent, writes, loops uint64) {
+			ma.mu.Lock()
+			defer ma.mu.Unlock()
+			p := ma.peer("b")
+			return p.updatesSent.Load(), p.writes.Load(), ma.taskCalls
+		}
+		s0, w0, l0 := counts()
+		b.ResetTimer()
+		run(b, ta)
+		b.StopTimer()
+		// What the requests queued, pushed before counting.
+		waitFor(b, 10*time.Second, "the last changes pushed", func() bool {
+			ma.mu.Lock()
+			defer ma.mu.Unlock()
+			pt := ma.peer("b").tables[0]
+			return !ta.Pending() && pt.lastPushed == pt.tab.current()
+		})
+		s1, w1, l1 := counts()
+		n := float64(b.N)
+		b.ReportMetric(float64(s1-s0)/n, "updates/op")
+		b.ReportMetric(float64(w1-w0)/n, "writes/op")
+		b.ReportMetric(float64(l1-l0)/n, "syncs/op")
+	})
+}
+
+// BenchmarkPushUpdate replicates b.N changes, each to another entry (of
+// 4096), to a peer in the same process, waiting every 4096 changes until
+// the peer learned them: the peer session's cost per update, both ends
+// (drain, export, encode, write; read, decode, store, acknowledge). It
+// reports the allocations and the process's CPU time (getrusage, not the
+// wall time, which includes the sync loop's batch window) per update, and
+// the writes to the connection per update.
+func BenchmarkPushUpdate(b *testing.B) {
+	c := newCluster(b, 2)
+	ta := ipTable(b, "st", 0, benchStore...)
+	ma := c.start(b, 0, TableConfig{Table: ta})
+	mb := c.start(b, 1, TableConfig{Table: ipTable(b, "st", 0, benchStore...)})
+	c.waitSettled(b)
+	entries := make([]*stick.Entry, 4096)
+	for i := range entries {
+		entries[i] = ta.Get(stick.IntKey(int64(i)))
+		ta.Release(entries[i])
+	}
+	mb.mu.Lock()
+	pa := mb.peer("a")
+	mb.mu.Unlock()
+	received := pa.updatesReceived.Load
+	waitFor(b, 10*time.Second, "the entries", func() bool { return received() >= uint64(len(entries)) })
+	r0, w0 := received(), peerWrites(ma, "b")
+	cpu0 := cpuTime()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; {
+		n := min(len(entries), b.N-i)
+		for j := range n {
+			ta.Update(entries[(i+j)%len(entries)], stick.HTTPReqCnt, stick.HTTPReqRate)
+		}
+		i += n
+		want := r0 + uint64(i)
+		for received() < want {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(cpuTime()-cpu0)/1e3/n, "cpu-µs/update")
+	b.ReportMetric(float64(peerWrites(ma, "b")-w0)/n, "writes/update")
+}
+
+// peerWrites returns the writes m made to its peer name's connections.
+func peerWrites(m *Mesh, name string) uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.peer(name).writes.Load()
+}
+
+// cpuTime returns the process's user and system CPU time, in ns.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

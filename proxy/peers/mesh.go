@@ -98,10 +98,17 @@ const (
 	handshakeTimeout = 5 * time.Second // the peers frontend's timeout client
 	minBackoff       = 100 * time.Millisecond
 	maxBackoff       = 5 * time.Second
-	// drainMin and drainMax bound the sync loop's period: drainMin while
-	// tables change, doubling up to drainMax while they do not.
-	drainMin = time.Millisecond
-	drainMax = 16 * time.Millisecond
+	// drainWindow and drainMax bound the sync loop's period: drainWindow
+	// while tables change, doubling up to drainMax while they do not.
+	// drainWindow is the batch window of replication: the changes of one
+	// window go to each peer in one write, an entry changed many times in
+	// it once, with its latest data; each round costs a few system calls
+	// and goroutine wake-ups (the sync loop's timer, the writer's write,
+	// the peer's acknowledgement read), which a window of 1 ms paid a
+	// thousand times a second under load (bench/README.md, peers). It adds
+	// up to the window to the lag.
+	drainWindow = 10 * time.Millisecond
+	drainMax    = 16 * time.Millisecond
 )
 
 // Mesh flags (HAProxy's PEERS_F_*), as `show peers` prints them.
@@ -438,7 +445,7 @@ func (m *Mesh) accept() {
 // to the members that have no session.
 func (m *Mesh) run() {
 	defer m.wg.Done()
-	period := drainMin
+	period := drainWindow
 	timer := time.NewTimer(period)
 	defer timer.Stop()
 	var tables []*table
@@ -458,7 +465,7 @@ func (m *Mesh) run() {
 			n += tb.drain(now)
 		}
 		if n > 0 {
-			period = drainMin
+			period = drainWindow
 		} else {
 			period = min(period*2, drainMax)
 		}

@@ -43,9 +43,10 @@ type peer struct {
 	updatesReceived atomic.Uint64
 	bytesSent       atomic.Uint64 // after the handshake
 	bytesReceived   atomic.Uint64
-	lastRecv        atomic.Int64 // unix ns of the last message received
-	lastHbt         atomic.Int64 // unix ns of the last heartbeat received
-	aliveSeen       int64        // lastRecv when the sync loop last looked
+	writes          atomic.Uint64 // writes to the connection (benchmarks)
+	lastRecv        atomic.Int64  // unix ns of the last message received
+	lastHbt         atomic.Int64  // unix ns of the last heartbeat received
+	aliveSeen       int64         // lastRecv when the sync loop last looked
 }
 
 // peerTable is a peer's cursors in one shared table.

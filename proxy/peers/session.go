@@ -83,6 +83,7 @@ func (w connWriter) Write(b []byte) (int, error) {
 	n, err := w.s.c.Write(b)
 	if p := w.s.p; p != nil {
 		p.bytesSent.Add(uint64(n))
+		p.writes.Add(1)
 	}
 	return n, err
 }

@@ -66,19 +66,19 @@ var (
 
 // frameReader reads messages from a peer.
 type frameReader struct {
-	r   *bufio.Reader
-	buf []byte // data of the last message read
+	r    *bufio.Reader
+	buf  []byte  // data of the last message read
+	head [2]byte // class and type: here, as io.ReadFull would move a local to the heap
 }
 
 // next reads one message and returns its class, type and data. data is
 // valid until the next call. It returns errTooLarge or errMalformed for a
 // message it cannot read, or the connection's error.
 func (fr *frameReader) next() (class, typ byte, data []byte, err error) {
-	var head [2]byte
-	if _, err = io.ReadFull(fr.r, head[:]); err != nil {
+	if _, err = io.ReadFull(fr.r, fr.head[:]); err != nil {
 		return 0, 0, nil, err
 	}
-	class, typ = head[0], head[1]
+	class, typ = fr.head[0], fr.head[1]
 	if !hasData(typ) {
 		return class, typ, nil, nil
 	}

@@ -74,6 +74,9 @@ func (t *Table) DrainUpdates(fn func(e *Entry)) int {
 	return n
 }
 
+// Pending reports whether changes are queued, not yet drained.
+func (t *Table) Pending() bool { return t.pending.Load() != nil }
+
 // Origins returns the number of other instances an aggregate table adds
 // up (0 for an ordinary table).
 func (t *Table) Origins() int { return t.origins }
@@ -206,11 +209,11 @@ func (t *Table) learn(k Key, d *Data, expire int64, origin int, own bool) *Entry
 	if d.Has(ServerKey) && d.ServerKey != "" && t.off[ServerKey] >= 0 {
 		skey = uint64(t.dictID(d.ServerKey))
 	}
-	e := t.Get(k)
+	now := t.nowMS()
+	e := t.get(k, now, false) // placed below, at the peer's expiry
 	if e == nil {
 		return nil
 	}
-	now := t.nowMS()
 	e.mu.Lock()
 	for dt := range NumDataTypes {
 		if !d.Has(dt) || t.off[dt] < 0 || dt.Local() {

@@ -190,8 +190,12 @@ func (t *Table) shardOf(k Key) *shard {
 // the caller calls Release when done (a tracked session ends, a request is
 // stored). Its expiry is re-armed. It returns nil when k is new and the
 // table is full of referenced entries (NoEntry counts it).
-func (t *Table) Get(k Key) *Entry {
-	now := t.nowMS()
+func (t *Table) Get(k Key) *Entry { return t.get(k, t.nowMS(), true) }
+
+// get is Get at now (unix ms). An entry already there is moved to its
+// shard's tail with a new expiry only when touch is set (Learn places it
+// itself); a new one always is.
+func (t *Table) get(k Key, now int64, touch bool) *Entry {
 	sh := t.shardOf(k)
 	sh.mu.Lock()
 	if e := sh.m[k]; e != nil {
@@ -201,7 +205,9 @@ func (t *Table) Get(k Key) *Entry {
 			clear(e.data)
 			e.mu.Unlock()
 		}
-		t.touchLocked(sh, e, now)
+		if touch {
+			t.touchLocked(sh, e, now)
+		}
 		e.ref++
 		sh.mu.Unlock()
 		return e
