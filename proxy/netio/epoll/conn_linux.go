@@ -1,0 +1,437 @@
+package epoll
+
+import (
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Conn is a TCP connection served by a poller. Its methods may be called
+// from several goroutines, as net.Conn's; one Read and one Write at a time
+// (the proxy's engines never overlap them).
+type Conn struct {
+	fd  int
+	gen int32
+	p   *poller
+
+	// state counts the operations using fd (in units of 2) and has
+	// closedBit once Close was called; the descriptor is closed when both
+	// are true (destroy), by Close or by the last operation.
+	state atomic.Int64
+
+	r, w side
+
+	raddr net.Addr
+	laddr atomic.Pointer[net.TCPAddr] // looked up on first use
+}
+
+const (
+	closedBit    = 1
+	refUnit      = 2
+	destroyedBit = 1 << 62
+)
+
+// side is one direction's readiness, waiter and deadline.
+type side struct {
+	// ready is 1 once an event (or a read or write that did not drain or
+	// fill the socket) says the next attempt may succeed; an attempt
+	// clears it first, so that an event coming meanwhile sets it again.
+	ready   atomic.Uint32
+	waiting atomic.Bool   // a goroutine is (about to be) blocked on ch
+	ch      chan struct{} // its wake-up, one pending at most
+	dl      atomic.Int64  // deadline in Unix ns, 0: none
+
+	tmu   sync.Mutex
+	timer *time.Timer // wakes the waiter at the deadline
+}
+
+func newConn(fd int, p *poller, gen int32) *Conn {
+	c := &Conn{fd: fd, gen: gen, p: p}
+	c.r.ch = make(chan struct{}, 1)
+	c.w.ch = make(chan struct{}, 1)
+	// Writes are tried at once; reads wait for the first event (which
+	// registering a socket that already has bytes raises at once).
+	c.w.ready.Store(1)
+	return c
+}
+
+// signal records an event and wakes the side's waiter if there is one.
+// Announcing the waiter before looking at ready (wait) and setting ready
+// before looking for a waiter (here), both sequentially consistent, means
+// one of them sees the other.
+func (s *side) signal() {
+	s.ready.Store(1)
+	if s.waiting.Load() {
+		s.wake()
+	}
+}
+
+// wake unblocks the waiter (or the next one) without blocking.
+func (s *side) wake() {
+	select {
+	case s.ch <- struct{}{}:
+	default:
+	}
+}
+
+// expired reports whether the side's deadline has passed.
+func (s *side) expired() bool {
+	dl := s.dl.Load()
+	return dl != 0 && time.Now().UnixNano() >= dl
+}
+
+// wait blocks until the side is ready, its deadline passes or c closes.
+func (c *Conn) wait(s *side) error {
+	for {
+		if c.state.Load()&closedBit != 0 {
+			return net.ErrClosed
+		}
+		if s.expired() {
+			return os.ErrDeadlineExceeded
+		}
+		s.waiting.Store(true)
+		if s.ready.Load() != 0 {
+			s.waiting.Store(false)
+			return nil
+		}
+		<-s.ch
+		s.waiting.Store(false)
+	}
+}
+
+// setDeadline sets the side's deadline (zero: none) and arms or stops its
+// timer; a deadline already past wakes the waiter now (the queue's
+// dispatcher wakes a waiting reader this way).
+func (s *side) setDeadline(t time.Time) {
+	var dl int64
+	if !t.IsZero() {
+		dl = max(t.UnixNano(), 1)
+	}
+	s.dl.Store(dl)
+	s.tmu.Lock()
+	defer s.tmu.Unlock()
+	if dl == 0 {
+		if s.timer != nil {
+			s.timer.Stop()
+		}
+		return
+	}
+	d := time.Until(t)
+	if d <= 0 {
+		if s.timer != nil {
+			s.timer.Stop()
+		}
+		s.wake()
+		return
+	}
+	if s.timer == nil {
+		s.timer = time.AfterFunc(d, s.wake)
+	} else {
+		s.timer.Reset(d)
+	}
+}
+
+func (s *side) stopTimer() {
+	s.tmu.Lock()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.tmu.Unlock()
+}
+
+// incref takes a reference on the descriptor for an operation; false when
+// c is closed.
+func (c *Conn) incref() bool {
+	for {
+		st := c.state.Load()
+		if st&closedBit != 0 {
+			return false
+		}
+		if c.state.CompareAndSwap(st, st+refUnit) {
+			return true
+		}
+	}
+}
+
+// decref drops an operation's reference, destroying c if it was the last
+// one of a closed connection.
+func (c *Conn) decref() {
+	if c.state.Add(-refUnit) == closedBit {
+		c.destroy()
+	}
+}
+
+// destroy closes the descriptor once: its table entry goes first, so that
+// the number, reused at once by the kernel, never maps to c.
+func (c *Conn) destroy() {
+	if !c.state.CompareAndSwap(closedBit, closedBit|destroyedBit) {
+		return
+	}
+	c.p.g.conns.clear(c.fd, c)
+	c.r.stopTimer()
+	c.w.stopTimer()
+	unix.Close(c.fd)
+}
+
+// Close closes the connection; blocked reads and writes return
+// net.ErrClosed. The descriptor is closed once no operation uses it.
+func (c *Conn) Close() error {
+	for {
+		st := c.state.Load()
+		if st&closedBit != 0 {
+			return c.opErr("close", net.ErrClosed)
+		}
+		if c.state.CompareAndSwap(st, st|closedBit) {
+			break
+		}
+	}
+	c.r.wake()
+	c.w.wake()
+	if c.state.Load() == closedBit {
+		c.destroy()
+	}
+	return nil
+}
+
+// Read reads from the socket once it is readable: a read is made only
+// when an event, or a previous read that filled b, says bytes may be
+// there. As net.Conn, an expired deadline fails the read even with bytes
+// waiting.
+func (c *Conn) Read(b []byte) (int, error) {
+	if !c.incref() {
+		return 0, c.opErr("read", net.ErrClosed)
+	}
+	defer c.decref()
+	if len(b) == 0 {
+		return 0, nil
+	}
+	for {
+		if c.r.expired() {
+			return 0, c.opErr("read", os.ErrDeadlineExceeded)
+		}
+		if c.r.ready.Swap(0) != 0 {
+			n, err := ignoringEINTR(func() (int, error) { return unix.Read(c.fd, b) })
+			switch {
+			case err == nil && n == 0:
+				c.r.ready.Store(1) // the end of the stream stays readable
+				return 0, io.EOF
+			case err == nil:
+				if n == len(b) {
+					c.r.ready.Store(1) // more may be waiting
+				}
+				return n, nil
+			case err != unix.EAGAIN:
+				c.r.ready.Store(1)
+				return 0, c.opErr("read", os.NewSyscallError("read", err))
+			}
+		}
+		if err := c.wait(&c.r); err != nil {
+			return 0, c.opErr("read", err)
+		}
+	}
+}
+
+// Write writes all of b, waiting for room when the socket's buffer is full.
+func (c *Conn) Write(b []byte) (int, error) {
+	if !c.incref() {
+		return 0, c.opErr("write", net.ErrClosed)
+	}
+	defer c.decref()
+	nn := 0
+	for {
+		if c.w.expired() {
+			return nn, c.opErr("write", os.ErrDeadlineExceeded)
+		}
+		c.w.ready.Store(0)
+		n, err := ignoringEINTR(func() (int, error) { return unix.Write(c.fd, b[nn:]) })
+		if n > 0 {
+			nn += n
+		}
+		if nn == len(b) {
+			c.w.ready.Store(1)
+			return nn, nil
+		}
+		if err != nil && err != unix.EAGAIN {
+			c.w.ready.Store(1)
+			return nn, c.opErr("write", os.NewSyscallError("write", err))
+		}
+		if err := c.wait(&c.w); err != nil {
+			return nn, c.opErr("write", err)
+		}
+	}
+}
+
+// CloseRead shuts the read half of the connection.
+func (c *Conn) CloseRead() error { return c.shutdown(unix.SHUT_RD) }
+
+// CloseWrite shuts the write half: the peer reads the end of the stream.
+func (c *Conn) CloseWrite() error { return c.shutdown(unix.SHUT_WR) }
+
+func (c *Conn) shutdown(how int) error {
+	if !c.incref() {
+		return c.opErr("shutdown", net.ErrClosed)
+	}
+	defer c.decref()
+	if err := unix.Shutdown(c.fd, how); err != nil {
+		return c.opErr("shutdown", os.NewSyscallError("shutdown", err))
+	}
+	return nil
+}
+
+// LocalAddr returns the socket's address, looked up on first use.
+func (c *Conn) LocalAddr() net.Addr {
+	if a := c.laddr.Load(); a != nil {
+		return a
+	}
+	if !c.incref() {
+		return nil
+	}
+	defer c.decref()
+	sa, err := unix.Getsockname(c.fd)
+	if err != nil {
+		return nil
+	}
+	a := sockaddrToTCP(sa)
+	if a == nil {
+		return nil
+	}
+	c.laddr.Store(a)
+	return a
+}
+
+// RemoteAddr returns the peer's address.
+func (c *Conn) RemoteAddr() net.Addr { return c.raddr }
+
+// SetDeadline sets both deadlines.
+func (c *Conn) SetDeadline(t time.Time) error {
+	c.r.setDeadline(t)
+	c.w.setDeadline(t)
+	return nil
+}
+
+// SetReadDeadline sets the read deadline; a blocked Read returns at once
+// when t is in the past.
+func (c *Conn) SetReadDeadline(t time.Time) error { c.r.setDeadline(t); return nil }
+
+// SetWriteDeadline sets the write deadline.
+func (c *Conn) SetWriteDeadline(t time.Time) error { c.w.setDeadline(t); return nil }
+
+// SyscallConn returns c's descriptor for raw operations.
+func (c *Conn) SyscallConn() (syscall.RawConn, error) { return rawConn{c}, nil }
+
+// opErr wraps err as net's connections do, so that callers classify it the
+// same way (timeouts, closed connections, resets).
+func (c *Conn) opErr(op string, err error) error {
+	var src net.Addr
+	if a := c.laddr.Load(); a != nil {
+		src = a
+	}
+	return &net.OpError{Op: op, Net: "tcp", Source: src, Addr: c.raddr, Err: err}
+}
+
+// rawConn is Conn's syscall.RawConn, with the semantics of Go's: Read and
+// Write call f until it returns true, waiting for the next event of their
+// direction between calls.
+type rawConn struct{ c *Conn }
+
+func (rc rawConn) Control(f func(fd uintptr)) error {
+	if !rc.c.incref() {
+		return rc.c.opErr("raw-control", net.ErrClosed)
+	}
+	defer rc.c.decref()
+	f(uintptr(rc.c.fd))
+	return nil
+}
+
+func (rc rawConn) Read(f func(fd uintptr) bool) error {
+	return rc.c.raw(&rc.c.r, "raw-read", f)
+}
+
+func (rc rawConn) Write(f func(fd uintptr) bool) error {
+	return rc.c.raw(&rc.c.w, "raw-write", f)
+}
+
+// raw runs f as RawConn.Read or Write. What f did to the socket is
+// unknown, so the side is left ready when it returns: the next Read tries
+// the socket (Idle knows better for the pool's check).
+func (c *Conn) raw(s *side, op string, f func(fd uintptr) bool) error {
+	if !c.incref() {
+		return c.opErr(op, net.ErrClosed)
+	}
+	defer c.decref()
+	for {
+		if s.expired() {
+			return c.opErr(op, os.ErrDeadlineExceeded)
+		}
+		s.ready.Store(0)
+		if f(uintptr(c.fd)) {
+			s.ready.Store(1)
+			return nil
+		}
+		if err := c.wait(s); err != nil {
+			return c.opErr(op, err)
+		}
+	}
+}
+
+// Idle reports whether nothing has come from the peer, not even the end of
+// the stream, since the socket was last found drained: an idle pooled
+// server connection can carry a request. Only when an event came does it
+// look at the socket (one non-blocking peek); otherwise it makes no system
+// call, as HAProxy trusts its poller for its idle connections (a byte
+// whose event the reaper has not collected yet is not seen).
+func (c *Conn) Idle() bool {
+	if c.r.ready.Load() == 0 {
+		return true
+	}
+	if !c.incref() {
+		return false
+	}
+	defer c.decref()
+	c.r.ready.Store(0)
+	var b [1]byte
+	_, _, err := unix.Recvfrom(c.fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	if err == unix.EAGAIN {
+		return true
+	}
+	c.r.ready.Store(1)
+	return false
+}
+
+func ignoringEINTR(f func() (int, error)) (int, error) {
+	for {
+		n, err := f()
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
+}
+
+func sockaddrToTCP(sa unix.Sockaddr) *net.TCPAddr {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return &net.TCPAddr{IP: append(net.IP(nil), a.Addr[:]...), Port: a.Port}
+	case *unix.SockaddrInet6:
+		ta := &net.TCPAddr{IP: append(net.IP(nil), a.Addr[:]...), Port: a.Port}
+		if a.ZoneId != 0 {
+			if ifi, err := net.InterfaceByIndex(int(a.ZoneId)); err == nil {
+				ta.Zone = ifi.Name
+			}
+		}
+		return ta
+	}
+	return nil
+}
+
+var (
+	_ net.Conn        = (*Conn)(nil)
+	_ syscall.Conn    = (*Conn)(nil)
+	_ io.ReaderFrom   = (*Conn)(nil)
+	_ syscall.RawConn = rawConn{}
+)

@@ -1,0 +1,39 @@
+// Package epoll serves plaintext TCP connections from the proxy's own
+// epoll instances, so that a connection is read only once the kernel has
+// said it is readable.
+//
+// Go's runtime reads a socket before waiting for it: every read that comes
+// before the peer's bytes (the next request of a keep-alive client, the
+// response of a server just written to) fails with EAGAIN and costs a
+// system call, and Go offers no safe way to wait first (a
+// syscall.RawConn.Read callback that declines forgets a readiness the
+// runtime already recorded: issue 21). Here each connection keeps its own
+// readiness, set by the events of an edge-triggered epoll instance and
+// cleared only when a read finds the socket drained, so a read that would
+// fail is not made. One goroutine per poller (the reaper) collects the
+// events of all its connections in one epoll_wait and wakes the goroutines
+// that wait on them; the reaper itself sleeps in Go's own poller, on the
+// epoll descriptor.
+//
+// Main types:
+//   - Group: the pollers of a process (one per GOMAXPROCS by default), the
+//     table from descriptors to connections, and the reference count that
+//     closes them when the last proxy using them stops.
+//   - Conn: a net.Conn on a non-blocking socket registered in one poller.
+//     It also implements syscall.Conn (a RawConn with Go's semantics: the
+//     callback runs first, returning false waits for the next event),
+//     CloseRead/CloseWrite, and ReadFrom, which splices from another Conn.
+//   - Listener: wraps a *net.TCPListener so that Accept returns Conns; the
+//     listening socket itself stays in Go's poller (deadlines, hand-over at
+//     a reload).
+//
+// Invariants: a descriptor is closed only once no operation uses it (a
+// reference count, as internal/poll's fdMutex), and its table entry is
+// removed before it is closed, so an event for a closed descriptor reaches
+// nobody, or is dropped by its generation; a connection's readiness flag is
+// set by the reaper before it looks for a waiter and the waiter announces
+// itself before it looks at the flag, so no wake-up is lost.
+//
+// Linux only; elsewhere NewGroup fails with errors.ErrUnsupported and the
+// proxy keeps Go's connections.
+package epoll

@@ -1,0 +1,242 @@
+package epoll
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxEvents is how many events one epoll_wait returns at most.
+const maxEvents = 256
+
+// Group is a set of pollers and the connections registered in them.
+type Group struct {
+	polls []*poller
+	next  atomic.Uint32 // round robin over polls for new connections
+	gen   atomic.Uint32 // generations of registrations
+	conns table
+
+	mu     sync.Mutex
+	refs   int  // users (Ref/Unref); the pollers close at 0
+	closed bool // Close was called
+}
+
+// NewGroup returns a group of n pollers (n <= 0: one per GOMAXPROCS), each
+// with its reaper goroutine started. The caller holds one reference
+// (Unref closes the group when it drops the last).
+func NewGroup(n int) (*Group, error) {
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	g := &Group{refs: 1}
+	for range n {
+		p, err := newPoller(g)
+		if err != nil {
+			g.Close()
+			return nil, err
+		}
+		g.polls = append(g.polls, p)
+	}
+	for _, p := range g.polls {
+		go p.run()
+	}
+	return g, nil
+}
+
+// Ref takes a reference on g: a proxy built on the pollers of the one it
+// replaces (a reload). It reports false when g is already closed.
+func (g *Group) Ref() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.refs++
+	return true
+}
+
+// Unref drops a reference; the last one closes the group.
+func (g *Group) Unref() {
+	g.mu.Lock()
+	g.refs--
+	last := g.refs == 0
+	g.mu.Unlock()
+	if last {
+		g.Close()
+	}
+}
+
+// Close stops the reapers and closes the epoll descriptors, and waits for
+// the reapers to return. Connections still registered stay usable as
+// sockets but are no longer woken: close them first.
+func (g *Group) Close() error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	g.mu.Unlock()
+	for _, p := range g.polls {
+		p.file.Close() // wakes the reaper's wait with an error
+	}
+	for _, p := range g.polls {
+		if p.started.Load() {
+			<-p.done
+		}
+	}
+	return nil
+}
+
+// pick returns the poller for a new connection.
+func (g *Group) pick() *poller {
+	return g.polls[int(g.next.Add(1))%len(g.polls)]
+}
+
+// register makes fd, a connected non-blocking socket, a Conn of one of g's
+// pollers. On error fd is closed.
+func (g *Group) register(fd int) (*Conn, error) {
+	p := g.pick()
+	c := newConn(fd, p, int32(g.gen.Add(1)))
+	g.conns.set(fd, c)
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd), Pad: c.gen}
+	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		g.conns.clear(fd, c)
+		unix.Close(fd)
+		return nil, os.NewSyscallError("epoll_ctl", err)
+	}
+	return c, nil
+}
+
+// poller is one epoll instance and its reaper.
+type poller struct {
+	g       *Group
+	epfd    int
+	file    *os.File        // epfd, registered in Go's poller
+	rc      syscall.RawConn // file's
+	events  []unix.EpollEvent
+	started atomic.Bool
+	done    chan struct{} // closed when run returns
+}
+
+func newPoller(g *Group) (*poller, error) {
+	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	// Non-blocking, so that os.NewFile registers it in Go's poller: the
+	// reaper sleeps there until one of its connections has an event.
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	f := os.NewFile(uintptr(fd), fmt.Sprintf("epoll:%d", fd))
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &poller{g: g, epfd: fd, file: f, rc: rc, events: make([]unix.EpollEvent, maxEvents), done: make(chan struct{})}, nil
+}
+
+// run is the reaper: it waits in Go's poller until the epoll descriptor is
+// readable, collects the events without blocking and hands them to the
+// connections, until the group closes. The callback always polls before
+// declining, so a readiness Go recorded is never lost.
+func (p *poller) run() {
+	p.started.Store(true)
+	defer close(p.done)
+	got := false
+	poll := func(uintptr) bool {
+		got = p.poll()
+		return got
+	}
+	for {
+		if err := p.rc.Read(poll); err != nil {
+			return
+		}
+		// The goroutines just woken run before the next look: their work
+		// (a request written to a server, a response to a client) is what
+		// the next events will be about.
+		runtime.Gosched()
+	}
+}
+
+// poll collects the pending events once without blocking and dispatches
+// them; it reports whether there were any.
+func (p *poller) poll() bool {
+	n, err := unix.EpollWait(p.epfd, p.events, 0)
+	if err != nil || n <= 0 {
+		return false
+	}
+	for i := range p.events[:n] {
+		ev := &p.events[i]
+		c := p.g.conns.get(int(ev.Fd))
+		if c == nil || c.gen != ev.Pad {
+			continue // closed, or its descriptor now belongs to another
+		}
+		if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			c.r.signal()
+		}
+		if ev.Events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			c.w.signal()
+		}
+	}
+	return true
+}
+
+// table maps descriptors to their Conns, read without a lock by the
+// reapers; pages are added under mu, never removed.
+type table struct {
+	mu    sync.Mutex
+	pages atomic.Pointer[[]*page]
+}
+
+const pageSize = 1024
+
+type page [pageSize]atomic.Pointer[Conn]
+
+func (t *table) get(fd int) *Conn {
+	if fd < 0 {
+		return nil
+	}
+	pp := t.pages.Load()
+	if pp == nil || fd/pageSize >= len(*pp) {
+		return nil
+	}
+	return (*pp)[fd/pageSize][fd%pageSize].Load()
+}
+
+func (t *table) set(fd int, c *Conn) {
+	i := fd / pageSize
+	pp := t.pages.Load()
+	if pp == nil || i >= len(*pp) {
+		t.mu.Lock()
+		pp = t.pages.Load()
+		if pp == nil || i >= len(*pp) {
+			var grown []*page
+			if pp != nil {
+				grown = append(grown, *pp...)
+			}
+			for len(grown) <= i {
+				grown = append(grown, new(page))
+			}
+			pp = &grown
+			t.pages.Store(pp)
+		}
+		t.mu.Unlock()
+	}
+	(*pp)[i][fd%pageSize].Store(c)
+}
+
+// clear removes c's entry, if fd still maps to c.
+func (t *table) clear(fd int, c *Conn) {
+	if pp := t.pages.Load(); pp != nil && fd/pageSize < len(*pp) {
+		(*pp)[fd/pageSize][fd%pageSize].CompareAndSwap(c, nil)
+	}
+}

@@ -1,0 +1,39 @@
+//go:build !linux
+
+package epoll
+
+import (
+	"errors"
+	"net"
+)
+
+// Group is not available on this system: NewGroup fails and the proxy
+// keeps Go's connections.
+type Group struct{}
+
+// Conn is not available on this system.
+type Conn struct{ net.Conn }
+
+// Listener is not available on this system.
+type Listener struct{ *net.TCPListener }
+
+// NewGroup fails with errors.ErrUnsupported outside Linux.
+func NewGroup(int) (*Group, error) { return nil, errors.ErrUnsupported }
+
+// Ref reports false: there is no group.
+func (g *Group) Ref() bool { return false }
+
+// Unref does nothing.
+func (g *Group) Unref() {}
+
+// Close does nothing.
+func (g *Group) Close() error { return nil }
+
+// Listen fails with errors.ErrUnsupported.
+func (g *Group) Listen(*net.TCPListener) (*Listener, error) { return nil, errors.ErrUnsupported }
+
+// FromTCP fails with errors.ErrUnsupported.
+func (g *Group) FromTCP(*net.TCPConn) (*Conn, error) { return nil, errors.ErrUnsupported }
+
+// Idle reports true.
+func (c *Conn) Idle() bool { return true }

@@ -1,0 +1,112 @@
+package epoll
+
+import (
+	"errors"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Listener is a TCP listener whose Accept returns Conns of a Group. The
+// listening socket stays Go's: Close, Addr and SetDeadline are its own
+// (a reload wakes a blocked Accept with a past deadline and hands the
+// listener over).
+type Listener struct {
+	*net.TCPListener
+	g  *Group
+	rc syscall.RawConn
+}
+
+// Listen wraps l; Accept then returns *Conn.
+func (g *Group) Listen(l *net.TCPListener) (*Listener, error) {
+	rc, err := l.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	return &Listener{TCPListener: l, g: g, rc: rc}, nil
+}
+
+// Accept waits for a connection and returns it as a *Conn, with
+// TCP_NODELAY set as Go's listeners do. Errors are net's: net.ErrClosed
+// once the listener is closed, a timeout at its deadline, and the accept4
+// error (EMFILE...) otherwise.
+func (l *Listener) Accept() (net.Conn, error) {
+	var (
+		nfd  int
+		sa   unix.Sockaddr
+		aerr error
+	)
+	err := l.rc.Read(func(fd uintptr) bool {
+		for {
+			nfd, sa, aerr = unix.Accept4(int(fd), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+			switch aerr {
+			case unix.EINTR, unix.ECONNABORTED:
+				continue
+			case unix.EAGAIN:
+				return false
+			}
+			return true
+		}
+	})
+	if err != nil {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: unwrapOp(err)}
+	}
+	if aerr != nil {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: os.NewSyscallError("accept4", aerr)}
+	}
+	unix.SetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	c, err := l.g.register(nfd)
+	if err != nil {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: err}
+	}
+	c.raddr = sockaddrToTCP(sa)
+	return c, nil
+}
+
+// SetDeadline sets the listener's deadline (Go's).
+func (l *Listener) SetDeadline(t time.Time) error { return l.TCPListener.SetDeadline(t) }
+
+// unwrapOp returns the cause inside a *net.OpError (RawConn errors come
+// wrapped), so that the accept error is not wrapped twice.
+func unwrapOp(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Err
+	}
+	return err
+}
+
+// FromTCP moves an established *net.TCPConn (a server connection Go's
+// dialer made) into g: its descriptor is duplicated into a Conn and the
+// original is closed, which takes it out of Go's poller. On error c is
+// left as it was.
+func (g *Group) FromTCP(c *net.TCPConn) (*Conn, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	nfd := -1
+	var derr error
+	if err := rc.Control(func(fd uintptr) {
+		nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, os.NewSyscallError("fcntl", derr)
+	}
+	// The duplicate shares the open file, O_NONBLOCK included.
+	ec, err := g.register(nfd)
+	if err != nil {
+		return nil, err
+	}
+	ec.raddr = c.RemoteAddr()
+	if la, ok := c.LocalAddr().(*net.TCPAddr); ok {
+		ec.laddr.Store(la)
+	}
+	c.Close()
+	return ec, nil
+}
