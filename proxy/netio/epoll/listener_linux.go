@@ -16,17 +16,36 @@ import (
 // listener over).
 type Listener struct {
 	*net.TCPListener
-	g  *Group
-	rc syscall.RawConn
+	g    *Group
+	file *os.File // a duplicate of the listening socket, in Go's poller
+	rc   syscall.RawConn
 }
 
 // Listen wraps l; Accept then returns *Conn.
 func (g *Group) Listen(l *net.TCPListener) (*Listener, error) {
-	rc, err := l.SyscallConn()
+	// A listener's own RawConn refuses Read (EINVAL): wait on a duplicate
+	// of its socket, which os.File registers in Go's poller.
+	lrc, err := l.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
-	return &Listener{TCPListener: l, g: g, rc: rc}, nil
+	nfd := -1
+	var derr error
+	if err := lrc.Control(func(fd uintptr) {
+		nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, os.NewSyscallError("fcntl", derr)
+	}
+	f := os.NewFile(uintptr(nfd), "listener")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Listener{TCPListener: l, g: g, file: f, rc: rc}, nil
 }
 
 // Accept waits for a connection and returns it as a *Conn, with
@@ -66,8 +85,14 @@ func (l *Listener) Accept() (net.Conn, error) {
 	return c, nil
 }
 
-// SetDeadline sets the listener's deadline (Go's).
-func (l *Listener) SetDeadline(t time.Time) error { return l.TCPListener.SetDeadline(t) }
+// SetDeadline sets the deadline of Accept.
+func (l *Listener) SetDeadline(t time.Time) error { return l.file.SetReadDeadline(t) }
+
+// Close closes the listener and wakes a blocked Accept.
+func (l *Listener) Close() error {
+	l.file.Close()
+	return l.TCPListener.Close()
+}
 
 // unwrapOp returns the cause inside a *net.OpError (RawConn errors come
 // wrapped), so that the accept error is not wrapped twice.
