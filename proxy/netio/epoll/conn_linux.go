@@ -27,6 +27,13 @@ type Conn struct {
 
 	r, w side
 
+	// hup is set, before the read side is signalled, once an event said
+	// the peer closed or the socket failed (EPOLLRDHUP, EPOLLHUP,
+	// EPOLLERR): such a socket stays readable for good (the end of the
+	// stream or the error is returned by every read), while the edge that
+	// said so comes only once, often with the last bytes.
+	hup atomic.Bool
+
 	raddr net.Addr
 	laddr atomic.Pointer[net.TCPAddr] // looked up on first use
 }
@@ -222,8 +229,8 @@ func (c *Conn) Read(b []byte) (int, error) {
 				c.r.ready.Store(1) // the end of the stream stays readable
 				return 0, io.EOF
 			case err == nil:
-				if n == len(b) {
-					c.r.ready.Store(1) // more may be waiting
+				if n == len(b) || c.hup.Load() {
+					c.r.ready.Store(1) // more, or the end, may be waiting
 				}
 				return n, nil
 			case err != unix.EAGAIN:

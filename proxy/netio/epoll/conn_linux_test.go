@@ -210,15 +210,31 @@ func TestCloseWakes(t *testing.T) {
 	waitFor(t, "the descriptor to close", func() bool { return g.conns.get(c.fd) != c })
 }
 
-// A write deadline ends a write the peer does not drain.
+// A write deadline ends a write the peer does not drain, with the bytes
+// written so far; one set in the past wakes a blocked write at once.
 func TestWriteDeadline(t *testing.T) {
 	g := newGroup(t, 1)
 	c, _ := accepted(t, g)
-	c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
-	n, err := c.Write(make([]byte, 64<<20))
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := c.Write(make([]byte, 64<<20))
+		done <- result{n, err}
+	}()
+	waitFor(t, "the writer to block", func() bool { return c.w.waiting.Load() })
+	c.SetWriteDeadline(time.Unix(1, 0))
+	r := <-done
 	var ne net.Error
-	if !errors.As(err, &ne) || !ne.Timeout() || n == 0 {
-		t.Fatalf("Write = %d, %v; want some bytes and a timeout", n, err)
+	if !errors.As(r.err, &ne) || !ne.Timeout() || r.n == 0 || r.n >= 64<<20 {
+		t.Fatalf("Write = %d, %v; want some bytes and a timeout", r.n, r.err)
+	}
+	c.SetWriteDeadline(time.Now().Add(time.Hour))
+	c.SetWriteDeadline(time.Unix(1, 0))
+	if n, err := c.Write([]byte("x")); n != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Write past the deadline = %d, %v; want 0 and a deadline error", n, err)
 	}
 }
 

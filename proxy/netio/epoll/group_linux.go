@@ -180,6 +180,9 @@ func (p *poller) poll() bool {
 		if c == nil || c.gen != ev.Pad {
 			continue // closed, or its descriptor now belongs to another
 		}
+		if ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			c.hup.Store(true) // before the signal: see Conn.hup
+		}
 		if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 			c.r.signal()
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -19,6 +20,8 @@ type Listener struct {
 	g    *Group
 	file *os.File // a duplicate of the listening socket, in Go's poller
 	rc   syscall.RawConn
+
+	closed atomic.Bool // Close was called
 }
 
 // Listen wraps l; Accept then returns *Conn.
@@ -71,7 +74,14 @@ func (l *Listener) Accept() (net.Conn, error) {
 		}
 	})
 	if err != nil {
-		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: unwrapOp(err)}
+		err = unwrapOp(err)
+		if l.closed.Load() {
+			// Close closed the duplicate, and os' RawConn says so with
+			// internal/poll's "use of closed file": say it in net's word,
+			// which callers (the proxy's accept loop) check.
+			err = net.ErrClosed
+		}
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: err}
 	}
 	if aerr != nil {
 		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: os.NewSyscallError("accept4", aerr)}
@@ -90,6 +100,7 @@ func (l *Listener) SetDeadline(t time.Time) error { return l.file.SetReadDeadlin
 
 // Close closes the listener and wakes a blocked Accept.
 func (l *Listener) Close() error {
+	l.closed.Store(true)
 	l.file.Close()
 	return l.TCPListener.Close()
 }
