@@ -90,6 +90,16 @@ type globalSection struct {
 	// opening more has them refused. 0 means no limit (fulcrum then
 	// announces 2^31-1). Default 100, as HAProxy.
 	TuneH2MaxConcurrentStreams *int `toml:"tune_h2_max_concurrent_streams"`
+
+	// TuneNetIO is the connection layer of plaintext HTTP/1 and TCP
+	// traffic: "go", Go's own network poller, or "epoll" (experimental,
+	// Linux only), fulcrum's edge-triggered epoll instances, which keep
+	// each connection's readiness so that a read that would find the
+	// socket empty is not made (proxy/netio/epoll; bench/README.md says
+	// what it saves). TLS and HTTP/2 connections stay on Go's poller
+	// either way. A listener kept across a reload keeps the layer it was
+	// opened with. No HAProxy equivalent. Default "go".
+	TuneNetIO *string `toml:"tune_netio"`
 }
 
 // setDefaults gives every unset key of [global] its default.
@@ -106,6 +116,7 @@ func (g *globalSection) setDefaults() {
 		l.setDefaults()
 	}
 	orDefault(&g.TuneH2MaxConcurrentStreams, 100)
+	orDefault(&g.TuneNetIO, "go")
 	for _, ss := range g.StatsSocket {
 		ss.setDefaults()
 	}
@@ -130,6 +141,7 @@ func (g *globalSection) validate(s scope) {
 		s.at("stats_history_interval").errorf("must be 0s (off) or at least 100ms, got %s", g.StatsHistoryInterval.Std())
 	}
 	nonNegative(s.at("tune_h2_max_concurrent_streams"), g.TuneH2MaxConcurrentStreams)
+	oneOf(s.at("tune_netio"), g.TuneNetIO, "go", "epoll")
 	seen := map[string]int{}
 	for i, ss := range g.StatsSocket {
 		item := s.at("stats_socket").item(i)

@@ -262,6 +262,7 @@ func (f *fileSection) model(c *checker) *Config {
 			MaxHdr:        *f.Global.TuneHTTPMaxHdr,
 			LogTag:        *f.Global.LogTag,
 			H2MaxStreams:  *f.Global.TuneH2MaxConcurrentStreams,
+			NetIO:         *f.Global.TuneNetIO,
 
 			StatsHistoryInterval: f.Global.StatsHistoryInterval.Std(),
 		},

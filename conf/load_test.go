@@ -187,3 +187,31 @@ address = "127.0.0.1:50051"
 			cfg.Global.H2MaxStreams, be.Servers[0].Proto, be.Check.Proto)
 	}
 }
+
+// TestTuneNetIO: tune_netio defaults to "go", takes "epoll", and refuses
+// anything else with the file and line.
+func TestTuneNetIO(t *testing.T) {
+	const rest = `
+[[frontend]]
+name = "f"
+bind = ["127.0.0.1:8080"]
+`
+	for _, tc := range []struct{ global, want string }{
+		{"", "go"},
+		{`tune_netio = "go"`, "go"},
+		{`tune_netio = "epoll"`, "epoll"},
+	} {
+		cfg, err := Parse("n.toml", []byte("[global]\n"+tc.global+"\n"+rest))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.global, err)
+		}
+		if cfg.Global.NetIO != tc.want {
+			t.Errorf("%q: NetIO = %q, want %q", tc.global, cfg.Global.NetIO, tc.want)
+		}
+	}
+	_, err := Parse("n.toml", []byte("[global]\ntune_netio = \"uring\"\n"+rest))
+	const want = `n.toml:2: global: tune_netio: must be one of go, epoll, got "uring"`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("tune_netio = \"uring\": %v, want %s", err, want)
+	}
+}

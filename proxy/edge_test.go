@@ -19,6 +19,7 @@ import (
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/internal/testcert"
 	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio/epoll"
 	"github.com/fulcrum-proxy/fulcrum/proxy/proxyproto"
 	"github.com/rs/zerolog"
 )
@@ -463,8 +464,12 @@ address = "%s"
 	fe := p.Frontends[0]
 	fe.mu.Lock()
 	for cc := range fe.conns {
-		if _, ok := cc.c.(*net.TCPConn); !ok {
-			t.Errorf("client connection is a %T, want *net.TCPConn", cc.c)
+		// The socket itself, whose relay splices: Go's, or the epoll
+		// layer's (tune_netio, FULCRUM_TUNE_NETIO).
+		_, isTCP := cc.c.(*net.TCPConn)
+		_, isEpoll := cc.c.(*epoll.Conn)
+		if want := p.netIOMode(); want == "epoll" && !isEpoll || want != "epoll" && !isTCP {
+			t.Errorf("client connection is a %T, want the socket of the %s layer", cc.c, want)
 		}
 		if cc.src.String() != "192.0.2.30:1000" {
 			t.Errorf("src: got %v", cc.src)

@@ -14,6 +14,7 @@ import (
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http2"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio/epoll"
 	"github.com/fulcrum-proxy/fulcrum/proxy/tlsx"
 )
 
@@ -53,6 +54,12 @@ type Proxy struct {
 	settled chan struct{}
 
 	obs observers // log targets, captured errors (log.go, errcapture.go)
+
+	// group is the epoll connection layer (netiolayer.go), shared along a
+	// chain of reloads; nil on Go's poller. epoll says p's own plaintext
+	// binds use it (tune_netio).
+	group *epoll.Group
+	epoll bool
 }
 
 // New builds a proxy from a validated configuration. Nothing listens until
@@ -202,7 +209,9 @@ func (p *Proxy) numberProxies() {
 // Start opens every bind and starts accepting. If a bind fails, nothing is
 // left listening and the error names the frontend and address.
 func (p *Proxy) Start() error {
+	p.initNetIO(nil)
 	if err := p.open(nil); err != nil {
+		p.dropNetIO()
 		return err
 	}
 	p.serve(nil)
@@ -344,7 +353,8 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 		}
 	}
 	p.fds.unregister(p)
-	p.stopLogs() // after the last access log line (log.go)
+	p.dropNetIO() // every connection of p is closed
+	p.stopLogs()  // after the last access log line (log.go)
 	return err
 }
 

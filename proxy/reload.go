@@ -248,7 +248,9 @@ func (p *Proxy) StartFrom(old *Proxy) error {
 			from[h.a.l] = h
 		}
 	}
+	p.initNetIO(old)
 	if err := p.open(inherited); err != nil {
+		p.dropNetIO()
 		return err
 	}
 	// Link old's frontends to p's before old's listeners move here: a

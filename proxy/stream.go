@@ -309,6 +309,22 @@ func (x *Stream) Connect() (net.Conn, stream.Outcome) {
 	if x.be.prepConns.Load() {
 		prep = x.prepare // servertls.go
 	}
+	if conv := serverConnOnEpoll(x.cc.c, x.srv); conv != nil { // netiolayer.go
+		inner := prep
+		prep = func(srv *Server, c net.Conn) (net.Conn, error) {
+			if conv := serverConnOnEpoll(x.cc.c, srv); conv != nil {
+				c = conv(c)
+			}
+			if inner == nil {
+				return c, nil
+			}
+			pc, err := inner(srv, c)
+			if err != nil {
+				c.Close() // connectServer closes the connection it dialled, which c replaced
+			}
+			return pc, err
+		}
+	}
 	srv, c, tc, err := connectServer(x.be, x.srv, &x.lbreq, x.pin != nil, prep, &x.lg)
 	x.srv = srv
 	if err != nil {

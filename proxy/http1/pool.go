@@ -207,7 +207,7 @@ func (p *Pool) Sweep(now time.Time) {
 	// taker's once taken): a connection taken meanwhile is checked again by
 	// its taker, and only one still pooled is closed here.
 	for _, uc := range check {
-		if uc.raw != nil && !socketIdle(uc.raw) {
+		if uc.idler != nil && !uc.idler.Quiet() || uc.raw != nil && !socketIdle(uc.raw) {
 			p.remove(uc)
 		}
 	}
@@ -291,6 +291,19 @@ type upConn struct {
 	peek func(fd uintptr) bool
 	idle bool
 	dl   netio.Deadlines
+
+	// idler is c when it keeps its own readiness (the epoll layer,
+	// proxy/netio/epoll): its Idle answers without a system call unless
+	// an event came from the server.
+	idler selfPolled
+}
+
+// selfPolled is a connection that keeps its own readiness (the epoll
+// layer): Idle is idleOK's check, for the holder; Quiet the sweeper's,
+// which leaves the readiness alone.
+type selfPolled interface {
+	Idle() bool
+	Quiet() bool
 }
 
 // newUpConn wraps a new connection to up made for key. The idle check of
@@ -298,6 +311,10 @@ type upConn struct {
 // record from the server makes it unusable.
 func newUpConn(c net.Conn, up *Upstream, key string) *upConn {
 	uc := &upConn{c: c, br: netio.GetReader(c), bw: netio.GetWriter(c), up: up, key: key}
+	if ic, ok := c.(selfPolled); ok {
+		uc.idler = ic
+		return uc
+	}
 	sock := c
 	if tc, ok := c.(*tls.Conn); ok {
 		sock = tc.NetConn()
@@ -334,11 +351,16 @@ func (uc *upConn) close() {
 // idleOK reports whether an idle uc can carry a new request: nothing is
 // buffered from its server, its socket has nothing to read, not even a
 // close, and its server's address did not change since it was opened. It
-// costs one non-blocking system call (pool_unix.go) and no allocation.
+// costs one non-blocking system call (pool_unix.go) and no allocation; on
+// the epoll layer none unless the server sent something since the last
+// response (Conn.Idle).
 // Only uc's holder may call it.
 func (uc *upConn) idleOK() bool {
 	if uc.br.Buffered() > 0 || uc.up.stale(uc.c) {
 		return false
+	}
+	if uc.idler != nil {
+		return uc.idler.Idle()
 	}
 	if uc.raw == nil {
 		return true

@@ -11,7 +11,8 @@ import (
 // The relay. It starts by copying through a user-space buffer, which is
 // the cheapest way to move the small messages of interactive protocols;
 // once a read fills the whole buffer the flow is bulk, and the rest goes
-// through io.CopyN between *net.TCPConn, which Linux turns into splice(2):
+// through io.CopyN between *net.TCPConn (or the epoll layer's Conns),
+// which Linux turns into splice(2):
 // bytes move socket to pipe to socket without entering user space.
 
 // relayBufSize is the user-space copy buffer of one relay direction.
@@ -142,6 +143,7 @@ func Relay(client, server net.Conn, clientIdle, serverIdle time.Duration) (in, o
 // CloseWrite shuts c's write half (or closes c when it has none). A TLS
 // connection sends its close_notify, then shuts its TCP write half as a
 // plain relay does: the peer sees the end of the stream and may still send.
+// Connections of the epoll layer (proxy/netio/epoll) have their own.
 func CloseWrite(c net.Conn) {
 	switch tc := c.(type) {
 	case *net.TCPConn:
@@ -151,9 +153,17 @@ func CloseWrite(c net.Conn) {
 		if raw, ok := tc.NetConn().(*net.TCPConn); ok {
 			raw.CloseWrite()
 		}
+	case halfCloser:
+		tc.CloseWrite()
 	default:
 		c.Close()
 	}
+}
+
+// halfCloser is a connection with half-closes, other than net's and tls'.
+type halfCloser interface {
+	CloseRead() error
+	CloseWrite() error
 }
 
 // CloseRead shuts c's read half (a TLS connection's TCP one), if it has one.
@@ -161,7 +171,7 @@ func CloseRead(c net.Conn) {
 	if t, ok := c.(*tls.Conn); ok {
 		c = t.NetConn()
 	}
-	if tc, ok := c.(*net.TCPConn); ok {
-		tc.CloseRead()
+	if hc, ok := c.(halfCloser); ok {
+		hc.CloseRead()
 	}
 }

@@ -312,6 +312,10 @@ func (c *Conn) LocalAddr() net.Addr {
 	return a
 }
 
+// Group returns the group whose poller serves c: a connection made for
+// c's session (its server side) joins the same group.
+func (c *Conn) Group() *Group { return c.p.g }
+
 // RemoteAddr returns the peer's address.
 func (c *Conn) RemoteAddr() net.Addr { return c.raddr }
 
@@ -409,6 +413,24 @@ func (c *Conn) Idle() bool {
 	}
 	c.r.ready.Store(1)
 	return false
+}
+
+// Quiet reports, as Idle, whether nothing has come from the peer since
+// the socket was last found drained, without changing c's readiness: it
+// is safe while another goroutine uses c (the pool's sweeper looks at
+// connections a request may take meanwhile). It makes a system call (one
+// non-blocking peek) only when an event came.
+func (c *Conn) Quiet() bool {
+	if c.r.ready.Load() == 0 {
+		return true
+	}
+	if !c.incref() {
+		return false
+	}
+	defer c.decref()
+	var b [1]byte
+	_, _, err := unix.Recvfrom(c.fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	return err == unix.EAGAIN
 }
 
 func ignoringEINTR(f func() (int, error)) (int, error) {

@@ -35,5 +35,11 @@ func (g *Group) Listen(*net.TCPListener) (*Listener, error) { return nil, errors
 // FromTCP fails with errors.ErrUnsupported.
 func (g *Group) FromTCP(*net.TCPConn) (*Conn, error) { return nil, errors.ErrUnsupported }
 
+// Group returns nil: there is no group.
+func (c *Conn) Group() *Group { return nil }
+
 // Idle reports true.
 func (c *Conn) Idle() bool { return true }
+
+// Quiet reports true.
+func (c *Conn) Quiet() bool { return true }

@@ -1,0 +1,106 @@
+package proxy
+
+// The connection layer of plaintext HTTP/1 and TCP: Go's netpoller (the
+// default) or fulcrum's own epoll instances (global tune_netio = "epoll",
+// proxy/netio/epoll). Only where the bytes are read and written changes:
+// the accepted and dialled connections are net.Conns either way, and the
+// rest of the path (rules, balancing, queues, counters, logs, reloads)
+// does not know which layer serves them.
+
+import (
+	"net"
+	"os"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio/epoll"
+)
+
+// NetIOEnv, when set to "go" or "epoll", overrides the configuration's
+// tune_netio: the proxy's tests run their suites on either layer with it,
+// and bench/syscalls.sh compares them (FUL_NETIO).
+const NetIOEnv = "FULCRUM_TUNE_NETIO"
+
+// netIOMode returns the layer cfg asks for, after NetIOEnv.
+func (p *Proxy) netIOMode() string {
+	switch v := os.Getenv(NetIOEnv); v {
+	case "go", "epoll":
+		return v
+	}
+	return p.Conf.Global.NetIO
+}
+
+// initNetIO readies the connection layer before p opens its binds. The
+// epoll group is shared along a chain of reloads (old, the proxy p
+// replaces, or nil): connections and listeners handed over keep their
+// pollers. p.epoll says whether p's new plaintext binds use them; where the
+// group cannot be made (not Linux) p stays on Go's poller and says so.
+func (p *Proxy) initNetIO(old *Proxy) {
+	p.epoll = p.netIOMode() == "epoll"
+	if old != nil && old.group != nil && old.group.Ref() {
+		p.group = old.group
+	}
+	if !p.epoll || p.group != nil {
+		return
+	}
+	g, err := epoll.NewGroup(0)
+	if err != nil {
+		p.log.Warn().Err(err).Msg("tune_netio epoll unavailable, using Go's poller")
+		p.epoll = false
+		return
+	}
+	p.group = g
+}
+
+// dropNetIO releases p's reference on the epoll group, once p's
+// connections are closed (Shutdown) or when Start fails.
+func (p *Proxy) dropNetIO() {
+	if p.group != nil {
+		p.group.Unref()
+		p.group = nil
+	}
+}
+
+// wrapListener returns l as the listener of bind i of fe: on the epoll
+// layer when p uses it and the bind is plaintext HTTP/1 or TCP (no TLS, no
+// proto h2); l itself otherwise, or when wrapping fails.
+func (fe *Frontend) wrapListener(l net.Listener, i int) net.Listener {
+	p := fe.p
+	if !p.epoll || p.group == nil {
+		return l
+	}
+	if i < len(fe.Conf.BindOptions) {
+		if b := fe.Conf.BindOptions[i]; b != nil && (b.TLS != nil || b.Proto == "h2") {
+			return l
+		}
+	}
+	tl, ok := l.(*net.TCPListener)
+	if !ok {
+		return l
+	}
+	el, err := p.group.Listen(tl)
+	if err != nil {
+		p.log.Warn().Err(err).Str("frontend", fe.Name).Str("bind", l.Addr().String()).Msg("tune_netio epoll: bind stays on Go's poller")
+		return l
+	}
+	return el
+}
+
+// serverConnOnEpoll returns the conversion of a new server connection to
+// the epoll layer for a request whose client connection is on it and a
+// plaintext HTTP/1 or TCP server (no TLS, no proto h2); nil when the
+// connection stays Go's.
+func serverConnOnEpoll(client net.Conn, srv *Server) func(net.Conn) net.Conn {
+	ec, ok := client.(*epoll.Conn)
+	if !ok || srv.Conf.SSL || srv.Conf.Proto == "h2" {
+		return nil
+	}
+	return func(c net.Conn) net.Conn {
+		tc, ok := c.(*net.TCPConn)
+		if !ok {
+			return c
+		}
+		if moved, err := ec.Group().FromTCP(tc); err == nil {
+			return moved
+		}
+		return c
+	}
+}
