@@ -35,6 +35,7 @@
 #               (peers mode: peer ports PEER_BASE+0/+1 fulcrum and its sink,
 #               +2/+3 haproxy and its sink)
 #   FUL_ENV="NAME=value ..."   extra environment for fulcrum (experiments)
+#   FUL_NETIO=   fulcrum's tune_netio ("go" or "epoll"; empty: the default)
 #   RECORD=0     1: after the counts, a perf record -g profile of each run in
 #                WORKDIR/raw/MODE.TARGET.data (build fulcrum without -s -w
 #                for symbols: go build -o /tmp/fulcrum ./cmd/fulcrum)
@@ -64,6 +65,7 @@ HAP_T=${HAP_T:-23184}
 HAP_P=${HAP_P:-23183}
 PEER_BASE=${PEER_BASE:-23280}
 FUL_ENV=${FUL_ENV:-}
+FUL_NETIO=${FUL_NETIO:-}
 RECORD=${RECORD:-0}
 UP_PORTS="$UP_BASE $((UP_BASE + 1)) $((UP_BASE + 2))"
 
@@ -179,6 +181,7 @@ srv_ful() { local n=0 p; for p in $UP_PORTS; do n=$((n + 1)); printf '[[backend.
 cat > "$D/fulcrum.toml" <<EOF
 [global]
 log_level = "error"
+${FUL_NETIO:+tune_netio = \"$FUL_NETIO\"}
 [[global.stats_socket]]
 path = "$SOCK"
 level = "admin"
@@ -381,7 +384,7 @@ done
 # ------------------------------------------------------------------ report
 {
   echo
-  echo "kernel crossings per request: fulcrum ($BIN, GOMAXPROCS=${FUL_GOMAXPROCS:-default}${FUL_ENV:+, $FUL_ENV}) vs haproxy $(haproxy -v | awk 'NR==1{print $3}') (nbthread $HAP_NBTHREAD)"
+  echo "kernel crossings per request: fulcrum ($BIN, GOMAXPROCS=${FUL_GOMAXPROCS:-default}${FUL_NETIO:+, tune_netio $FUL_NETIO}${FUL_ENV:+, $FUL_ENV}) vs haproxy $(haproxy -v | awk 'NR==1{print $3}') (nbthread $HAP_NBTHREAD)"
   echo "wrk -t1 -c$CONNS -d${DUR}s per pass on $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "per request, from perf stat on the proxy's threads: syscalls, EAGAIN (reads that found the socket empty),"
   echo "cs (context switches), mig (CPU migrations); runs: goroutines put on a P (fulcrum's sched_runs, +-8 per pass);"

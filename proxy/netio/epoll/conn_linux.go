@@ -34,6 +34,10 @@ type Conn struct {
 	// said so comes only once, often with the last bytes.
 	hup atomic.Bool
 
+	// outArmed is set once the socket is registered for EPOLLOUT too
+	// (armOut), at the first write that had to wait.
+	outArmed atomic.Bool
+
 	raddr net.Addr
 	laddr atomic.Pointer[net.TCPAddr] // looked up on first use
 }
@@ -110,6 +114,33 @@ func (c *Conn) wait(s *side) error {
 		<-s.ch
 		s.waiting.Store(false)
 	}
+}
+
+// waitWrite waits until the socket may take more bytes, first adding
+// EPOLLOUT to its registration if this is its first wait for room. The
+// modification reports a socket writable by then at once (an
+// edge-triggered registration is re-armed by EPOLL_CTL_MOD), so no room
+// freed meanwhile is missed.
+func (c *Conn) waitWrite() error {
+	if !c.outArmed.Load() {
+		if err := c.armOut(); err != nil {
+			return err
+		}
+	}
+	return c.wait(&c.w)
+}
+
+// armOut registers c for output events too, once.
+func (c *Conn) armOut() error {
+	if !c.outArmed.CompareAndSwap(false, true) {
+		return nil
+	}
+	ev := unix.EpollEvent{Events: inOutEvents, Fd: int32(c.fd), Pad: c.gen}
+	if err := unix.EpollCtl(c.p.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev); err != nil {
+		c.outArmed.Store(false)
+		return os.NewSyscallError("epoll_ctl", err)
+	}
+	return nil
 }
 
 // setDeadline sets the side's deadline (zero: none) and arms or stops its
@@ -268,7 +299,7 @@ func (c *Conn) Write(b []byte) (int, error) {
 			c.w.ready.Store(1)
 			return nn, c.opErr("write", os.NewSyscallError("write", err))
 		}
-		if err := c.wait(&c.w); err != nil {
+		if err := c.waitWrite(); err != nil {
 			return nn, c.opErr("write", err)
 		}
 	}
@@ -300,7 +331,7 @@ func (c *Conn) LocalAddr() net.Addr {
 		return nil
 	}
 	defer c.decref()
-	sa, err := unix.Getsockname(c.fd)
+	sa, err := syscall.Getsockname(c.fd) // not unix's: see Listener.Accept
 	if err != nil {
 		return nil
 	}
@@ -385,7 +416,11 @@ func (c *Conn) raw(s *side, op string, f func(fd uintptr) bool) error {
 			s.ready.Store(1)
 			return nil
 		}
-		if err := c.wait(s); err != nil {
+		wait := c.wait
+		if s == &c.w {
+			wait = func(*side) error { return c.waitWrite() }
+		}
+		if err := wait(s); err != nil {
 			return c.opErr(op, err)
 		}
 	}
@@ -442,11 +477,11 @@ func ignoringEINTR(f func() (int, error)) (int, error) {
 	}
 }
 
-func sockaddrToTCP(sa unix.Sockaddr) *net.TCPAddr {
+func sockaddrToTCP(sa syscall.Sockaddr) *net.TCPAddr {
 	switch a := sa.(type) {
-	case *unix.SockaddrInet4:
+	case *syscall.SockaddrInet4:
 		return &net.TCPAddr{IP: append(net.IP(nil), a.Addr[:]...), Port: a.Port}
-	case *unix.SockaddrInet6:
+	case *syscall.SockaddrInet6:
 		ta := &net.TCPAddr{IP: append(net.IP(nil), a.Addr[:]...), Port: a.Port}
 		if a.ZoneId != 0 {
 			if ifi, err := net.InterfaceByIndex(int(a.ZoneId)); err == nil {

@@ -423,3 +423,13 @@ func TestTable(t *testing.T) {
 		t.Fatal("clear left the entry")
 	}
 }
+
+// An accepted Conn knows both addresses without asking the kernel when the
+// listener is bound to one address: the local one is the listener's.
+func TestAcceptAddrs(t *testing.T) {
+	g := newGroup(t, 1)
+	c, peer := accepted(t, g)
+	if c.LocalAddr().String() != peer.RemoteAddr().String() || c.RemoteAddr().String() != peer.LocalAddr().String() {
+		t.Fatalf("addresses %v -> %v, want %v -> %v", c.RemoteAddr(), c.LocalAddr(), peer.LocalAddr(), peer.RemoteAddr())
+	}
+}

@@ -14,6 +14,13 @@ import (
 // maxEvents is how many events one epoll_wait returns at most.
 const maxEvents = 256
 
+// The events a connection is registered for: input (and the peer's close)
+// from the start, output too once a write found the buffer full.
+const (
+	inEvents    = unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET
+	inOutEvents = inEvents | unix.EPOLLOUT
+)
+
 // Group is a set of pollers and the connections registered in them.
 type Group struct {
 	polls []*poller
@@ -99,12 +106,22 @@ func (g *Group) pick() *poller {
 }
 
 // register makes fd, a connected non-blocking socket, a Conn of one of g's
-// pollers. On error fd is closed.
-func (g *Group) register(fd int) (*Conn, error) {
+// pollers. readable says to try the first read at once (an accepted
+// client has usually sent its request already; a server has not answered
+// a request not yet written). On error fd is closed.
+//
+// The socket is registered for input only: writes are tried at once, and
+// the first one that finds the buffer full adds EPOLLOUT (Conn.armOut).
+// Registering EPOLLOUT from the start would wake the reaper for every new
+// connection, whose socket is writable at once, for nothing.
+func (g *Group) register(fd int, readable bool) (*Conn, error) {
 	p := g.pick()
 	c := newConn(fd, p, int32(g.gen.Add(1)))
+	if readable {
+		c.r.ready.Store(1)
+	}
 	g.conns.set(fd, c)
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd), Pad: c.gen}
+	ev := unix.EpollEvent{Events: inEvents, Fd: int32(fd), Pad: c.gen}
 	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		g.conns.clear(fd, c)
 		unix.Close(fd)
@@ -146,51 +163,57 @@ func newPoller(g *Group) (*poller, error) {
 
 // run is the reaper: it waits in Go's poller until the epoll descriptor is
 // readable, collects the events without blocking and hands them to the
-// connections, until the group closes. The callback always polls before
-// declining, so a readiness Go recorded is never lost.
+// connections, until the group closes. It stays in one RawConn.Read whose
+// callback always declines after collecting: Go's poller records every
+// edge of the epoll descriptor from the start of the Read (an event queued
+// while the callback runs makes the next wait return at once), so the
+// callback never needs a second, empty epoll_wait to be sure it missed
+// nothing, and the goroutines it woke run while it waits.
 func (p *poller) run() {
 	p.started.Store(true)
 	defer close(p.done)
-	got := false
-	poll := func(uintptr) bool {
-		got = p.poll()
-		return got
-	}
+	p.rc.Read(func(uintptr) bool {
+		p.poll()
+		return false
+	})
+}
+
+// poll collects the pending events without blocking and dispatches them,
+// until an epoll_wait returns fewer than it could hold: events left in the
+// ready list raise no new edge, so they must not be left there.
+func (p *poller) poll() {
 	for {
-		if err := p.rc.Read(poll); err != nil {
+		n, err := unix.EpollWait(p.epfd, p.events, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
 			return
 		}
-		// The goroutines just woken run before the next look: their work
-		// (a request written to a server, a response to a client) is what
-		// the next events will be about.
-		runtime.Gosched()
+		for i := range p.events[:n] {
+			p.dispatch(&p.events[i])
+		}
+		if n < len(p.events) {
+			return
+		}
 	}
 }
 
-// poll collects the pending events once without blocking and dispatches
-// them; it reports whether there were any.
-func (p *poller) poll() bool {
-	n, err := unix.EpollWait(p.epfd, p.events, 0)
-	if err != nil || n <= 0 {
-		return false
+// dispatch records one event on its connection and wakes its waiters.
+func (p *poller) dispatch(ev *unix.EpollEvent) {
+	c := p.g.conns.get(int(ev.Fd))
+	if c == nil || c.gen != ev.Pad {
+		return // closed, or its descriptor now belongs to another
 	}
-	for i := range p.events[:n] {
-		ev := &p.events[i]
-		c := p.g.conns.get(int(ev.Fd))
-		if c == nil || c.gen != ev.Pad {
-			continue // closed, or its descriptor now belongs to another
-		}
-		if ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-			c.hup.Store(true) // before the signal: see Conn.hup
-		}
-		if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-			c.r.signal()
-		}
-		if ev.Events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-			c.w.signal()
-		}
+	if ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		c.hup.Store(true) // before the signal: see Conn.hup
 	}
-	return true
+	if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		c.r.signal()
+	}
+	if ev.Events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		c.w.signal()
+	}
 }
 
 // table maps descriptors to their Conns, read without a lock by the

@@ -22,6 +22,10 @@ type Listener struct {
 	rc   syscall.RawConn
 
 	closed atomic.Bool // Close was called
+
+	// laddr is the local address of every accepted connection when the
+	// listener is bound to one address (not a wildcard); nil otherwise.
+	laddr *net.TCPAddr
 }
 
 // Listen wraps l; Accept then returns *Conn.
@@ -48,7 +52,11 @@ func (g *Group) Listen(l *net.TCPListener) (*Listener, error) {
 		f.Close()
 		return nil, err
 	}
-	return &Listener{TCPListener: l, g: g, file: f, rc: rc}, nil
+	el := &Listener{TCPListener: l, g: g, file: f, rc: rc}
+	if a, ok := l.Addr().(*net.TCPAddr); ok && !a.IP.IsUnspecified() {
+		el.laddr = a
+	}
+	return el, nil
 }
 
 // Accept waits for a connection and returns it as a *Conn, with
@@ -58,16 +66,18 @@ func (g *Group) Listen(l *net.TCPListener) (*Listener, error) {
 func (l *Listener) Accept() (net.Conn, error) {
 	var (
 		nfd  int
-		sa   unix.Sockaddr
+		sa   syscall.Sockaddr
 		aerr error
 	)
+	// syscall's Accept4, not x/sys/unix's: the latter asks every IPv4 and
+	// IPv6 socket its protocol (getsockopt SO_PROTOCOL, for L2TP).
 	err := l.rc.Read(func(fd uintptr) bool {
 		for {
-			nfd, sa, aerr = unix.Accept4(int(fd), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+			nfd, sa, aerr = syscall.Accept4(int(fd), syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC)
 			switch aerr {
-			case unix.EINTR, unix.ECONNABORTED:
+			case syscall.EINTR, syscall.ECONNABORTED:
 				continue
-			case unix.EAGAIN:
+			case syscall.EAGAIN:
 				return false
 			}
 			return true
@@ -87,11 +97,14 @@ func (l *Listener) Accept() (net.Conn, error) {
 		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: os.NewSyscallError("accept4", aerr)}
 	}
 	unix.SetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	c, err := l.g.register(nfd)
+	c, err := l.g.register(nfd, true)
 	if err != nil {
 		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: err}
 	}
 	c.raddr = sockaddrToTCP(sa)
+	if l.laddr != nil {
+		c.laddr.Store(l.laddr) // no getsockname: the bind's own address
+	}
 	return c, nil
 }
 
@@ -135,7 +148,7 @@ func (g *Group) FromTCP(c *net.TCPConn) (*Conn, error) {
 		return nil, os.NewSyscallError("fcntl", derr)
 	}
 	// The duplicate shares the open file, O_NONBLOCK included.
-	ec, err := g.register(nfd)
+	ec, err := g.register(nfd, false)
 	if err != nil {
 		return nil, err
 	}

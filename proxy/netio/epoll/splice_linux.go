@@ -124,7 +124,7 @@ func (c *Conn) spliceFrom(src *Conn, limit int64) (int64, error) {
 				c.w.ready.Store(1)
 				return total, c.opErr("readfrom", os.NewSyscallError("splice", err))
 			}
-			if err := c.wait(&c.w); err != nil {
+			if err := c.waitWrite(); err != nil {
 				return total, c.opErr("readfrom", err)
 			}
 		}
