@@ -212,6 +212,7 @@ func (c *Conn) destroy() {
 		return
 	}
 	c.p.g.conns.clear(c.fd, c)
+	c.p.g.live.Add(-1)
 	c.r.stopTimer()
 	c.w.stopTimer()
 	unix.Close(c.fd)

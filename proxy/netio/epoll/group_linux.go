@@ -27,6 +27,7 @@ type Group struct {
 	next  atomic.Uint32 // round robin over polls for new connections
 	gen   atomic.Uint32 // generations of registrations
 	conns table
+	live  atomic.Int64 // connections registered and not yet closed
 
 	mu     sync.Mutex
 	refs   int  // users (Ref/Unref); the pollers close at 0
@@ -100,6 +101,10 @@ func (g *Group) Close() error {
 	return nil
 }
 
+// Conns returns how many connections are registered in g and not yet
+// closed (their descriptors).
+func (g *Group) Conns() int64 { return g.live.Load() }
+
 // pick returns the poller for a new connection.
 func (g *Group) pick() *poller {
 	return g.polls[int(g.next.Add(1))%len(g.polls)]
@@ -121,9 +126,11 @@ func (g *Group) register(fd int, readable bool) (*Conn, error) {
 		c.r.ready.Store(1)
 	}
 	g.conns.set(fd, c)
+	g.live.Add(1)
 	ev := unix.EpollEvent{Events: inEvents, Fd: int32(fd), Pad: c.gen}
 	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		g.conns.clear(fd, c)
+		g.live.Add(-1)
 		unix.Close(fd)
 		return nil, os.NewSyscallError("epoll_ctl", err)
 	}

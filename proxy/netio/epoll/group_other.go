@@ -38,6 +38,9 @@ func (g *Group) FromTCP(*net.TCPConn) (*Conn, error) { return nil, errors.ErrUns
 // Group returns nil: there is no group.
 func (c *Conn) Group() *Group { return nil }
 
+// Conns returns 0.
+func (g *Group) Conns() int64 { return 0 }
+
 // Idle reports true.
 func (c *Conn) Idle() bool { return true }
 

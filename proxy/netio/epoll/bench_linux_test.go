@@ -1,0 +1,117 @@
+package epoll
+
+import (
+	"io"
+	"net"
+	"testing"
+)
+
+// BenchmarkRoundTrip measures the layer's hot path, one 64-byte request and
+// its answer through a relay: a client writes to the relay's accepted
+// connection, the relay reads it and writes it to its server connection,
+// the server echoes, and the relay reads the answer and writes it back to
+// the client. "epoll" runs the relay's two connections on a Group (the
+// accepted one from Listener, the server one moved by FromTCP), "go" on
+// Go's net.Conns, as the proxy's two layers do. One op is one round trip.
+// For the kernel's side, count with perf stat -e
+// 'syscalls:sys_enter_read,syscalls:sys_exit_read' on the test binary.
+func BenchmarkRoundTrip(b *testing.B) {
+	for _, layer := range []string{"go", "epoll"} {
+		b.Run(layer, func(b *testing.B) {
+			var g *Group
+			if layer == "epoll" {
+				var err error
+				if g, err = NewGroup(1); err != nil {
+					b.Fatal(err)
+				}
+				defer g.Unref()
+			}
+			// The server: echo.
+			sl, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer sl.Close()
+			go func() {
+				c, err := sl.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				io.Copy(c, c)
+			}()
+			// The relay's listener and the client.
+			ll, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			var l net.Listener = ll
+			if g != nil {
+				el, err := g.Listen(ll.(*net.TCPListener))
+				if err != nil {
+					b.Fatal(err)
+				}
+				l = el
+			}
+			defer l.Close()
+			client, err := net.Dial("tcp", ll.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer client.Close()
+			front, err := l.Accept()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer front.Close()
+			back, err := net.Dial("tcp", sl.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if g != nil {
+				ec, err := g.FromTCP(back.(*net.TCPConn))
+				if err != nil {
+					b.Fatal(err)
+				}
+				back = ec
+			}
+			defer back.Close()
+			relayed := make(chan struct{})
+			go func() { // the relay: one goroutine, as an HTTP/1 session
+				defer close(relayed)
+				buf := make([]byte, 4096)
+				for {
+					n, err := front.Read(buf)
+					if err != nil {
+						return
+					}
+					if _, err := back.Write(buf[:n]); err != nil {
+						return
+					}
+					if _, err := io.ReadFull(back, buf[:n]); err != nil {
+						return
+					}
+					if _, err := front.Write(buf[:n]); err != nil {
+						return
+					}
+				}
+			}()
+			msg := make([]byte, 64)
+			got := make([]byte, 64)
+			b.SetBytes(int64(len(msg)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := client.Write(msg); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(client, got); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			client.Close()
+			<-relayed
+		})
+	}
+}
