@@ -13,7 +13,13 @@
 // fail is not made. One goroutine per poller (the reaper) collects the
 // events of all its connections in one epoll_wait and wakes the goroutines
 // that wait on them; the reaper itself sleeps in Go's own poller, on the
-// epoll descriptor.
+// epoll descriptor. Sockets are registered for input; a socket adds output
+// events at its first write that finds the buffer full. An accepted socket
+// is read at once (the client has usually sent its request); a server
+// connection waits for its first event.
+//
+// The proxy uses it with `tune_netio = "epoll"` (proxy/netiolayer.go) for
+// plaintext HTTP/1 and TCP; bench/README.md has what it saves and costs.
 //
 // Main types:
 //   - Group: the pollers of a process (one per GOMAXPROCS by default), the
