@@ -260,19 +260,21 @@ src_list() { local i s=""; for i in $(seq 1 "$SRCS"); do s="$s${s:+,}127.0.0.$i"
 # (CHUNK each at most), waits for each to say "ready OK ERRORS" (bounded),
 # and sets OPEN_OK and OPEN_ERR.
 open_clients() {
-  local kind=$1 port=$2 n=$3 left=$3 i=0 part f line
+  local kind=$1 port=$2 n=$3 left=$3 i=0 part f line tag
+  RUN=$(( ${RUN:-0} + 1 )); tag=$RUN.$kind.$n
   OPEN_OK=0 OPEN_ERR=0
   CLIENTS=()
   while [ "$left" -gt 0 ]; do
     part=$(( left < CHUNK ? left : CHUNK ))
-    i=$((i + 1)); f=$D/raw/client.$kind.$i
+    i=$((i + 1)); f=$D/raw/client.$tag.$i
+    rm -f "$f.out" "$f.err"
     "$SCALE" "$kind" -addr "127.0.0.1:$port" -n "$part" -src "$(src_list)" -hold 600s > "$f.out" 2> "$f.err" < /dev/null &
     CLIENTS+=("$!")
     left=$(( left - part ))
   done
   local deadline=$(( SECONDS + 60 + n / 100 ))
   for j in $(seq 1 "$i"); do
-    f=$D/raw/client.$kind.$j
+    f=$D/raw/client.$tag.$j
     until grep -q '^ready' "$f.out" 2>/dev/null; do
       [ $SECONDS -lt $deadline ] || { log "client $j did not finish opening in time"; break; }
       kill -0 "${CLIENTS[$((j - 1))]}" 2>/dev/null || { log "client $j exited: $(cat "$f.err")"; break; }
@@ -304,7 +306,7 @@ mem_test() { # test n target port kind
   [ "$t" = fulcrum ] && gm=$(go_mem)
   per=$(( OPEN_OK > 0 ? (r1 - r0) * 1024 / OPEN_OK : 0 ))
   row "$test" "$n" "$t" "$OPEN_OK" "$OPEN_ERR" "${cc:-?}" "$r0" "$r1" "$per" $gm - - -
-  log "$test $n $t: $OPEN_OK open ($OPEN_ERR errors, proxy counts ${cc:-?}), RSS $r0 -> $r1 kB: $per bytes per connection${gm:+ (goroutines heap_kb sys_kb: $gm)}"
+  log "$test $n $t: $OPEN_OK open ($OPEN_ERR errors, proxy counts ${cc:-?}), RSS $r0 -> $r1 kB: $per bytes per connection$([ "$t" = fulcrum ] && echo " (goroutines heap_kb sys_kb: $gm)")"
   close_clients
   stop "$PROXY"
 }

@@ -27,8 +27,9 @@ type httpState struct {
 // its next request keeps its 32 KiB of buffers (http1.Settings.IdleKeep):
 // a busy connection's next request usually comes sooner, and keeps its
 // single read; an idle one gives them back, and costs a few kilobytes
-// (bench/scale.sh).
-const idleKeepBuffers = time.Second
+// (bench/scale.sh). Short, so that a burst of new connections does not
+// hold many buffers at once (each connection's first wait counts too).
+const idleKeepBuffers = 100 * time.Millisecond
 
 // streamPool recycles Streams with their buffers (sync.Pool is the reason
 // for this package variable).

@@ -254,9 +254,10 @@ func benchIdleMemory(b *testing.B, keep time.Duration, n int) {
 	}
 	sa := &syscall.SockaddrInet4{Port: ta.Port}
 	copy(sa.Addr[:], ta.IP.To4())
-	var perConn float64
+	var perConn, stackPerConn float64
 	for range b.N {
 		before := memInUse()
+		stack0 := stackInUse()
 		fds := make([]int, 0, n)
 		for range n {
 			fd, err := rawRequest(sa)
@@ -277,11 +278,13 @@ func benchIdleMemory(b *testing.B, keep time.Duration, n int) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		perConn = float64(memInUse()-before) / float64(n)
+		stackPerConn = float64(stackInUse()-stack0) / float64(n)
 		for _, fd := range fds {
 			syscall.Close(fd)
 		}
 	}
 	b.ReportMetric(perConn, "B/idle-conn")
+	b.ReportMetric(stackPerConn, "stack-B/idle-conn")
 }
 
 // memInUse is the heap in use plus the goroutine stacks, after a GC.
@@ -291,6 +294,13 @@ func memInUse() int64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapInuse + ms.StackInuse)
+}
+
+// stackInUse is the goroutine stacks' memory (after memInUse's GC).
+func stackInUse() int64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.StackInuse)
 }
 
 // rawRequest opens a blocking socket to sa, sends one GET and reads the

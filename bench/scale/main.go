@@ -4,8 +4,8 @@
 //	scale idle  -addr A -n N [-src 127.0.0.1,127.0.0.2] [-hold 300s]
 //	    opens N keep-alive connections to A (spread over the source
 //	    addresses), sends one GET / on each and reads its response, prints
-//	    "ready OK ERRORS" and keeps them open, idle, until its standard input
-//	    closes or -hold passes.
+//	    "ready OK ERRORS" and keeps them open, idle, until a signal ends it
+//	    or -hold passes.
 //	scale ws    -addr A -n N [-src ...] [-hold 300s]
 //	    the same with an HTTP/1.1 WebSocket upgrade (GET /ws, Upgrade:
 //	    websocket): each connection must get 101, then echoes 8 bytes through
@@ -132,12 +132,7 @@ func open(addr string, n, par int, srcs []*net.TCPAddr, ws bool, hold time.Durat
 	if e := firstErr.get(); e != nil {
 		fmt.Fprintln(os.Stderr, "scale: first error:", e)
 	}
-	done := make(chan struct{})
-	go func() { io.Copy(io.Discard, os.Stdin); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(hold):
-	}
+	time.Sleep(hold) // or until a signal ends the process
 	for _, c := range conns {
 		if c != nil {
 			c.Close()

@@ -904,5 +904,14 @@ func (s *session) tunnel(uc *upConn) {
 		p, _ := uc.br.Peek(n)
 		s.c.Write(p)
 	}
+	// The relay has buffers of its own: both sides' readers and writers
+	// (4 x netio.BufSize, all drained or flushed) go back to their pools
+	// for the tunnel's life (a WebSocket may stay open for hours).
+	s.bw.Flush() // the 101 went out already: nothing to write
+	netio.PutReader(s.br)
+	netio.PutWriter(s.bw)
+	netio.PutReader(uc.br)
+	netio.PutWriter(uc.bw)
+	s.br, s.bw, uc.br, uc.bw = nil, nil, nil, nil
 	netio.Relay(s.c, uc.c, s.set.TimeoutClient, uc.up.TimeoutServer)
 }
