@@ -149,6 +149,8 @@ defaults
     timeout client 300s
     timeout server 300s
     timeout tunnel 300s
+    timeout http-request 300s
+    timeout http-keep-alive 300s
 frontend fe_http
     mode http
     bind 127.0.0.1:$HAP_HTTP
@@ -179,6 +181,7 @@ level = "admin"
 timeout_connect = "5s"
 timeout_client = "300s"
 timeout_server = "300s"
+timeout_http_request = "300s"
 [[frontend]]
 name = "fe_http"
 bind = ["127.0.0.1:$FUL_HTTP"]
