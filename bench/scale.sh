@@ -14,7 +14,8 @@
 #   storm     connections per second that STORM_C workers achieve, each
 #             opening a connection, sending one request with Connection:
 #             close, reading the response to the end and closing
-#   active C  wrk -t1 -cC -d$DUR keep-alive: req/s, p50, p99, errors
+#   active C  wrk -t1 -cC -d$DUR --timeout $WRK_TIMEOUT keep-alive: req/s,
+#             p50, p99, errors (socket errors, timeouts included, and non-2xx)
 # The summary goes to stdout and WORKDIR/summary.txt, raw figures to
 # WORKDIR/results.tsv.
 #
@@ -27,7 +28,7 @@
 # spread over the source addresses 127.0.0.1..127.0.0.$SRCS (ports).
 #
 # Knobs (defaults): COUNTS="1000 5000 9000 10000 50000" WS=4000 STORM_C=64
-#   STORM_DUR=5 ACTIVE="1000 5000 10000" DUR=10 WARM=1 SETTLE=5 SRCS=4
+#   STORM_DUR=5 ACTIVE="1000 5000 10000" DUR=10 WARM=1 WRK_TIMEOUT=10 SETTLE=5 SRCS=4
 #   TESTS="idle ws storm active" ONLY="haproxy fulcrum" FULCRUM=./bin/fulcrum
 #   FUL_GOMAXPROCS=2 HAP_NBTHREAD=2 UP_BASE=24901 WS_PORT=24910
 #   FUL_HTTP=24080 FUL_WS=24081 HAP_HTTP=24180 HAP_WS=24181 WORKDIR=$(mktemp -d)
@@ -46,6 +47,7 @@ STORM_DUR=${STORM_DUR:-5}
 ACTIVE=${ACTIVE:-"1000 5000 10000"}
 DUR=${DUR:-10}
 WARM=${WARM:-1}
+WRK_TIMEOUT=${WRK_TIMEOUT:-10}
 SETTLE=${SETTLE:-5}
 SRCS=${SRCS:-4}
 TESTS=${TESTS:-"idle ws storm active"}
@@ -67,7 +69,7 @@ die() { log "ERROR: $*"; exit 2; }
 for t in haproxy nginx wrk socat go; do
   command -v "$t" >/dev/null || die "missing $t: apt-get install -y haproxy nginx wrk socat golang"
 done
-for v in WS STORM_C STORM_DUR DUR WARM SETTLE SRCS HAP_NBTHREAD UP_BASE WS_PORT FUL_HTTP FUL_WS HAP_HTTP HAP_WS; do
+for v in WRK_TIMEOUT WS STORM_C STORM_DUR DUR WARM SETTLE SRCS HAP_NBTHREAD UP_BASE WS_PORT FUL_HTTP FUL_WS HAP_HTTP HAP_WS; do
   case ${!v} in ''|*[!0-9]*) die "$v must be a non-negative integer";; esac
 done
 for v in $COUNTS $ACTIVE; do case $v in ''|*[!0-9]*) die "COUNTS and ACTIVE take integers";; esac; done
@@ -347,7 +349,7 @@ for test in $TESTS; do
           url="http://127.0.0.1:${HPORT[$t]}/"
           [ "$WARM" -gt 0 ] && timeout $(( WARM + 60 )) wrk -t1 -c"$c" -d"${WARM}s" "$url" > /dev/null 2>&1
           out=$D/raw/active.$c.$t
-          timeout $(( DUR + 60 )) wrk -t1 -c"$c" -d"${DUR}s" --latency "$url" > "$out" 2>&1
+          timeout $(( DUR + 60 )) wrk -t1 -c"$c" -d"${DUR}s" --timeout "${WRK_TIMEOUT}s" --latency "$url" > "$out" 2>&1
           rps=$(awk '/^Requests\/sec/{print $2}' "$out")
           p50=$(to_ms "$(awk '$1=="50%"{print $2}' "$out")")
           p99=$(to_ms "$(awk '$1=="99%"{print $2}' "$out")")
