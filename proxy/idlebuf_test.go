@@ -244,20 +244,26 @@ func BenchmarkIdleKeepAliveMemory(b *testing.B) {
 
 func benchIdleMemory(b *testing.B, keep time.Duration, n int) {
 	up := fastUpstream(b)
-	cfg := testConfig(conf.ModeHTTP, []string{up}, nil)
-	cfg.Backends[0].HTTPReuse = "always"
-	cfg.Frontends[0].TimeoutClient, cfg.Frontends[0].TimeoutHTTPRequest = time.Minute, time.Minute
-	_, addr := startProxyKeep(b, cfg, keep)
-	ta, err := net.ResolveTCPAddr("tcp", addr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	sa := &syscall.SockaddrInet4{Port: ta.Port}
-	copy(sa.Addr[:], ta.IP.To4())
 	var perConn, stackPerConn float64
 	for range b.N {
-		before := memInUse()
-		stack0 := stackInUse()
+		// A fresh proxy each time: a previous one's worker goroutines (and
+		// their stacks) would otherwise serve these connections.
+		g0 := runtime.NumGoroutine()
+		before, stack0 := memInUse(), stackInUse()
+		cfg := testConfig(conf.ModeHTTP, []string{up}, nil)
+		cfg.Backends[0].HTTPReuse = "always"
+		cfg.Frontends[0].TimeoutClient, cfg.Frontends[0].TimeoutHTTPRequest = time.Minute, time.Minute
+		p, err := New(cfg, nopLogger())
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Frontends[0].idleKeep = keep
+		if err := p.Start(); err != nil {
+			b.Fatal(err)
+		}
+		ta := p.Frontends[0].Addrs()[0].(*net.TCPAddr)
+		sa := &syscall.SockaddrInet4{Port: ta.Port}
+		copy(sa.Addr[:], ta.IP.To4())
 		fds := make([]int, 0, n)
 		for range n {
 			fd, err := rawRequest(sa)
@@ -282,12 +288,17 @@ func benchIdleMemory(b *testing.B, keep time.Duration, n int) {
 		for _, fd := range fds {
 			syscall.Close(fd)
 		}
+		p.Shutdown(contextBackground())
+		for i := 0; runtime.NumGoroutine() > g0+1 && i < 3000; i++ {
+			time.Sleep(10 * time.Millisecond) // the workers end with the proxy
+		}
 	}
 	b.ReportMetric(perConn, "B/idle-conn")
 	b.ReportMetric(stackPerConn, "stack-B/idle-conn")
 }
 
-// memInUse is the heap in use plus the goroutine stacks, after a GC.
+// memInUse is the heap in use plus the goroutine stacks, after a GC (the
+// pools' contents go in the second).
 func memInUse() int64 {
 	runtime.GC()
 	runtime.GC()
