@@ -54,9 +54,10 @@ func parkedWithoutBuffers() (without, with int) {
 		if !bytes.Contains(g, []byte("http1.(*session).awaitRequest")) {
 			continue
 		}
+		// The read is the connection layer's (Go's poller or tune_netio's).
 		if bytes.Contains(g, []byte("bufio.(*Reader).Peek")) {
 			with++
-		} else if bytes.Contains(g, []byte("net.(*conn).Read")) {
+		} else if bytes.Contains(g, []byte(").Read(")) {
 			without++
 		}
 	}
