@@ -31,6 +31,7 @@ type Frontend struct {
 	timeoutClient      time.Duration
 	timeoutHTTPRequest time.Duration
 	forwardFor         bool
+	idleKeep           time.Duration // http1.Settings.IdleKeep (idleKeepBuffers; tests change it before Start)
 
 	listeners []*acceptor  // guarded by mu (a reload hands them over)
 	slots     limiter      // maxconn (set maxconn frontend changes it)

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
@@ -21,6 +22,14 @@ type httpState struct {
 	x   *Stream        // its current request
 	set http1.Settings // fe's settings, with this client's X-Forwarded-For
 }
+
+// idleKeepBuffers is how long a keep-alive client connection waiting for
+// its next request keeps its 32 KiB of buffers (http1.Settings.IdleKeep):
+// a busy connection's next request usually comes sooner, and keeps its
+// single read; an idle one gives them back, and costs a few kilobytes
+// (bench/scale.sh). Short, so that a burst of new connections does not
+// hold many buffers at once (each connection's first wait counts too).
+const idleKeepBuffers = 100 * time.Millisecond
 
 // streamPool recycles Streams with their buffers (sync.Pool is the reason
 // for this package variable).
@@ -43,6 +52,7 @@ func (cc *clientConn) setFrontend(fe *Frontend) {
 		TimeoutClient:      fe.timeoutClient,
 		TimeoutHTTPRequest: fe.timeoutHTTPRequest,
 		MaxHdr:             fe.p.Conf.Global.MaxHdr,
+		IdleKeep:           fe.idleKeep,
 		XFF:                cc.set.XFF[:0],
 	}
 	if fe.forwardFor {

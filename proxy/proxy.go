@@ -109,6 +109,7 @@ func build(cfg *conf.Config, log zerolog.Logger, prev *Proxy) (*Proxy, error) {
 			timeoutClient:      fc.TimeoutClient,
 			timeoutHTTPRequest: fc.TimeoutHTTPRequest,
 			forwardFor:         fc.ForwardFor,
+			idleKeep:           idleKeepBuffers,
 			conns:              map[*clientConn]struct{}{},
 		}
 		if fc.DefaultBackend != "" {

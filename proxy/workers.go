@@ -30,11 +30,19 @@ func (p *Proxy) dispatch(fe *Frontend, cc *clientConn) {
 // worker serves w, then further connections handed over by dispatch, until
 // it has been idle for workerIdle or the proxy stops.
 func (p *Proxy) worker(w work) {
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
+	var idle *time.Timer // made when the first connection ends: a long one does not hold it
+	defer func() {
+		if idle != nil {
+			idle.Stop()
+		}
+	}()
 	for {
 		w.fe.serve(w.cc)
-		idle.Reset(workerIdle)
+		if idle == nil {
+			idle = time.NewTimer(workerIdle)
+		} else {
+			idle.Reset(workerIdle)
+		}
 		select {
 		case w = <-p.work:
 		case <-idle.C:

@@ -52,6 +52,11 @@ type Settings struct {
 	XFF []byte
 	// MaxHdr is tune_http_maxhdr (0: HAProxy's default, 101).
 	MaxHdr int
+	// IdleKeep is how long a connection waiting for a request keeps its
+	// read and write buffers (2 x netio.BufSize); past it they go back to
+	// their pools until the next request's first bytes arrive (HAProxy
+	// releases an idle connection's buffers at once). 0: at once.
+	IdleKeep time.Duration
 }
 
 // Stream is the core's side of one request: its phases, in the order the

@@ -48,6 +48,32 @@ type session struct {
 	h2rf  h2mux.Fields    // an HTTP/2 server's response fields (h2up.go)
 	x     Stream          // the core's side of the current request
 	wait  queue.WaitFunc  // s.waitQueue, bound once per connection
+	// first holds the bytes an idle wait without buffers read (awaitRequest):
+	// br reads them before the connection's next ones.
+	first      firstBytes
+	firstSpace [firstReadSize]byte
+}
+
+// firstReadSize is how many bytes a connection waiting without its buffers
+// reads when its next request arrives; the rest of the request follows
+// through the buffers taken back then.
+const firstReadSize = 128
+
+// firstBytes is the reader a session's bufio.Reader reads after an idle
+// wait without buffers: the bytes that wait read, then the connection.
+type firstBytes struct {
+	b []byte
+	c net.Conn
+}
+
+// Read implements io.Reader.
+func (f *firstBytes) Read(p []byte) (int, error) {
+	if len(f.b) > 0 {
+		n := copy(p, f.b)
+		f.b = f.b[n:]
+		return n, nil
+	}
+	return f.c.Read(p)
 }
 
 // sessionPool recycles sessions with their head buffers, so that a new
@@ -84,7 +110,7 @@ func Serve(cl Client) {
 	for {
 		idleStart := time.Now()
 		s.dl.ArmRead(s.c, idleStart, s.set.TimeoutHTTPRequest)
-		if _, err := s.br.Peek(1); err != nil {
+		if err := s.awaitRequest(idleStart); err != nil {
 			// Nothing received: a keep-alive connection going idle or away is
 			// closed silently; a first request that never comes gets 408, as
 			// HAProxy without http-ignore-probes (counted as a request and a
@@ -112,6 +138,52 @@ func Serve(cl Client) {
 			s.settings() // moved to the configuration a reload started
 		}
 	}
+}
+
+// awaitRequest waits, under the read deadline armed at idleStart, until
+// the next request's first byte is there (in br). Bytes already buffered
+// (pipelined requests) need no wait. A connection that waits longer than
+// IdleKeep gives its read and write buffers back to their pools (the
+// writer holds nothing: every answer was flushed) and waits in a read of
+// firstReadSize bytes into the session; the buffers come back when that
+// read returns, with the bytes it read put before the connection's (so no
+// byte is lost or reordered, and none leaves the session). br and bw are
+// set when it returns, whatever the outcome.
+func (s *session) awaitRequest(idleStart time.Time) error {
+	if s.br.Buffered() > 0 {
+		return nil
+	}
+	deadline := s.dl.Read()
+	keep := idleStart.Add(s.set.IdleKeep)
+	if s.set.IdleKeep > 0 {
+		if !deadline.IsZero() && !keep.Before(deadline) {
+			_, err := s.br.Peek(1) // the whole wait with the buffers
+			return err
+		}
+		s.c.SetReadDeadline(keep)
+		_, err := s.br.Peek(1)
+		s.c.SetReadDeadline(deadline)
+		if err == nil || !netio.IsTimeout(err) || time.Now().Before(keep) {
+			return err
+		}
+	}
+	if s.bw.Buffered() > 0 || s.br.Buffered() > 0 {
+		_, err := s.br.Peek(1) // never: an answer is flushed before the wait
+		return err
+	}
+	netio.PutReader(s.br)
+	netio.PutWriter(s.bw)
+	s.br, s.bw = nil, nil
+	n, err := s.c.Read(s.firstSpace[:])
+	s.first = firstBytes{b: s.firstSpace[:n], c: s.c}
+	if n > 0 {
+		s.br = netio.GetReader(&s.first)
+		err = nil
+	} else {
+		s.br = netio.GetReader(s.c)
+	}
+	s.bw = netio.GetWriter(s.c)
+	return err
 }
 
 // settings reads the owning frontend's settings: at the start, and when
@@ -832,5 +904,14 @@ func (s *session) tunnel(uc *upConn) {
 		p, _ := uc.br.Peek(n)
 		s.c.Write(p)
 	}
+	// The relay has buffers of its own: both sides' readers and writers
+	// (4 x netio.BufSize, all drained or flushed) go back to their pools
+	// for the tunnel's life (a WebSocket may stay open for hours).
+	s.bw.Flush() // the 101 went out already: nothing to write
+	netio.PutReader(s.br)
+	netio.PutWriter(s.bw)
+	netio.PutReader(uc.br)
+	netio.PutWriter(uc.bw)
+	s.br, s.bw, uc.br, uc.bw = nil, nil, nil, nil
 	netio.Relay(s.c, uc.c, s.set.TimeoutClient, uc.up.TimeoutServer)
 }

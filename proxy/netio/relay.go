@@ -18,6 +18,10 @@ import (
 // relayBufSize is the user-space copy buffer of one relay direction.
 const relayBufSize = 16 << 10
 
+// pipeFirstRead is the buffer of a relay direction waiting for bytes
+// (Pipe).
+const pipeFirstRead = 1 << 10
+
 // spliceWindow bounds one io.CopyN round so that the inactivity deadline is
 // re-armed periodically on long transfers.
 const spliceWindow = 1 << 30
@@ -40,13 +44,26 @@ type CopyEnd struct {
 func Pipe(dst, src net.Conn, n int64, dstIdle, srcIdle time.Duration, bulk bool) CopyEnd {
 	var e CopyEnd
 	if !bulk {
-		bufp := relayBufs.Get().(*[]byte)
-		defer relayBufs.Put(bufp)
-		buf := *bufp
+		// The copy buffer is only held while bytes flow: a direction
+		// waiting for its next bytes reads into a pipeFirstRead buffer, and
+		// takes the relayBufSize one when that read came back full (an
+		// idle tunnel or TCP session then holds 2 x 1 KiB, not 2 x 16 KiB).
+		// A big read that does not fill its buffer gives it back.
+		first := make([]byte, pipeFirstRead)
+		var bufp *[]byte
+		defer func() {
+			if bufp != nil {
+				relayBufs.Put(bufp)
+			}
+		}()
 		var sdl, ddl Deadlines
 		for !bulk && (n < 0 || e.N < n) {
 			now := time.Now()
 			sdl.ArmRead(src, now, srcIdle)
+			buf := first
+			if bufp != nil {
+				buf = *bufp
+			}
 			want := int64(len(buf))
 			if n >= 0 && n-e.N < want {
 				want = n - e.N
@@ -64,7 +81,15 @@ func Pipe(dst, src net.Conn, n int64, dstIdle, srcIdle time.Duration, bulk bool)
 			if err != nil {
 				return endOf(e, err, n)
 			}
-			bulk = m == len(buf)
+			switch {
+			case bufp == nil && m == len(buf):
+				bufp = relayBufs.Get().(*[]byte)
+			case bufp != nil && m == len(buf):
+				bulk = true
+			case bufp != nil:
+				relayBufs.Put(bufp)
+				bufp = nil
+			}
 		}
 		if !bulk {
 			return e

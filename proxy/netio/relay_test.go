@@ -87,3 +87,38 @@ func TestDeadlines(t *testing.T) {
 		t.Errorf("a sooner deadline was not armed: %v", got.Sub(t0))
 	}
 }
+
+// Messages of every size around the first read's buffer and the copy
+// buffer, each sent once the previous one has arrived (so that the copy
+// waits between them, with and without the big buffer), come out byte for
+// byte and in order.
+func TestPipeMessagesAroundBufferSizes(t *testing.T) {
+	srcW, src := pair(t)
+	dst, dstR := pair(t)
+	sizes := []int{1, pipeFirstRead - 1, pipeFirstRead, pipeFirstRead + 1, 3000, relayBufSize - 1, 100, relayBufSize + 7, 5}
+	done := make(chan CopyEnd, 1)
+	go func() { done <- Pipe(dst, src, -1, 5*time.Second, 5*time.Second, false) }()
+	dstR.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var total int64
+	for i, n := range sizes {
+		msg := make([]byte, n)
+		for j := range msg {
+			msg[j] = byte(i*31 + j)
+		}
+		if _, err := srcW.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, n)
+		if _, err := io.ReadFull(dstR, got); err != nil {
+			t.Fatalf("message %d (%d bytes): %v", i, n, err)
+		}
+		if string(got) != string(msg) {
+			t.Fatalf("message %d (%d bytes) changed on the way", i, n)
+		}
+		total += int64(n)
+	}
+	srcW.CloseWrite()
+	if e := <-done; e.N != total || e.SrcErr != nil || e.DstErr != nil {
+		t.Fatalf("got %+v, want %d bytes and no error", e, total)
+	}
+}
