@@ -158,12 +158,65 @@ func TestPoolTakeChecksTheSocket(t *testing.T) {
 				// the socket shows it.
 				waitFor(t, 2*time.Second, "the peer's bytes", func() bool { return !socketIdle(uc.raw) })
 			}
-			got := up.Pool.get(false, "")
+			got := up.Pool.get(false, "", false, time.Now())
 			if (got != nil) != tc.wantS {
 				t.Fatalf("get returned %v, want a connection: %v", got, tc.wantS)
 			}
 			if got != nil {
 				got.close()
+			}
+		})
+	}
+}
+
+// Issue 21: the look at the socket on a take is skipped only for a
+// replayable request and a connection idle for less than PeekAfter; a
+// request that cannot be replayed, or a connection idle longer, is
+// checked as before, so its server's close or stray bytes keep it out.
+func TestPoolPeekSkippedOnlyWhenReplayableAndRecent(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		replayable bool
+		idle       time.Duration
+		wantTaken  bool // the closed connection is handed out unchecked
+	}{
+		{"replayable, just idle", true, 0, true},
+		{"replayable, idle just under PeekAfter", true, PeekAfter - time.Millisecond, true},
+		{"replayable, idle PeekAfter", true, PeekAfter, false},
+		{"replayable, idle long", true, time.Minute, false},
+		{"not replayable, just idle", false, 0, false},
+		{"not replayable, idle long", false, time.Minute, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			c, err := net.Dial("tcp", l.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			peer, err := l.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			up := &Upstream{}
+			up.Pool.Configure(-1, 0, 0)
+			uc := newUpConn(c, up, "")
+			t0 := time.Now()
+			uc.release(t0)
+			peer.Close() // the server closes it while idle
+			waitFor(t, 2*time.Second, "the peer's close", func() bool { return !socketIdle(uc.raw) })
+			got := up.Pool.get(false, "", tc.replayable, t0.Add(tc.idle))
+			if (got != nil) != tc.wantTaken {
+				t.Fatalf("get returned %v, want the unchecked connection: %v", got, tc.wantTaken)
+			}
+			if got != nil {
+				got.close()
+			}
+			if n := up.Pool.Len(); n != 0 {
+				t.Errorf("pool holds %d, want 0", n)
 			}
 		})
 	}
@@ -301,19 +354,19 @@ func TestPoolKeyedBySNI(t *testing.T) {
 	now := time.Now()
 	p.put(a, now)
 	p.put(b, now)
-	if got := p.get(false, "c.example"); got != nil {
+	if got := p.get(false, "c.example", false, time.Now()); got != nil {
 		t.Fatalf("a request for c.example got the connection made for %q", got.key)
 	}
-	if got := p.get(false, ""); got != nil {
+	if got := p.get(false, "", false, time.Now()); got != nil {
 		t.Fatalf("a request without SNI got the connection made for %q", got.key)
 	}
-	if got := p.get(true, "a.example"); got != a {
+	if got := p.get(true, "a.example", false, time.Now()); got != a {
 		t.Fatalf("a.example got %v, want its own connection", got)
 	}
-	if got := p.get(false, "a.example"); got != nil {
+	if got := p.get(false, "a.example", false, time.Now()); got != nil {
 		t.Fatalf("a.example got a second connection (made for %q)", got.key)
 	}
-	if got := p.get(false, "b.example"); got != b {
+	if got := p.get(false, "b.example", false, time.Now()); got != b {
 		t.Fatalf("b.example got %v, want its own connection", got)
 	}
 	a.close()

@@ -43,12 +43,12 @@ func ReuseConn(up *Upstream, first bool, key string) *Exchange {
 	case ReuseNever:
 	case ReuseSafe:
 		if !first {
-			uc = up.Pool.get(false, key)
+			uc = up.Pool.get(false, key, false, time.Time{})
 		}
 	case ReuseAggressive:
-		uc = up.Pool.get(first, key)
+		uc = up.Pool.get(first, key, false, time.Time{})
 	default:
-		uc = up.Pool.get(false, key)
+		uc = up.Pool.get(false, key, false, time.Time{})
 	}
 	if uc == nil {
 		return nil

@@ -366,17 +366,46 @@ func (s *session) expectContinue() stream.Outcome {
 // exchange sends the request to uc and reads the server's response head.
 // A pooled connection that the server had closed while idle fails on the
 // write or before the first response byte: the request is then retried
-// once on a fresh connection when it had no body to replay, as HAProxy
-// does. It returns the connection the response is read from (nil when it
-// was closed) and stream.Served, or the outcome to end with.
+// once on a fresh connection when it can be replayed (replayable: no
+// body, or one all buffered, which is sent from the buffer and consumed
+// only once the exchange is over), as HAProxy does. It returns the
+// connection the response is read from (nil when it was closed) and
+// stream.Served, or the outcome to end with.
 func (s *session) exchange(uc *upConn, reused bool) (*upConn, stream.Outcome) {
+	replay := s.replayable()
+	uc, o := s.exchangeOn(uc, reused, replay)
+	if replay && s.view.HasBody {
+		s.br.Discard(int(s.req.contentLength)) // sent from the buffer
+	}
+	return uc, o
+}
+
+// replayable reports whether the request can be sent again on another
+// connection: it has no body, or a Content-Length body the client buffer
+// already holds whole (and no 100-continue was answered for it).
+func (s *session) replayable() bool {
+	if !s.view.HasBody {
+		return true
+	}
+	return !s.req.chunked && !s.req.expect100 && s.req.contentLength <= int64(s.br.Buffered())
+}
+
+// exchangeOn is exchange's work; replay says the request is replayable
+// and, with a body, that the body is sent from the client buffer without
+// consuming it.
+func (s *session) exchangeOn(uc *upConn, reused, replay bool) (*upConn, stream.Outcome) {
 	x := s.x
 	hasBody := s.view.HasBody
+	counted := false
 	for attempt := 0; ; attempt++ {
-		bodyBytes, ferr := s.sendRequest(uc, hasBody)
+		bodyBytes, ferr := s.sendRequest(uc, hasBody, replay)
 		var err error
 		if ferr == nil {
-			x.Sent(bodyBytes)
+			if !counted {
+				// Once per request: a retry sends the same bytes again.
+				x.Sent(bodyBytes)
+				counted = true
+			}
 			err = s.readResponseHead(uc)
 		}
 		if ferr != nil && errors.Is(ferr, errClientSide) {
@@ -390,7 +419,7 @@ func (s *session) exchange(uc *upConn, reused bool) (*upConn, stream.Outcome) {
 			return nil, stream.ClientAbortUpload
 		}
 		stale := ferr != nil || (err != nil && !netio.IsTimeout(err) && len(s.resp.buf) == 0)
-		if stale && reused && !hasBody && attempt == 0 {
+		if stale && reused && replay && attempt == 0 {
 			uc.close()
 			c, o := x.Connect() // econ counted
 			if o != stream.Served {
@@ -590,9 +619,10 @@ func (s *session) waitQueue(p *queue.Pending, deadline time.Time) queue.WaitEnd 
 // server's backend reached this one).
 func (s *session) reuse(up *Upstream) *upConn {
 	key := s.x.ConnKey()
+	replay, now := s.replayable(), time.Now()
 	if uc := s.owned; uc != nil {
 		s.owned = nil
-		if uc.up == up && uc.key == key && uc.idleOK() {
+		if uc.up == up && uc.key == key && uc.idleOK(replay, now) {
 			return uc
 		}
 		uc.close() // private to this session: never pooled
@@ -604,11 +634,11 @@ func (s *session) reuse(up *Upstream) *upConn {
 		if s.nreq <= 1 {
 			return nil
 		}
-		return up.Pool.get(false, key)
+		return up.Pool.get(false, key, replay, now)
 	case ReuseAggressive:
-		return up.Pool.get(s.nreq <= 1, key)
+		return up.Pool.get(s.nreq <= 1, key, replay, now)
 	default: // always
-		return up.Pool.get(false, key)
+		return up.Pool.get(false, key, replay, now)
 	}
 }
 
@@ -616,6 +646,7 @@ func (s *session) reuse(up *Upstream) *upConn {
 // session under http_reuse never, else to its server's pool.
 func (s *session) release(uc *upConn) {
 	if uc.up.Reuse == ReuseNever {
+		uc.idleAt = time.Now()
 		s.owned = uc
 		return
 	}
@@ -644,14 +675,20 @@ func (s *session) flushClient() error {
 
 // sendRequest writes the request head and streams its body to uc. It
 // returns the body bytes sent; errors reading from the client are wrapped
-// with errClientSide.
-func (s *session) sendRequest(uc *upConn, hasBody bool) (int64, error) {
+// with errClientSide. With buffered, the body is all in the client buffer
+// (replayable): it is written from there and left in it, head and body in
+// one write.
+func (s *session) sendRequest(uc *upConn, hasBody, buffered bool) (int64, error) {
 	w := uc.bw
 	now := time.Now()
 	uc.dl.ArmWrite(uc.c, now, s.backendTimeoutServer(uc))
 	s.writeRequestHead(w)
 	var n int64
-	if hasBody {
+	if hasBody && buffered {
+		p, _ := s.br.Peek(int(s.req.contentLength))
+		w.Write(p) // an error stays in w: Flush returns it
+		n = int64(len(p))
+	} else if hasBody {
 		s.dl.ArmRead(s.c, now, s.set.TimeoutClient)
 		flush := func() error {
 			now := time.Now()

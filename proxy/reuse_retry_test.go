@@ -1,0 +1,117 @@
+package proxy
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+)
+
+// Issue 21, point 2: a pooled connection that went idle less than
+// http1.PeekAfter ago is reused without looking at its socket, so a close
+// its server made meanwhile is found by the request itself, which is then
+// retried once on a new connection. This server closes its keep-alive
+// connections at moments that vary by connection, deterministically: the
+// n-th connection serves 1 + n%3 requests (its responses never announce
+// the close), then, by (n/3)%4:
+//   - 0: closes right after its last response (FIN, racing the reuse);
+//   - 1: closes 1 + n%7 ms after it (while the connection sits idle);
+//   - 2: reads the next request and closes without answering (FIN);
+//   - 3: reads the next request and resets the connection (RST).
+//
+// Concurrent keep-alive clients send GETs and POSTs with small bodies
+// (sent with their head, so all buffered: replayable). Every request must
+// get its own answer (the server echoes method, path and body): none
+// fails, none gets another client's, though the server dropped requests.
+func TestIdleClosesNeverCostARequest(t *testing.T) {
+	var conns, dropped atomic.Int64
+	up := tcpServer(t, func(c *net.TCPConn) {
+		n := conns.Add(1) - 1
+		serve, how := 1+int(n%3), int(n/3)%4
+		br := bufio.NewReader(c)
+		for i := 0; ; i++ {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			body, _ := io.ReadAll(req.Body)
+			if i == serve {
+				dropped.Add(1)
+				if how == 3 {
+					c.SetLinger(0)
+				}
+				c.Close()
+				return
+			}
+			echo := req.Method + " " + req.URL.Path + " " + string(body)
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(echo), echo)
+			if i == serve-1 && how < 2 {
+				if how == 1 {
+					time.Sleep(time.Duration(1+n%7) * time.Millisecond) // a schedule, not a synchronisation
+				}
+				c.Close()
+				return
+			}
+		}
+	})
+	cfg := testConfig(conf.ModeHTTP, []string{up}, nil)
+	cfg.Backends[0].HTTPReuse = "always"
+	p, addr := startProxy(t, cfg)
+
+	const clients, requests = 4, 40
+	var wg sync.WaitGroup
+	for ci := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(20 * time.Second))
+			br := bufio.NewReader(c)
+			for ri := range requests {
+				path := fmt.Sprintf("/c%d/r%d", ci, ri)
+				raw, want := "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n", "GET "+path+" "
+				if ri%3 == 1 {
+					body := fmt.Sprintf("body-%d-%d", ci, ri)
+					raw = fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", path, len(body), body)
+					want = "POST " + path + " " + body
+				}
+				if _, err := io.WriteString(c, raw); err != nil {
+					t.Errorf("client %d request %d: %v", ci, ri, err)
+					return
+				}
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Errorf("client %d request %d: %v", ci, ri, err)
+					return
+				}
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || string(got) != want {
+					t.Errorf("client %d request %d: %d %q, want 200 %q", ci, ri, resp.StatusCode, got, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if dropped.Load() == 0 {
+		t.Error("the server dropped no request: the retry was not exercised")
+	}
+	sn := p.Snapshot().Backends[0]
+	if sn.Econ != 0 || sn.Eresp != 0 {
+		t.Errorf("econ %d eresp %d, want 0 0", sn.Econ, sn.Eresp)
+	}
+	t.Logf("%d server connections, %d requests dropped by the server and retried", conns.Load(), dropped.Load())
+}
