@@ -26,7 +26,7 @@ import (
 //   - 2: reads the next request and closes without answering (FIN);
 //   - 3: reads the next request and resets the connection (RST).
 //
-// Concurrent keep-alive clients send GETs and POSTs with small bodies
+// Concurrent keep-alive clients send GETs and PUTs with small bodies
 // (sent with their head, so all buffered: replayable). Every request must
 // get its own answer (the server echoes method, path and body): none
 // fails, none gets another client's, though the server dropped requests.
@@ -84,8 +84,8 @@ func TestIdleClosesNeverCostARequest(t *testing.T) {
 				raw, want := "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n", "GET "+path+" "
 				if ri%3 == 1 {
 					body := fmt.Sprintf("body-%d-%d", ci, ri)
-					raw = fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", path, len(body), body)
-					want = "POST " + path + " " + body
+					raw = fmt.Sprintf("PUT %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", path, len(body), body)
+					want = "PUT " + path + " " + body
 				}
 				if _, err := io.WriteString(c, raw); err != nil {
 					t.Errorf("client %d request %d: %v", ci, ri, err)
@@ -114,4 +114,56 @@ func TestIdleClosesNeverCostARequest(t *testing.T) {
 		t.Errorf("econ %d eresp %d, want 0 0", sn.Econ, sn.Eresp)
 	}
 	t.Logf("%d server connections, %d requests dropped by the server and retried", conns.Load(), dropped.Load())
+}
+
+// Issue 21 with issue 16's point 3: bytes a server sends unasked after a
+// response without a body (HEAD, 204, 304), in a write of their own,
+// never become the next request's answer: such a connection is looked at
+// before any reuse (http1.PeekAfter), however recent.
+func TestLateJunkAfterBodilessResponses(t *testing.T) {
+	for _, tc := range []struct{ name, method, resp string }{
+		{"body after 204", "GET", "HTTP/1.1 204 No Content\r\n\r\n"},
+		{"body after 304", "GET", "HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n"},
+		{"body to HEAD", "HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sendJunk, junkSent := make(chan struct{}), make(chan struct{})
+			up := tcpServer(t, func(c *net.TCPConn) {
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					if req.URL.Path == "/junk" {
+						io.WriteString(c, tc.resp)
+						<-sendJunk // the proxy pooled the connection: its client has the answer
+						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL")
+						close(junkSent)
+						continue
+					}
+					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(req.URL.Path), req.URL.Path)
+				}
+			})
+			cfg := testConfig(conf.ModeHTTP, []string{up}, nil)
+			cfg.Backends[0].HTTPReuse = "always"
+			_, addr := startProxy(t, cfg)
+			c := dialRaw(t, addr)
+			c.c.SetDeadline(time.Now().Add(10 * time.Second))
+			io.WriteString(c.c, tc.method+" /junk HTTP/1.1\r\nHost: x\r\n\r\n")
+			resp, err := http.ReadResponse(c.br, &http.Request{Method: tc.method})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			close(sendJunk)
+			<-junkSent // written: on loopback, in the pooled connection's socket
+			for i := range 3 {
+				path := fmt.Sprintf("/next%d", i)
+				if got := bodyOf(dialRaw(t, addr).do(t, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")); got != path {
+					t.Fatalf("next client got %q, want its own %q", got, path)
+				}
+			}
+		})
+	}
 }

@@ -170,45 +170,31 @@ func TestPoolTakeChecksTheSocket(t *testing.T) {
 }
 
 // Issue 21: the look at the socket on a take is skipped only for a
-// replayable request and a connection idle for less than PeekAfter; a
-// request that cannot be replayed, or a connection idle longer, is
-// checked as before, so its server's close or stray bytes keep it out.
+// replayable request, on a connection idle for less than PeekAfter after
+// a response with a body; otherwise it is checked as before, so its
+// server's close keeps it out.
 func TestPoolPeekSkippedOnlyWhenReplayableAndRecent(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		replayable bool
+		plainEnd   bool
 		idle       time.Duration
 		wantTaken  bool // the closed connection is handed out unchecked
 	}{
-		{"replayable, just idle", true, 0, true},
-		{"replayable, idle just under PeekAfter", true, PeekAfter - time.Millisecond, true},
-		{"replayable, idle PeekAfter", true, PeekAfter, false},
-		{"replayable, idle long", true, time.Minute, false},
-		{"not replayable, just idle", false, 0, false},
-		{"not replayable, idle long", false, time.Minute, false},
+		{"replayable, just idle", true, true, 0, true},
+		{"replayable, idle just under PeekAfter", true, true, PeekAfter - time.Millisecond, true},
+		{"replayable, idle PeekAfter", true, true, PeekAfter, false},
+		{"replayable, idle long", true, true, time.Minute, false},
+		{"replayable, after a response without body", true, false, 0, false},
+		{"not replayable, just idle", false, true, 0, false},
+		{"not replayable, idle long", false, true, time.Minute, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			c, err := net.Dial("tcp", l.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			peer, err := l.Accept()
-			if err != nil {
-				t.Fatal(err)
-			}
-			up := &Upstream{}
-			up.Pool.Configure(-1, 0, 0)
-			uc := newUpConn(c, up, "")
-			t0 := time.Now()
-			uc.release(t0)
+			uc, peer, up := pooledPair(t)
+			uc.plainEnd = tc.plainEnd
 			peer.Close() // the server closes it while idle
 			waitFor(t, 2*time.Second, "the peer's close", func() bool { return !socketIdle(uc.raw) })
-			got := up.Pool.get(false, "", tc.replayable, t0.Add(tc.idle))
+			got := up.Pool.get(false, "", tc.replayable, uc.idleAt.Add(tc.idle))
 			if (got != nil) != tc.wantTaken {
 				t.Fatalf("get returned %v, want the unchecked connection: %v", got, tc.wantTaken)
 			}
@@ -220,6 +206,30 @@ func TestPoolPeekSkippedOnlyWhenReplayableAndRecent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pooledPair returns a connection put in up's pool and its server's end.
+func pooledPair(t *testing.T) (*upConn, net.Conn, *Upstream) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { peer.Close() })
+	up := &Upstream{}
+	up.Pool.Configure(-1, 0, 0)
+	uc := newUpConn(c, up, "")
+	uc.release(time.Now())
+	return uc, peer, up
 }
 
 // Point 5: pool_max_conn bounds the idle connections of a server, and
@@ -371,4 +381,39 @@ func TestPoolKeyedBySNI(t *testing.T) {
 	}
 	a.close()
 	b.close()
+}
+
+// Issue 21: which requests the engine may send again on a new connection
+// (and so reuse a recently idle one without looking at it): no body, or
+// an idempotent method with a Content-Length body all buffered.
+func TestRequestReplayable(t *testing.T) {
+	for _, tc := range []struct {
+		name, raw string
+		want      bool
+	}{
+		{"GET", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", true},
+		{"POST without body", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", true},
+		{"PUT with its body", "PUT / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", true},
+		{"DELETE with its body", "DELETE / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", true},
+		{"PUT with part of its body", "PUT / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nabc", false},
+		{"POST with its body", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", false},
+		{"PUT chunked", "PUT / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", false},
+		{"PUT expecting 100", "PUT / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\nabc", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s session
+			s.br = bufio.NewReader(strings.NewReader(tc.raw))
+			if err := s.req.readHead(s.br, false); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.req.parse(false); err != nil {
+				t.Fatal(err)
+			}
+			s.view.HasBody = s.req.chunked || s.req.contentLength > 0
+			s.br.Peek(s.br.Buffered() + 1) // what the client sent is buffered
+			if got := s.replayable(); got != tc.want {
+				t.Errorf("replayable: %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

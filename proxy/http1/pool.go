@@ -36,7 +36,9 @@ const SweepEvery = 250 * time.Millisecond
 
 // PeekAfter is how long a connection may have been idle and still be
 // reused without the look at its socket (upConn.idleOK) by a request the
-// engine can replay: one without a body, or whose body is all buffered.
+// engine can replay: one without a body, or an idempotent one whose body
+// is all buffered (session.replayable); and only after a response with a
+// body, read to its framed end.
 // Such a request that fails on the reused connection before any response
 // byte is retried once on a new one (session.exchange), as HAProxy 2.6
 // retries a request that failed on a reused idle connection; so a close
@@ -44,8 +46,12 @@ const SweepEvery = 250 * time.Millisecond
 // saves a system call per request (issue 21). Below it, what the check
 // would still catch is bytes a server sent on an idle connection within
 // that time: HTTP/1.1 allows none but a 408 at its keep-alive timeout,
-// and none is that short. HAProxy itself learns of them from its poller,
-// racing a reuse the same way.
+// and none is that short. What a faulty server sends unasked in a write
+// of its own within that time reaches the next request as its answer
+// (issue 16, point 3: the check on the take used to catch it, though
+// not when it came just after the check; HAProxy catches it at its next
+// poll). So the look stays after a response without a body (HEAD, 204,
+// 304), where such bytes are likeliest.
 const PeekAfter = 100 * time.Millisecond
 
 // Pool holds a server's idle connections, oldest first. Lock: its own
@@ -311,8 +317,11 @@ type upConn struct {
 	idle bool
 	dl   netio.Deadlines
 	// idleAt is when it last went idle (release, or kept private by its
-	// session): how long it has been idle decides whether idleOK peeks.
-	idleAt time.Time
+	// session): how long it has been idle decides whether idleOK peeks;
+	// so does plainEnd: its last response had a body, read to its framed
+	// end (session.relay).
+	idleAt   time.Time
+	plainEnd bool
 
 	// idler is c when it keeps its own readiness (the epoll layer,
 	// proxy/netio/epoll): its Idle answers without a system call unless
@@ -378,9 +387,9 @@ func (uc *upConn) close() {
 // and no allocation; on the epoll layer none unless the server sent
 // something since the last response (Conn.Idle). On Go's poller the look
 // is skipped for a replayable request when uc went idle less than
-// PeekAfter before now (see PeekAfter: a close is then found by the
-// request's failure, and the request retried). Only uc's holder may call
-// it.
+// PeekAfter before now after a response with a body (see PeekAfter: a
+// close is then found by the request's failure, and the request
+// retried). Only uc's holder may call it.
 func (uc *upConn) idleOK(replayable bool, now time.Time) bool {
 	if uc.br.Buffered() > 0 || uc.up.stale(uc.c) {
 		return false
@@ -391,7 +400,7 @@ func (uc *upConn) idleOK(replayable bool, now time.Time) bool {
 	if uc.raw == nil {
 		return true
 	}
-	if replayable && now.Sub(uc.idleAt) < PeekAfter {
+	if replayable && uc.plainEnd && now.Sub(uc.idleAt) < PeekAfter {
 		return true
 	}
 	uc.idle = false

@@ -381,13 +381,27 @@ func (s *session) exchange(uc *upConn, reused bool) (*upConn, stream.Outcome) {
 }
 
 // replayable reports whether the request can be sent again on another
-// connection: it has no body, or a Content-Length body the client buffer
-// already holds whole (and no 100-continue was answered for it).
+// connection: it has no body (as before issue 21, whatever its method),
+// or it is idempotent (RFC 9110, 9.2.2: a server that received it and
+// died unanswered may get it twice harmlessly) with a Content-Length
+// body the client buffer already holds whole (and no 100-continue was
+// answered for it). A POST with a body is never replayed: its pooled
+// connection is looked at before it is sent (upConn.idleOK).
 func (s *session) replayable() bool {
 	if !s.view.HasBody {
 		return true
 	}
-	return !s.req.chunked && !s.req.expect100 && s.req.contentLength <= int64(s.br.Buffered())
+	return idempotent(s.req.line[0]) && !s.req.chunked && !s.req.expect100 &&
+		s.req.contentLength <= int64(s.br.Buffered())
+}
+
+// idempotent reports whether method is idempotent (RFC 9110, 9.2.2).
+func idempotent(method []byte) bool {
+	switch string(method) {
+	case "GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE":
+		return true
+	}
+	return false
 }
 
 // exchangeOn is exchange's work; replay says the request is replayable
@@ -502,6 +516,11 @@ func (s *session) relay(uc *upConn) bool {
 		// (issue 16, point 3).
 		if upReusable && uc.br.Buffered() == 0 {
 			uc.uses++
+			// A response with a body read to its framed end: a
+			// replayable request may reuse uc soon without the idle
+			// check (PeekAfter). After one that had no body (HEAD, 204,
+			// 304) a server is likelier to send what it should not.
+			uc.plainEnd = !noBody
 			s.release(uc)
 		} else {
 			uc.close()
