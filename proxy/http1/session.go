@@ -367,8 +367,9 @@ func (s *session) expectContinue() stream.Outcome {
 // A pooled connection that the server had closed while idle fails on the
 // write or before the first response byte: the request is then retried
 // once on a fresh connection when it can be replayed (replayable: no
-// body, or one all buffered, which is sent from the buffer and consumed
-// only once the exchange is over), as HAProxy does. It returns the
+// body, or an idempotent request's body all buffered, which is sent from
+// the buffer and consumed only once the exchange is over), as HAProxy
+// does. It returns the
 // connection the response is read from (nil when it was closed) and
 // stream.Served, or the outcome to end with.
 func (s *session) exchange(uc *upConn, reused bool) (*upConn, stream.Outcome) {
