@@ -58,45 +58,32 @@ func BenchmarkCopyChunked(b *testing.B) {
 
 // BenchmarkPoolTakeRelease takes an idle connection from a server's pool
 // and puts it back, as every keep-alive request on a reused connection
-// does: "peek" looks at the socket (one recvfrom, the request cannot be
-// replayed or the connection was idle for PeekAfter or more), "recent"
-// skips the look (a replayable request on a connection idle less than
-// PeekAfter after a response with a body: issue 21).
+// does: the take looks at the socket (one recvfrom that finds nothing).
 func BenchmarkPoolTakeRelease(b *testing.B) {
-	for _, bc := range []struct {
-		name       string
-		replayable bool
-	}{{"peek", false}, {"recent", true}} {
-		b.Run(bc.name, func(b *testing.B) {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer l.Close()
-			c, err := net.Dial("tcp", l.Addr().String())
-			if err != nil {
-				b.Fatal(err)
-			}
-			peer, err := l.Accept()
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer peer.Close()
-			up := &Upstream{}
-			up.Pool.Configure(-1, 0, 0)
-			uc := newUpConn(c, up, "")
-			uc.plainEnd = true // its last response had a body
-			uc.release(time.Now())
-			b.ReportAllocs()
-			for b.Loop() {
-				now := time.Now()
-				got := up.Pool.get(false, "", bc.replayable, now)
-				if got == nil {
-					b.Fatal("no idle connection")
-				}
-				got.release(now)
-			}
-			up.Pool.CloseAll()
-		})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
 	}
+	defer l.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	peer, err := l.Accept()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer peer.Close()
+	up := &Upstream{}
+	up.Pool.Configure(-1, 0, 0)
+	newUpConn(c, up, "").release(time.Now())
+	b.ReportAllocs()
+	for b.Loop() {
+		got := up.Pool.get(false, "")
+		if got == nil {
+			b.Fatal("no idle connection")
+		}
+		got.release(time.Now())
+	}
+	up.Pool.CloseAll()
 }

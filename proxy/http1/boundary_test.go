@@ -158,7 +158,7 @@ func TestPoolTakeChecksTheSocket(t *testing.T) {
 				// the socket shows it.
 				waitFor(t, 2*time.Second, "the peer's bytes", func() bool { return !socketIdle(uc.raw) })
 			}
-			got := up.Pool.get(false, "", false, time.Now())
+			got := up.Pool.get(false, "")
 			if (got != nil) != tc.wantS {
 				t.Fatalf("get returned %v, want a connection: %v", got, tc.wantS)
 			}
@@ -167,69 +167,6 @@ func TestPoolTakeChecksTheSocket(t *testing.T) {
 			}
 		})
 	}
-}
-
-// Issue 21: the look at the socket on a take is skipped only for a
-// replayable request, on a connection idle for less than PeekAfter after
-// a response with a body; otherwise it is checked as before, so its
-// server's close keeps it out.
-func TestPoolPeekSkippedOnlyWhenReplayableAndRecent(t *testing.T) {
-	for _, tc := range []struct {
-		name       string
-		replayable bool
-		plainEnd   bool
-		idle       time.Duration
-		wantTaken  bool // the closed connection is handed out unchecked
-	}{
-		{"replayable, just idle", true, true, 0, true},
-		{"replayable, idle just under PeekAfter", true, true, PeekAfter - time.Millisecond, true},
-		{"replayable, idle PeekAfter", true, true, PeekAfter, false},
-		{"replayable, idle long", true, true, time.Minute, false},
-		{"replayable, after a response without body", true, false, 0, false},
-		{"not replayable, just idle", false, true, 0, false},
-		{"not replayable, idle long", false, true, time.Minute, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			uc, peer, up := pooledPair(t)
-			uc.plainEnd = tc.plainEnd
-			peer.Close() // the server closes it while idle
-			waitFor(t, 2*time.Second, "the peer's close", func() bool { return !socketIdle(uc.raw) })
-			got := up.Pool.get(false, "", tc.replayable, uc.idleAt.Add(tc.idle))
-			if (got != nil) != tc.wantTaken {
-				t.Fatalf("get returned %v, want the unchecked connection: %v", got, tc.wantTaken)
-			}
-			if got != nil {
-				got.close()
-			}
-			if n := up.Pool.Len(); n != 0 {
-				t.Errorf("pool holds %d, want 0", n)
-			}
-		})
-	}
-}
-
-// pooledPair returns a connection put in up's pool and its server's end.
-func pooledPair(t *testing.T) (*upConn, net.Conn, *Upstream) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	c, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { peer.Close() })
-	up := &Upstream{}
-	up.Pool.Configure(-1, 0, 0)
-	uc := newUpConn(c, up, "")
-	uc.release(time.Now())
-	return uc, peer, up
 }
 
 // Point 5: pool_max_conn bounds the idle connections of a server, and
@@ -364,19 +301,19 @@ func TestPoolKeyedBySNI(t *testing.T) {
 	now := time.Now()
 	p.put(a, now)
 	p.put(b, now)
-	if got := p.get(false, "c.example", false, time.Now()); got != nil {
+	if got := p.get(false, "c.example"); got != nil {
 		t.Fatalf("a request for c.example got the connection made for %q", got.key)
 	}
-	if got := p.get(false, "", false, time.Now()); got != nil {
+	if got := p.get(false, ""); got != nil {
 		t.Fatalf("a request without SNI got the connection made for %q", got.key)
 	}
-	if got := p.get(true, "a.example", false, time.Now()); got != a {
+	if got := p.get(true, "a.example"); got != a {
 		t.Fatalf("a.example got %v, want its own connection", got)
 	}
-	if got := p.get(false, "a.example", false, time.Now()); got != nil {
+	if got := p.get(false, "a.example"); got != nil {
 		t.Fatalf("a.example got a second connection (made for %q)", got.key)
 	}
-	if got := p.get(false, "b.example", false, time.Now()); got != b {
+	if got := p.get(false, "b.example"); got != b {
 		t.Fatalf("b.example got %v, want its own connection", got)
 	}
 	a.close()

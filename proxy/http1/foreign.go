@@ -43,12 +43,12 @@ func ReuseConn(up *Upstream, first bool, key string) *Exchange {
 	case ReuseNever:
 	case ReuseSafe:
 		if !first {
-			uc = up.Pool.get(false, key, false, time.Time{})
+			uc = up.Pool.get(false, key)
 		}
 	case ReuseAggressive:
-		uc = up.Pool.get(first, key, false, time.Time{})
+		uc = up.Pool.get(first, key)
 	default:
-		uc = up.Pool.get(false, key, false, time.Time{})
+		uc = up.Pool.get(false, key)
 	}
 	if uc == nil {
 		return nil

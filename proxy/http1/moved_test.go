@@ -55,7 +55,7 @@ func TestMovedConnections(t *testing.T) {
 	}
 	inFlight := dial()
 	up.Moved.Store(&elsewhere)
-	if uc := up.Pool.get(false, "", false, time.Now()); uc != nil {
+	if uc := up.Pool.get(false, ""); uc != nil {
 		t.Fatal("a connection to the old address was taken")
 	}
 	inFlight.release(time.Now())
@@ -64,7 +64,7 @@ func TestMovedConnections(t *testing.T) {
 	}
 	up.Moved.Store(&here)
 	dial().release(time.Now())
-	if uc := up.Pool.get(false, "", false, time.Now()); uc == nil {
+	if uc := up.Pool.get(false, ""); uc == nil {
 		t.Fatal("a connection to the current address was not pooled and reused")
 	} else {
 		uc.close()

@@ -19,9 +19,7 @@ import (
 // A pooled connection is only ever one that ended exactly at a response
 // boundary: nothing more was buffered from the server when it was put back
 // (session.relay). Bytes that arrive later, or a close, make it
-// unusable: the check on a take (upConn.idleOK; skipped for a replayable
-// request on a connection idle less than PeekAfter, which is retried on
-// a new connection if this one fails first) discards it, and the
+// unusable: the check on every take (upConn.idleOK) discards it, and the
 // proxy's sweeper (Pool.Sweep, which the core calls) finds it within SweepEvery and
 // closes it, so a server's close does not leave descriptors in CLOSE_WAIT.
 // Idle connections are purged over time as HAProxy's pool-purge-delay
@@ -33,26 +31,6 @@ import (
 // SweepEvery is how often idle pooled connections are checked for a close
 // or stray bytes from their server (Pool.Sweep).
 const SweepEvery = 250 * time.Millisecond
-
-// PeekAfter is how long a connection may have been idle and still be
-// reused without the look at its socket (upConn.idleOK) by a request the
-// engine can replay: one without a body, or an idempotent one whose body
-// is all buffered (session.replayable); and only after a response with a
-// body, read to its framed end.
-// Such a request that fails on the reused connection before any response
-// byte is retried once on a new one (session.exchange), as HAProxy 2.6
-// retries a request that failed on a reused idle connection; so a close
-// the server made meanwhile costs the client nothing, and a steady load
-// saves a system call per request (issue 21). Below it, what the check
-// would still catch is bytes a server sent on an idle connection within
-// that time: HTTP/1.1 allows none but a 408 at its keep-alive timeout,
-// and none is that short. What a faulty server sends unasked in a write
-// of its own within that time reaches the next request as its answer
-// (issue 16, point 3: the check on the take used to catch it, though
-// not when it came just after the check; HAProxy catches it at its next
-// poll). So the look stays after a response without a body (HEAD, 204,
-// 304), where such bytes are likeliest.
-const PeekAfter = 100 * time.Millisecond
 
 // Pool holds a server's idle connections, oldest first. Lock: its own
 // mutex, held only to push, pop or scan; no system call is made under it.
@@ -82,11 +60,8 @@ type idleConn struct {
 // it sent) that is still usable, or returns nil. With provenOnly it
 // returns only a connection that has already served more than one
 // request (http-reuse aggressive for first requests). Connections found
-// closed or with stray bytes are closed. replayable says the request can
-// be retried on a new connection if this one fails before any response
-// byte: a connection idle for less than PeekAfter at now is then taken
-// without looking at its socket (upConn.idleOK).
-func (p *Pool) get(provenOnly bool, key string, replayable bool, now time.Time) *upConn {
+// closed or with stray bytes are closed.
+func (p *Pool) get(provenOnly bool, key string) *upConn {
 	for {
 		p.mu.Lock()
 		var uc *upConn
@@ -102,7 +77,7 @@ func (p *Pool) get(provenOnly bool, key string, replayable bool, now time.Time) 
 		if uc != nil {
 			p.leaveIdle()
 		}
-		if uc == nil || uc.idleOK(replayable, now) {
+		if uc == nil || uc.idleOK() {
 			return uc
 		}
 		uc.close()
@@ -316,12 +291,6 @@ type upConn struct {
 	peek func(fd uintptr) bool
 	idle bool
 	dl   netio.Deadlines
-	// idleAt is when it last went idle (release, or kept private by its
-	// session): how long it has been idle decides whether idleOK peeks;
-	// so does plainEnd: its last response had a body, read to its framed
-	// end (session.relay).
-	idleAt   time.Time
-	plainEnd bool
 
 	// idler is c when it keeps its own readiness (the epoll layer,
 	// proxy/netio/epoll): its Idle answers without a system call unless
@@ -363,7 +332,6 @@ func newUpConn(c net.Conn, up *Upstream, key string) *upConn {
 // release hands uc back to its own server's pool; it must be at a response
 // boundary (nothing buffered from the server).
 func (uc *upConn) release(now time.Time) {
-	uc.idleAt = now
 	if uc.br.Buffered() > 0 || uc.up.stale(uc.c) {
 		// A connection to an address its server no longer has (DNS or
 		// `set server addr` moved it while it served) is not reused.
@@ -382,15 +350,12 @@ func (uc *upConn) close() {
 
 // idleOK reports whether an idle uc can carry a new request: nothing is
 // buffered from its server, its socket has nothing to read, not even a
-// close, and its server's address did not change since it was opened.
-// Looking at the socket costs one non-blocking system call (pool_unix.go)
-// and no allocation; on the epoll layer none unless the server sent
-// something since the last response (Conn.Idle). On Go's poller the look
-// is skipped for a replayable request when uc went idle less than
-// PeekAfter before now after a response with a body (see PeekAfter: a
-// close is then found by the request's failure, and the request
-// retried). Only uc's holder may call it.
-func (uc *upConn) idleOK(replayable bool, now time.Time) bool {
+// close, and its server's address did not change since it was opened. It
+// costs one non-blocking system call (pool_unix.go) and no allocation; on
+// the epoll layer none unless the server sent something since the last
+// response (Conn.Idle).
+// Only uc's holder may call it.
+func (uc *upConn) idleOK() bool {
 	if uc.br.Buffered() > 0 || uc.up.stale(uc.c) {
 		return false
 	}
@@ -398,9 +363,6 @@ func (uc *upConn) idleOK(replayable bool, now time.Time) bool {
 		return uc.idler.Idle()
 	}
 	if uc.raw == nil {
-		return true
-	}
-	if replayable && uc.plainEnd && now.Sub(uc.idleAt) < PeekAfter {
 		return true
 	}
 	uc.idle = false

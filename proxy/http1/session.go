@@ -386,8 +386,7 @@ func (s *session) exchange(uc *upConn, reused bool) (*upConn, stream.Outcome) {
 // or it is idempotent (RFC 9110, 9.2.2: a server that received it and
 // died unanswered may get it twice harmlessly) with a Content-Length
 // body the client buffer already holds whole (and no 100-continue was
-// answered for it). A POST with a body is never replayed: its pooled
-// connection is looked at before it is sent (upConn.idleOK).
+// answered for it). A POST with a body is never replayed.
 func (s *session) replayable() bool {
 	if !s.view.HasBody {
 		return true
@@ -517,11 +516,6 @@ func (s *session) relay(uc *upConn) bool {
 		// (issue 16, point 3).
 		if upReusable && uc.br.Buffered() == 0 {
 			uc.uses++
-			// A response with a body read to its framed end: a
-			// replayable request may reuse uc soon without the idle
-			// check (PeekAfter). After one that had no body (HEAD, 204,
-			// 304) a server is likelier to send what it should not.
-			uc.plainEnd = !noBody
 			s.release(uc)
 		} else {
 			uc.close()
@@ -639,10 +633,9 @@ func (s *session) waitQueue(p *queue.Pending, deadline time.Time) queue.WaitEnd 
 // server's backend reached this one).
 func (s *session) reuse(up *Upstream) *upConn {
 	key := s.x.ConnKey()
-	replay, now := s.replayable(), time.Now()
 	if uc := s.owned; uc != nil {
 		s.owned = nil
-		if uc.up == up && uc.key == key && uc.idleOK(replay, now) {
+		if uc.up == up && uc.key == key && uc.idleOK() {
 			return uc
 		}
 		uc.close() // private to this session: never pooled
@@ -654,11 +647,11 @@ func (s *session) reuse(up *Upstream) *upConn {
 		if s.nreq <= 1 {
 			return nil
 		}
-		return up.Pool.get(false, key, replay, now)
+		return up.Pool.get(false, key)
 	case ReuseAggressive:
-		return up.Pool.get(s.nreq <= 1, key, replay, now)
+		return up.Pool.get(s.nreq <= 1, key)
 	default: // always
-		return up.Pool.get(false, key, replay, now)
+		return up.Pool.get(false, key)
 	}
 }
 
@@ -666,7 +659,6 @@ func (s *session) reuse(up *Upstream) *upConn {
 // session under http_reuse never, else to its server's pool.
 func (s *session) release(uc *upConn) {
 	if uc.up.Reuse == ReuseNever {
-		uc.idleAt = time.Now()
 		s.owned = uc
 		return
 	}
