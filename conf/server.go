@@ -200,11 +200,14 @@ type serverParams struct {
 	// Default "".
 	ResolveOpts *string `toml:"resolve_opts"`
 	// Proto is the protocol spoken to the server: "" for HTTP/1.1, or
-	// "h2" for HTTP/2 with prior knowledge (h2c), as HAProxy's server
-	// option "proto h2": requests of any client share few connections to
-	// the server, multiplexed as streams (gRPC servers need it). Not
-	// with ssl = true yet (HTTP/2 over TLS to servers, through ALPN, is
-	// refused). Default "".
+	// "h2" for HTTP/2, as HAProxy's server option "proto h2": requests
+	// of any client share few connections to the server, multiplexed as
+	// streams (gRPC servers need it). In clear it is HTTP/2 with prior
+	// knowledge (h2c); with ssl = true the TLS handshake offers ALPN h2
+	// (alpn, when set, must list h2), and a server that selects another
+	// protocol fails the connection (HAProxy 2.6 forces the h2 mux
+	// whatever ALPN chose; fulcrum refuses the connection instead of
+	// sending HTTP/2 where HTTP/1.1 was agreed). Default "".
 	Proto *string `toml:"proto"`
 }
 

@@ -61,12 +61,6 @@ func (f *fileSection) checkServers(s scope, reg *acl.Registry) {
 // checkTLS checks one server's (or server template's) TLS and PROXY keys
 // at s and returns what the model needs, nil without ssl and check_ssl.
 func (sp *serverParams) checkTLS(s scope, mode Mode, reg *acl.Registry) *ServerTLS {
-	if sp.Proto != nil && *sp.Proto == "h2" && sp.SSL != nil && *sp.SSL {
-		// HTTP/2 to a TLS server needs h2 negotiated through ALPN, which
-		// fulcrum does not offer servers yet: refused rather than sent
-		// where the server expects HTTP/1.1.
-		s.at("proto").errorf("proto h2 with ssl is not supported yet (HTTP/2 over TLS to servers): use h2c (ssl = false) or HTTP/1.1")
-	}
 	if sp.ProxyV2Options != nil {
 		for k, o := range sp.ProxyV2Options {
 			if !slices.Contains(proxyV2Options, o) {
@@ -111,10 +105,15 @@ func (sp *serverParams) checkTLS(s scope, mode Mode, reg *acl.Registry) *ServerT
 			s.at("alpn").errorf("%s", strings.TrimPrefix(err.Error(), "alpn: "))
 		}
 		t.ALPN = set.ALPN
-		if mode == ModeHTTP && slices.Contains(t.ALPN, "h2") {
-			s.at("alpn").warnf("h2 is not offered: fulcrum speaks HTTP/1.1 to servers in http mode")
-			t.ALPN = slices.DeleteFunc(t.ALPN, func(p string) bool { return p == "h2" })
-		}
+	}
+	switch h2 := *sp.Proto == "h2"; {
+	case h2 && *sp.SSL && *sp.ALPN == "":
+		t.ALPN = []string{"h2"} // what an HTTP/2 server over TLS needs
+	case h2 && *sp.SSL && !slices.Contains(t.ALPN, "h2"):
+		s.at("alpn").errorf("%q does not offer h2, which proto = \"h2\" needs over TLS", *sp.ALPN)
+	case !h2 && mode == ModeHTTP && slices.Contains(t.ALPN, "h2"):
+		s.at("alpn").warnf("h2 is not offered without proto = \"h2\": fulcrum speaks HTTP/1.1 to this server")
+		t.ALPN = slices.DeleteFunc(t.ALPN, func(p string) bool { return p == "h2" })
 	}
 	if *sp.Crt != "" {
 		p := *sp.Crt

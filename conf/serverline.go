@@ -156,6 +156,15 @@ var serverKeywords = []serverKeyword{
 		l.s.PoolPurgeDelay = d
 		return nil
 	}},
+	{name: "proto", arg: true, set: func(l *lineParse, v string) error {
+		// HAProxy 2.6 also knows h1, fcgi and none; fulcrum's muxes are
+		// HTTP/1.1 (no proto) and h2.
+		if v != "h2" {
+			return lineErr("'proto' : unknown protocol '%s' (fulcrum supports h2).", v)
+		}
+		l.s.Proto = v
+		return nil
+	}},
 	// TLS and the PROXY protocol to servers, HAProxy 2.6's keywords on a
 	// dynamic server; the files and the sni expression are loaded once
 	// the line is read (lineParse.finishTLS).
@@ -219,6 +228,7 @@ var missingValue = map[string]string{
 	"sni":              "'sni' : missing sni expression.",
 	"alpn":             "'alpn' : missing the comma-delimited ALPN protocol suite.",
 	"crt":              "'crt' : missing certificate file path.",
+	"proto":            "'proto' : missing value.",
 	"proxy-v2-options": "'' : proxy v2 option not implemented.",
 	"observe":          "'observe' expects one of 'none', 'layer4', 'layer7' but got ''.",
 	"on-error":         "'on-error' expects one of 'fastinter', 'fail-check', 'sudden-death' or 'mark-down' but got ''.",
@@ -349,6 +359,9 @@ func ParseServerLine(name string, args []string, env *LineEnv) (*Server, ServerL
 	}
 	if err := l.finishTLS(env); err != nil {
 		return nil, l.line, err
+	}
+	if l.s.Proto == "h2" && env != nil && env.Mode != "" && env.Mode != ModeHTTP {
+		return nil, l.line, lineErr("'proto' : MUX protocol 'h2' is not usable in a backend of mode %s.", env.Mode)
 	}
 	if l.s.MinConn > l.s.MaxConn && l.s.MaxConn > 0 {
 		l.s.MinConn = l.s.MaxConn // HAProxy's srv_minmax_conn_apply
@@ -486,6 +499,9 @@ func (s *Server) Keywords(id int, enabled bool) []string {
 	}
 	if s.PoolPurgeDelay != 5*time.Second {
 		add("pool-purge-delay", haproxyTime(s.PoolPurgeDelay))
+	}
+	if s.Proto != "" {
+		add("proto", s.Proto)
 	}
 	add(s.tlsKeywords()...)
 	if enabled {

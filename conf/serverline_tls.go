@@ -103,9 +103,14 @@ func (l *lineParse) finishTLS(env *LineEnv) error {
 			return lineErr("'alpn' : %s.", strings.TrimPrefix(err.Error(), "alpn: "))
 		}
 		st.ALPN = set.ALPN
-		if mode == ModeHTTP {
-			st.ALPN = slices.DeleteFunc(st.ALPN, func(p string) bool { return p == "h2" })
-		}
+	}
+	switch h2 := s.Proto == "h2"; {
+	case h2 && t.ssl && t.alpn == "":
+		st.ALPN = []string{"h2"} // as the file's servers with proto = "h2"
+	case h2 && t.ssl && !slices.Contains(st.ALPN, "h2"):
+		return lineErr("'alpn' : '%s' does not offer h2, which 'proto h2' needs over TLS.", t.alpn)
+	case !h2 && mode == ModeHTTP:
+		st.ALPN = slices.DeleteFunc(st.ALPN, func(p string) bool { return p == "h2" })
 	}
 	if t.crt != "" {
 		p := t.crt

@@ -70,6 +70,10 @@ func TestServerLineTLS(t *testing.T) {
 		{"127.0.0.1:1 check-send-proxy", "127.0.0.1:1 check-send-proxy"},
 		// TLS settings without ssl or check-ssl do nothing, as the file's.
 		{"127.0.0.1:1 verify none sni str(x) alpn h2", "127.0.0.1:1"},
+		// HTTP/2: h2c, and over TLS with ALPN h2 (offered by default).
+		{"127.0.0.1:1 proto h2", "127.0.0.1:1 proto h2"},
+		{"127.0.0.1:1 ssl verify none proto h2", "127.0.0.1:1 proto h2 ssl verify none alpn h2"},
+		{"127.0.0.1:1 ssl verify none alpn h2,http/1.1 proto h2", "127.0.0.1:1 proto h2 ssl verify none alpn h2,http/1.1"},
 	} {
 		s, _, err := ParseServerLine("n1", strings.Fields(c.line), nil)
 		if err != nil {
@@ -85,6 +89,21 @@ func TestServerLineTLS(t *testing.T) {
 	_, _, err = ParseServerLine("n1", strings.Fields("127.0.0.1:1 ssl sni req.hdr(host)"), &LineEnv{Mode: ModeTCP})
 	if want := "error detected while parsing sni expression : 'req.hdr(host)' needs mode http (a tcp backend sees no HTTP request)"; err == nil || err.Error() != want {
 		t.Errorf("L7 sni in tcp mode: %v", err)
+	}
+	// proto h2: only h2, in http mode, and offered by alpn over TLS.
+	for _, c := range []struct {
+		line string
+		mode Mode
+		want string
+	}{
+		{"127.0.0.1:1 proto h1", ModeHTTP, "'proto' : unknown protocol 'h1' (fulcrum supports h2)."},
+		{"127.0.0.1:1 proto", ModeHTTP, "'proto' : missing value."},
+		{"127.0.0.1:1 proto h2", ModeTCP, "'proto' : MUX protocol 'h2' is not usable in a backend of mode tcp."},
+		{"127.0.0.1:1 ssl alpn http/1.1 proto h2", ModeHTTP, "'alpn' : 'http/1.1' does not offer h2, which 'proto h2' needs over TLS."},
+	} {
+		if _, _, err := ParseServerLine("n1", strings.Fields(c.line), &LineEnv{Mode: c.mode}); err == nil || err.Error() != c.want {
+			t.Errorf("%s: got %v, want %q", c.line, err, c.want)
+		}
 	}
 	// A crt file that is not a certificate.
 	testcert.Write(t, dir, "bad.pem", []byte("nothing"))

@@ -9,10 +9,14 @@ package proxy
 
 import (
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
+	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/acl"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/tlsx"
@@ -29,6 +33,7 @@ func (s *Server) setupTLS() {
 		// http_reuse never does).
 		s.up.Reuse = http1.ReuseNever
 	}
+	s.up.TLS = sc.SSL && sc.TLS != nil
 	if t := sc.TLS; t != nil {
 		s.tlsc = tlsx.NewClient(tlsx.ClientOptions{
 			Verify: t.Verify, CAs: t.CAs, VerifyHost: t.VerifyHost,
@@ -59,7 +64,16 @@ func (s *Server) CheckConn(c net.Conn, deadline time.Time) (out net.Conn, handsh
 	if !sc.CheckSSL || s.tlsc == nil {
 		return c, false, nil
 	}
-	tc := tls.Client(c, s.tlsc.Config(""))
+	cfg := s.tlsc.Config("")
+	if ck := s.Backend.Conf.Check; ck != nil && ck.Proto == "grpc" {
+		cfg.NextProtos = []string{"h2"} // gRPC health checks speak HTTP/2
+	} else {
+		// HTTP checks speak HTTP/1.1: h2 is not offered to them, even
+		// by a proto = "h2" server's alpn. (A new slice: the clone
+		// shares the server's.)
+		cfg.NextProtos = slices.DeleteFunc(slices.Clone(cfg.NextProtos), func(p string) bool { return p == "h2" })
+	}
+	tc := tls.Client(c, cfg)
 	if err := tc.Handshake(); err != nil {
 		return nil, true, err
 	}
@@ -138,7 +152,30 @@ func (x *Stream) prepare(srv *Server, c net.Conn) (net.Conn, error) {
 		ssl := x.fe.p.ssl
 		storeMax(&ssl.BeKeyRateMax, ssl.BeKeyRate.Add(time.Now(), 1))
 	}
+	if err := checkALPN(sc, tc.ConnectionState().NegotiatedProtocol); err != nil {
+		x.fe.p.log.Warn().Str("backend", be.Name).Str("server", srv.Name).Str("addr", srv.Addr()).
+			Err(err).Msg("server connection refused: no HTTP/2")
+		tc.Close()
+		return nil, err
+	}
 	return tc, nil
+}
+
+// ErrNoH2 is the connection failure of a proto = "h2" server whose TLS
+// handshake selected another protocol by ALPN.
+var ErrNoH2 = errors.New("proto h2")
+
+// checkALPN returns an error when the protocol a server's TLS handshake
+// selected by ALPN (proto, "" for none) is not what sc speaks: a proto
+// = "h2" server must select h2. A server that selects none gets HTTP/2
+// all the same, as HAProxy 2.6's forced h2 mux does; one that selects
+// http/1.1 is refused (HAProxy would send its HTTP/2 preface anyway and
+// fail there, as a connection error too).
+func checkALPN(sc *conf.Server, proto string) error {
+	if sc.Proto != "h2" || proto == "" || proto == "h2" {
+		return nil
+	}
+	return fmt.Errorf("%w: the server selected ALPN %q, not h2", ErrNoH2, proto)
 }
 
 // ppClient is what x's PROXY header says: the client's addresses as the

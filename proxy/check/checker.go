@@ -113,7 +113,7 @@ func (c *Checker) addLocked(s *proxy.Server) (*Server, error) {
 		}
 		ps.health = tcpProbe{prep: prep}
 		if ck.Proto == "grpc" {
-			ps.health = grpcProbe{}
+			ps.health = grpcProbe{prep: prep}
 		} else if ck.Type == "http" {
 			hp, err := newHTTPProbe(ck.Method, ck.Path, ck.Host, ck.ExpectStatus)
 			if err != nil {

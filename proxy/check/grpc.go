@@ -15,8 +15,9 @@ import (
 
 // grpcProbe is the gRPC health check (check_proto = "grpc"): one call of
 // the standard grpc.health.v1.Health/Check method over HTTP/2 with prior
-// knowledge, for the whole server (an empty service name), judged on its
-// answer:
+// knowledge, or over TLS with ALPN h2 under check_ssl (a failed handshake
+// is L6RSP or L6TOUT, as for the other checks), for the whole server (an
+// empty service name), judged on its answer:
 //
 //   - connect fails: L4CON / L4TOUT (as tcp);
 //   - no answer within the read timeout: L7TOUT;
@@ -31,7 +32,9 @@ import (
 //
 // The messages are encoded by hand (two protobuf bytes each way), so the
 // proxy carries no gRPC library.
-type grpcProbe struct{}
+type grpcProbe struct {
+	prep ConnPrep // check_ssl, check_send_proxy; nil: none
+}
 
 // grpcHealthRequest is a gRPC frame (uncompressed, 0 bytes long) holding
 // an empty HealthCheckRequest: service "".
@@ -41,8 +44,8 @@ var grpcHealthRequest = []byte{0, 0, 0, 0, 0}
 var servingStatus = map[uint64]string{0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN"}
 
 // Run makes the call to addr.
-func (grpcProbe) Run(ctx context.Context, addr string, connect, read time.Duration) Result {
-	c, fail := dial(ctx, addr, connect)
+func (g grpcProbe) Run(ctx context.Context, addr string, connect, read time.Duration) Result {
+	c, _, fail := dialPrep(ctx, addr, connect, g.prep)
 	if fail != nil {
 		return *fail
 	}

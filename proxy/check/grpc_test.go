@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -10,8 +11,11 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/fulcrum-proxy/fulcrum/internal/testcert"
 )
 
 // TestGRPCProbe runs the gRPC health check against google.golang.org/grpc
@@ -83,5 +87,42 @@ func TestHealthStatus(t *testing.T) {
 				t.Errorf("got %d, %v; want %d, %v", st, ok, tc.st, tc.ok)
 			}
 		})
+	}
+}
+
+// TestGRPCProbeTLS: under check_ssl the gRPC health check runs over the
+// connection its ConnPrep made, a TLS one offering ALPN h2 (grpc-go's
+// server closes a connection without it): L7OK.
+func TestGRPCProbeTLS(t *testing.T) {
+	ca := testcert.NewCA(t, "Test CA", testcert.Options{})
+	cert := ca.Server(t, testcert.Options{}, "s.test").TLS()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}})))
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(gs, hs)
+	done := make(chan struct{})
+	go func() { defer close(done); gs.Serve(l) }()
+	t.Cleanup(func() { gs.Stop(); <-done })
+	prep := func(alpn string) ConnPrep {
+		return func(c net.Conn, deadline time.Time) (net.Conn, bool, error) {
+			tc := tls.Client(c, &tls.Config{RootCAs: ca.Pool(), ServerName: "s.test", NextProtos: []string{alpn}})
+			tc.SetDeadline(deadline)
+			return tc, true, tc.Handshake()
+		}
+	}
+	if r := (grpcProbe{prep: prep("h2")}).Run(context.Background(), l.Addr().String(), 2*time.Second, 5*time.Second); r.Status != StatusL7OK {
+		t.Errorf("over TLS: got %v %d %q, want L7OK", r.Status, r.Code, r.Info)
+	}
+	// Without h2 grpc-go closes the connection after the handshake.
+	if r := (grpcProbe{prep: prep("http/1.1")}).Run(context.Background(), l.Addr().String(), 2*time.Second, 5*time.Second); r.Status != StatusL7RSP {
+		t.Errorf("ALPN http/1.1: got %v %d %q, want L7RSP", r.Status, r.Code, r.Info)
+	}
+	// In clear against the TLS server: no gRPC answer.
+	if r := (grpcProbe{}).Run(context.Background(), l.Addr().String(), 2*time.Second, 5*time.Second); r.Status == StatusL7OK {
+		t.Errorf("h2c against a TLS server: got %v", r.Status)
 	}
 }

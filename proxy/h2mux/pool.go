@@ -13,14 +13,22 @@ import (
 // connection carrying at most the server's SETTINGS_MAX_CONCURRENT_STREAMS
 // at once; a new connection is dialed (by the core, with its retries and
 // redispatch) only when none can take another stream. A connection is
-// dialed to the Pool's server and only ever serves that server: the pool
-// is the server's, and it is keyed by nothing else. Lock: mu, held only
+// dialed to the Pool's server and only ever serves that server, and only
+// requests of the key it was made with (the SNI its TLS handshake sent,
+// "" in clear): the pool is the server's and its HTTP/2's, so a
+// connection is keyed by server, protocol and SNI. Lock: mu, held only
 // to scan or change the list; no system call is made under it.
 type Pool struct {
 	mu    sync.Mutex
-	conns []*http2.ClientConn
+	conns []pooled
 	tr    *http2.Transport
 	c     *Counters // the backend's
+}
+
+// pooled is a connection of a Pool and the key it was made with.
+type pooled struct {
+	cc  *http2.ClientConn
+	key string
 }
 
 // NewPool returns an empty pool whose connections count their frames in
@@ -39,19 +47,23 @@ func NewPool(c *Counters, idle time.Duration) *Pool {
 	return &Pool{tr: tr, c: c}
 }
 
-// Reserve returns a shared connection on which one new stream has been
-// reserved (the request must then be sent with RoundTrip, or the
+// Reserve returns a shared connection made with key on which one new
+// stream has been reserved (the request must then be sent with RoundTrip, or the
 // reservation is given back by the request's failure), or nil when every
 // connection is full, closing or closed. idleOK false passes over the
 // connections without a stream in flight (http_reuse safe: the first
 // request of a client connection goes on a connection already busy with
 // streams, as HAProxy's "available" connections, or on a new one, never on
 // an idle one). Closed connections are dropped.
-func (p *Pool) Reserve(idleOK bool) *http2.ClientConn {
+func (p *Pool) Reserve(key string, idleOK bool) *http2.ClientConn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i := 0; i < len(p.conns); {
-		cc := p.conns[i]
+		cc := p.conns[i].cc
+		if p.conns[i].key != key {
+			i++
+			continue
+		}
 		if idleOK && cc.ReserveNewRequest() {
 			return cc
 		}
@@ -68,16 +80,16 @@ func (p *Pool) Reserve(idleOK bool) *http2.ClientConn {
 	return nil
 }
 
-// Add makes c, newly connected to the pool's server, an HTTP/2 connection
-// (the preface and SETTINGS are sent), shared by the pool, and returns it
-// with one stream reserved. On error c is closed.
-func (p *Pool) Add(c net.Conn) (*http2.ClientConn, error) {
+// Add makes c, newly connected to the pool's server for requests of key,
+// an HTTP/2 connection (the preface and SETTINGS are sent), shared by the
+// pool, and returns it with one stream reserved. On error c is closed.
+func (p *Pool) Add(key string, c net.Conn) (*http2.ClientConn, error) {
 	cc, err := p.open(c)
 	if err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
-	p.conns = append(p.conns, cc)
+	p.conns = append(p.conns, pooled{cc, key})
 	p.mu.Unlock()
 	return cc, nil
 }
@@ -106,8 +118,8 @@ func (p *Pool) Streams() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0
-	for _, cc := range p.conns {
-		st := cc.State()
+	for _, e := range p.conns {
+		st := e.cc.State()
 		n += st.StreamsActive + st.StreamsReserved
 	}
 	return n
@@ -119,7 +131,7 @@ func (p *Pool) Sweep() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i := 0; i < len(p.conns); {
-		if p.conns[i].State().Closed {
+		if p.conns[i].cc.State().Closed {
 			p.conns = append(p.conns[:i], p.conns[i+1:]...)
 			continue
 		}
@@ -134,8 +146,8 @@ func (p *Pool) CloseAll() {
 	conns := p.conns
 	p.conns = nil
 	p.mu.Unlock()
-	for _, cc := range conns {
-		cc.Close()
+	for _, e := range conns {
+		e.cc.Close()
 	}
 }
 
@@ -152,18 +164,19 @@ type Owned struct {
 }
 
 type owned struct {
-	p  *Pool
-	cc *http2.ClientConn
+	p   *Pool
+	key string
+	cc  *http2.ClientConn
 }
 
-// Reserve returns one of o's connections to p's server with one new
-// stream reserved, or nil.
-func (o *Owned) Reserve(p *Pool) *http2.ClientConn {
+// Reserve returns one of o's connections to p's server made with key,
+// with one new stream reserved, or nil.
+func (o *Owned) Reserve(p *Pool, key string) *http2.ClientConn {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for i := 0; i < len(o.conns); {
 		e := o.conns[i]
-		if e.p != p {
+		if e.p != p || e.key != key {
 			i++
 			continue
 		}
@@ -180,10 +193,10 @@ func (o *Owned) Reserve(p *Pool) *http2.ClientConn {
 	return nil
 }
 
-// Add makes c, newly connected to p's server, an HTTP/2 connection
-// private to o, and returns it with one stream reserved. On error, or
-// once o is closed, c is closed.
-func (o *Owned) Add(p *Pool, c net.Conn) (*http2.ClientConn, error) {
+// Add makes c, newly connected to p's server for requests of key, an
+// HTTP/2 connection private to o, and returns it with one stream
+// reserved. On error, or once o is closed, c is closed.
+func (o *Owned) Add(p *Pool, key string, c net.Conn) (*http2.ClientConn, error) {
 	cc, err := p.open(c)
 	if err != nil {
 		return nil, err
@@ -194,7 +207,7 @@ func (o *Owned) Add(p *Pool, c net.Conn) (*http2.ClientConn, error) {
 		cc.Close()
 		return nil, net.ErrClosed
 	}
-	o.conns = append(o.conns, owned{p, cc})
+	o.conns = append(o.conns, owned{p, key, cc})
 	return cc, nil
 }
 

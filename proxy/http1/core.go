@@ -126,6 +126,9 @@ type Upstream struct {
 	// HTTP/2 (server proto h2), nil for HTTP/1.1: requests then go as
 	// streams on those connections (h2up.go).
 	H2 *h2mux.Pool
+	// TLS says the server's connections are TLS (ssl): HTTP/2 requests
+	// to it carry :scheme https.
+	TLS bool
 }
 
 // Reuse is a backend's http_reuse policy: which requests may use an idle

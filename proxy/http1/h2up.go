@@ -34,7 +34,7 @@ func (s *session) forwardH2() bool {
 	if up.Reuse == ReuseNever && s.h2own == nil {
 		s.h2own = new(h2mux.Owned)
 	}
-	cc := ReserveH2(up, s.nreq <= 1, s.h2own)
+	cc := ReserveH2(up, x.ConnKey(), s.nreq <= 1, s.h2own)
 	reused := cc != nil
 	if cc == nil {
 		c, o := x.Connect()
@@ -49,7 +49,7 @@ func (s *session) forwardH2() bool {
 			return s.forwardOn(uc, false)
 		}
 		var err error
-		if cc, err = AddH2(up, c, s.h2own); err != nil {
+		if cc, err = AddH2(up, x.ConnKey(), c, s.h2own); err != nil {
 			return s.fail(stream.SendFailed)
 		}
 	}
@@ -96,32 +96,32 @@ func (s *session) endBody(call *h2mux.Call, body *countingBody) bool {
 	return whole
 }
 
-// ReserveH2 returns a connection to up's HTTP/2 server with one stream
-// reserved, as the backend's http_reuse allows, or nil when one must be
-// dialed (AddH2):
+// ReserveH2 returns a connection to up's HTTP/2 server made for requests
+// of key (Stream.ConnKey: the SNI sent) with one stream reserved, as the
+// backend's http_reuse allows, or nil when one must be dialed (AddH2):
 //   - never: only a connection private to the client connection (own,
 //     which must not be nil then);
 //   - safe: a shared connection, but for the first request of a client
 //     connection (first) only one already busy with streams;
 //   - aggressive and always: any shared connection with a free stream.
-func ReserveH2(up *Upstream, first bool, own *h2mux.Owned) *xh2.ClientConn {
+func ReserveH2(up *Upstream, key string, first bool, own *h2mux.Owned) *xh2.ClientConn {
 	switch up.Reuse {
 	case ReuseNever:
-		return own.Reserve(up.H2)
+		return own.Reserve(up.H2, key)
 	case ReuseSafe:
-		return up.H2.Reserve(!first)
+		return up.H2.Reserve(key, !first)
 	}
-	return up.H2.Reserve(true)
+	return up.H2.Reserve(key, true)
 }
 
-// AddH2 makes c, newly connected to up's HTTP/2 server, a connection
-// with one stream reserved: private to own under http_reuse never, else
-// shared in the server's pool.
-func AddH2(up *Upstream, c net.Conn, own *h2mux.Owned) (*xh2.ClientConn, error) {
+// AddH2 makes c, newly connected to up's HTTP/2 server for requests of
+// key, a connection with one stream reserved: private to own under
+// http_reuse never, else shared in the server's pool.
+func AddH2(up *Upstream, key string, c net.Conn, own *h2mux.Owned) (*xh2.ClientConn, error) {
 	if up.Reuse == ReuseNever {
-		return own.Add(up.H2, c)
+		return own.Add(up.H2, key, c)
 	}
-	return up.H2.Add(c)
+	return up.H2.Add(key, c)
 }
 
 // forwardOn is forward's exchange and relay on uc, a connection bound to
@@ -217,7 +217,7 @@ func (s *session) h2Request(call *h2mux.Call) (*http.Request, *countingBody) {
 		host = "localhost" // HTTP/1.0 without Host: :authority is required
 	}
 	req := &http.Request{
-		Method: string(r.line[0]), URL: TargetURL(s.x.URI(), host), Host: host,
+		Method: string(r.line[0]), URL: TargetURL(s.x.URI(), host, s.x.Upstream().TLS), Host: host,
 		Header: h, Proto: "HTTP/2.0", ProtoMajor: 2,
 	}
 	var cb *countingBody
@@ -237,8 +237,9 @@ func (s *session) h2Request(call *h2mux.Call) (*http.Request, *countingBody) {
 
 // TargetURL returns the URL whose RequestURI is uri's origin form (an
 // absolute-form target loses its scheme and authority), for a request to
-// authority host.
-func TargetURL(uri []byte, host string) *url.URL {
+// authority host; its scheme (the :scheme sent) is https over TLS, else
+// http.
+func TargetURL(uri []byte, host string, overTLS bool) *url.URL {
 	u := string(uri)
 	if i := strings.Index(u, "://"); i > 0 && !strings.HasPrefix(u, "/") {
 		u = u[i+3:]
@@ -249,7 +250,11 @@ func TargetURL(uri []byte, host string) *url.URL {
 		}
 	}
 	path, query, _ := strings.Cut(u, "?")
-	return &url.URL{Scheme: "http", Host: host, Opaque: path, RawQuery: query, ForceQuery: strings.HasSuffix(u, "?")}
+	scheme := "http"
+	if overTLS {
+		scheme = "https"
+	}
+	return &url.URL{Scheme: scheme, Host: host, Opaque: path, RawQuery: query, ForceQuery: strings.HasSuffix(u, "?")}
 }
 
 // relayH2 sends the HTTP/2 server's response to the HTTP/1.1 client.

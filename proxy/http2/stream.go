@@ -319,7 +319,7 @@ func (st *h2stream) toH1(ex *http1.Exchange) {
 				return
 			}
 			if up = x.Upstream(); up.H2 != nil {
-				cc, err := http1.AddH2(up, c, &st.c.own)
+				cc, err := http1.AddH2(up, x.ConnKey(), c, &st.c.own)
 				if err != nil {
 					st.fail(stream.SendFailed)
 					return
@@ -551,7 +551,7 @@ func (st *h2stream) toH2(cc *xh2.ClientConn) {
 	up := x.Upstream()
 	reused := false
 	if cc == nil {
-		if cc = http1.ReserveH2(up, st.first, &st.c.own); cc != nil {
+		if cc = http1.ReserveH2(up, x.ConnKey(), st.first, &st.c.own); cc != nil {
 			reused = true
 		} else {
 			c, o := x.Connect()
@@ -564,7 +564,7 @@ func (st *h2stream) toH2(cc *xh2.ClientConn) {
 				return
 			}
 			var err error
-			if cc, err = http1.AddH2(up, c, &st.c.own); err != nil {
+			if cc, err = http1.AddH2(up, x.ConnKey(), c, &st.c.own); err != nil {
 				st.fail(stream.SendFailed)
 				return
 			}
@@ -580,7 +580,7 @@ func (st *h2stream) toH2(cc *xh2.ClientConn) {
 		k := http.CanonicalHeaderKey(name)
 		h[k] = append(h[k], value)
 	})
-	req := &http.Request{Method: r.Method, URL: http1.TargetURL(x.URI(), host), Host: host, Header: h,
+	req := &http.Request{Method: r.Method, URL: http1.TargetURL(x.URI(), host, up.TLS), Host: host, Header: h,
 		Proto: "HTTP/2.0", ProtoMajor: 2, ContentLength: r.ContentLength, Trailer: r.Trailer}
 	var body *bodyReader
 	if st.view.HasBody {
