@@ -136,7 +136,9 @@ type serverParams struct {
 
 	// ALPN is the protocols offered to the server, comma-separated as
 	// HAProxy writes them ("http/1.1"). In http mode "h2" is left out
-	// (fulcrum speaks HTTP/1.1 to servers). "" offers none. Default "".
+	// unless proto = "h2" (fulcrum speaks HTTP/1.1 to the server then);
+	// with proto = "h2" it must list "h2". "" offers none, or "h2" for a
+	// proto = "h2" server. Default "".
 	ALPN *string `toml:"alpn"`
 
 	// Crt is a PEM file holding the client certificate fulcrum presents
