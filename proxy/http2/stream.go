@@ -667,13 +667,33 @@ func (st *h2stream) writeHead(h http.Header, status int) int {
 		shown = code
 	}
 	st.out.reset()
+	// The values share one string and the fields one []string: two
+	// allocations for the head instead of two per field, and common
+	// names are interned (headerKey). A Builder never changes the bytes
+	// it holds, so a value sliced from it stays as written.
+	size := 0
+	for i := range rf.NumHeaders() {
+		_, value := rf.HeaderAt(i)
+		size += len(value)
+	}
+	var sb strings.Builder
+	sb.Grow(size)
+	vals := make([]string, 0, rf.NumHeaders())
 	for i := range rf.NumHeaders() {
 		name, value := rf.HeaderAt(i)
 		if edits != nil && edits.Hidden(i) || x.FilterResponseField(&st.out, name, value) {
 			continue
 		}
-		k := http.CanonicalHeaderKey(string(name))
-		h[k] = append(h[k], string(value))
+		start := sb.Len()
+		sb.Write(value)
+		v := sb.String()[start:]
+		k := headerKey(name)
+		if old, ok := h[k]; ok {
+			h[k] = append(old, v)
+			continue
+		}
+		vals = append(vals, v)
+		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
 	if edits != nil {
 		for i := range edits.NumAdded() {
@@ -684,6 +704,15 @@ func (st *h2stream) writeHead(h http.Header, status int) int {
 	}
 	x.AppendResponseFields(&st.out)
 	st.out.addTo(h)
+	// x/net/http2's Server adds a Date field, and a Content-Type sniffed
+	// from the body, to a response without them: the server's response
+	// goes as it came (HAProxy adds neither). A key without values is
+	// sent as nothing.
+	for _, k := range [...]string{"Date", "Content-Type"} {
+		if _, ok := h[k]; !ok {
+			h[k] = nil
+		}
+	}
 	return shown
 }
 
