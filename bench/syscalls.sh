@@ -25,7 +25,9 @@
 # storing http_req_cnt and http_req_rate(10s), alone (track) or replicated
 # over the peers protocol to a sink of the same kind (peers: a second
 # fulcrum or `haproxy -L hapsink`, started only for this mode, whose own
-# counts are not included): peers minus track is replication's cost.
+# counts are not included): peers minus track is replication's cost; h2c (not
+# in the default MODES: h2load -c$CONNS -m$H2_STREAMS, HTTP/2 with prior
+# knowledge on a "proto h2" bind, to the same HTTP/1.1 upstreams; needs h2load).
 #
 # Knobs (defaults): DUR=5 CONNS=64 WARM=1 MODES="http-ka http-close tcp-ka"
 #   ONLY="haproxy fulcrum" FULCRUM=./bin/fulcrum FUL_GOMAXPROCS=2 HAP_NBTHREAD=2
@@ -34,6 +36,7 @@
 #   FUL_T=23084 FUL_P=23083 HAP_T=23184 HAP_P=23183 PEER_BASE=23280
 #               (peers mode: peer ports PEER_BASE+0/+1 fulcrum and its sink,
 #               +2/+3 haproxy and its sink)
+#   FUL_H2=23082 HAP_H2=23182 H2_STREAMS=10 (h2c mode)
 #   FUL_ENV="NAME=value ..."   extra environment for fulcrum (experiments)
 #   FUL_NETIO=   fulcrum's tune_netio ("go" or "epoll"; empty: the default)
 #   RECORD=0     1: after the counts, a perf record -g profile of each run in
@@ -64,6 +67,9 @@ FUL_P=${FUL_P:-23083}
 HAP_T=${HAP_T:-23184}
 HAP_P=${HAP_P:-23183}
 PEER_BASE=${PEER_BASE:-23280}
+FUL_H2=${FUL_H2:-23082}
+HAP_H2=${HAP_H2:-23182}
+H2_STREAMS=${H2_STREAMS:-10}
 FUL_ENV=${FUL_ENV:-}
 FUL_NETIO=${FUL_NETIO:-}
 RECORD=${RECORD:-0}
@@ -75,10 +81,10 @@ die() { log "ERROR: $*"; exit 2; }
 for t in haproxy nginx wrk socat perf; do
   command -v "$t" >/dev/null || die "missing $t: apt-get install -y haproxy nginx wrk socat linux-perf"
 done
-for v in DUR CONNS WARM UP_BASE FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP HAP_NBTHREAD FUL_T FUL_P HAP_T HAP_P PEER_BASE; do
+for v in DUR CONNS WARM UP_BASE FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP HAP_NBTHREAD FUL_T FUL_P HAP_T HAP_P PEER_BASE FUL_H2 HAP_H2 H2_STREAMS; do
   case ${!v} in ''|*[!0-9]*) die "$v must be a non-negative integer";; esac
 done
-for m in $MODES; do case $m in http-ka|http-close|tcp-ka|track|peers) ;; *) die "unknown mode $m";; esac; done
+for m in $MODES; do case $m in http-ka|http-close|tcp-ka|track|peers) ;; h2c) command -v h2load >/dev/null || die "missing h2load: apt-get install -y nghttp2-client";; *) die "unknown mode $m";; esac; done
 case $FULCRUM in /*) BIN=$FULCRUM;; *) BIN=$ROOT/${FULCRUM#./};; esac
 case " $ONLY " in *" fulcrum "*) [ -x "$BIN" ] || die "$BIN not found: run 'make build'";; esac
 
@@ -105,7 +111,7 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 wait_port() { for _ in $(seq 100); do port_open "$1" && return 0; sleep 0.1; done; return 1; }
 WANT_PEERS=0
 case " $MODES " in *" peers "*) WANT_PEERS=1;; esac
-for p in $UP_PORTS $FUL_HTTP $FUL_TCP $HAP_HTTP $HAP_TCP $FUL_T $FUL_P $HAP_T $HAP_P $(seq "$PEER_BASE" $((PEER_BASE + 3))); do port_open "$p" && die "127.0.0.1:$p is in use"; done
+for p in $UP_PORTS $FUL_HTTP $FUL_TCP $HAP_HTTP $HAP_TCP $FUL_T $FUL_P $HAP_T $HAP_P $FUL_H2 $HAP_H2 $(seq "$PEER_BASE" $((PEER_BASE + 3))); do port_open "$p" && die "127.0.0.1:$p is in use"; done
 
 # ------------------------------------------------------------------ configs
 {
@@ -137,6 +143,7 @@ defaults
 frontend fe_http
     mode http
     bind 127.0.0.1:$HAP_HTTP
+    bind 127.0.0.1:$HAP_H2 proto h2
     default_backend be_http
 frontend fe_tcp
     mode tcp
@@ -191,7 +198,7 @@ timeout_client = "60s"
 timeout_server = "60s"
 [[frontend]]
 name = "fe_http"
-bind = ["127.0.0.1:$FUL_HTTP"]
+bind = ["127.0.0.1:$FUL_HTTP", "127.0.0.1:$FUL_H2 proto h2"]
 mode = "http"
 default_backend = "be_http"
 [[frontend]]
@@ -273,8 +280,9 @@ start() { # name cmd... -> START_PID
 }
 start nginx nginx -p "$D" -e "$D/nginx.err" -c "$D/nginx.conf"
 for p in $UP_PORTS; do wait_port "$p" || die "nginx did not start (see $D/nginx.err)"; done
-declare -A PID HPORT TPORT
+declare -A PID HPORT TPORT H2PORT
 HPORT=([haproxy]=$HAP_HTTP [fulcrum]=$FUL_HTTP)
+H2PORT=([haproxy]=$HAP_H2 [fulcrum]=$FUL_H2)
 TPORT=([haproxy]=$HAP_TCP [fulcrum]=$FUL_TCP)
 declare -A TRACK_PORT=([haproxy]=$HAP_T [fulcrum]=$FUL_T) PEERS_PORT=([haproxy]=$HAP_P [fulcrum]=$FUL_P)
 declare -A SINK_PORT=([haproxy]=$((PEER_BASE + 3)) [fulcrum]=$((PEER_BASE + 1)))
@@ -320,9 +328,14 @@ peer_fd() {
       if (match($0, pid "fd=[0-9]+")) { print substr($0, RSTART + length(pid) + 3, RLENGTH - length(pid) - 3); exit } }'
 }
 sched_runs() { [ "$1" = fulcrum ] || { echo 0; return; }; echo "show activity" | socat -t 2 stdio "unix-connect:$SOCK" 2>/dev/null | awk -F': ' '$1=="sched_runs"{print $2}'; }
-url() { case $1 in tcp-ka) echo "http://127.0.0.1:${TPORT[$2]}/";; track) echo "http://127.0.0.1:${TRACK_PORT[$2]}/";;
+url() { case $1 in tcp-ka) echo "http://127.0.0.1:${TPORT[$2]}/";; h2c) echo "http://127.0.0.1:${H2PORT[$2]}/";; track) echo "http://127.0.0.1:${TRACK_PORT[$2]}/";;
   peers) echo "http://127.0.0.1:${PEERS_PORT[$2]}/";; *) echo "http://127.0.0.1:${HPORT[$2]}/";; esac; }
 load() { # mode target secs outfile
+  if [ "$1" = h2c ]; then
+    timeout $(( $3 + 20 )) h2load -c"$CONNS" -m"$H2_STREAMS" -D"$3" "$(url "$1" "$2")" > "$4" 2>&1
+    awk '/^requests:/{print $8}' "$4"
+    return
+  fi
   local hdr=()
   [ "$1" = http-close ] && hdr=(-H "Connection: close")
   timeout $(( $3 + 20 )) wrk -t1 -c"$CONNS" -d"${3}s" "${hdr[@]+"${hdr[@]}"}" "$(url "$1" "$2")" > "$4" 2>&1
@@ -385,7 +398,7 @@ done
 {
   echo
   echo "kernel crossings per request: fulcrum ($BIN, GOMAXPROCS=${FUL_GOMAXPROCS:-default}${FUL_NETIO:+, tune_netio $FUL_NETIO}${FUL_ENV:+, $FUL_ENV}) vs haproxy $(haproxy -v | awk 'NR==1{print $3}') (nbthread $HAP_NBTHREAD)"
-  echo "wrk -t1 -c$CONNS -d${DUR}s per pass on $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "wrk -t1 -c$CONNS -d${DUR}s per pass (h2c: h2load -c$CONNS -m$H2_STREAMS) on $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "per request, from perf stat on the proxy's threads: syscalls, EAGAIN (reads that found the socket empty),"
   echo "cs (context switches), mig (CPU migrations); runs: goroutines put on a P (fulcrum's sched_runs, +-8 per pass);"
   echo "upd: updates pushed to the peers mode's sink (show peers last_pushed); peersys: read, write, recvfrom"

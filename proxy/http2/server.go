@@ -1,6 +1,7 @@
 package http2
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"log"
@@ -102,6 +103,7 @@ func Serve(cl Client) {
 	srv := cl.Server()
 	g := h2mux.NewClientGuard(cl.Conn(), cl.Counters(), h2mux.DefaultLimits(srv.maxStreams))
 	c := &conn{Guard: g, cl: cl, g: g, srv: srv}
+	c.br = bufio.NewReaderSize(g, readBufSize)
 	srv.h2.ServeConn(c, &http2.ServeConnOpts{Handler: c, BaseConfig: srv.hs})
 	g.Close()
 	c.own.Close(true)
@@ -115,6 +117,7 @@ type conn struct {
 	*h2mux.Guard
 	cl       Client
 	g        *h2mux.Guard
+	br       *bufio.Reader // over g: see Read
 	srv      *Server
 	notified atomic.Bool
 	streams  atomic.Int64 // streams begun, to tell the first (http_reuse safe)
@@ -123,14 +126,24 @@ type conn struct {
 	own h2mux.Owned
 }
 
-// Read reads from the guard; once the proxy stops, the first read asks
-// for GOAWAY (the server has registered the connection by then).
+// Read reads from the guard, through a buffer; once the proxy stops, the
+// first read asks for GOAWAY (the server has registered the connection by
+// then). x/net/http2's Server reads each frame's 9-byte header, then its
+// payload, straight from the connection: unbuffered, that was two system
+// calls per frame (and an EAGAIN for every header not yet arrived), where
+// a buffer takes what the client sent in one. The guard sees the bytes as
+// they come off the socket, so a frame that breaks a limit still never
+// reaches the server.
 func (c *conn) Read(p []byte) (int, error) {
 	if c.cl.Stopping() && c.notified.CompareAndSwap(false, true) {
 		c.srv.Shutdown()
 	}
-	return c.g.Read(p)
+	return c.br.Read(p)
 }
+
+// readBufSize is the read buffer of a client connection: a default
+// (16 KiB) DATA frame and its header fit, and larger reads bypass it.
+const readBufSize = 16<<10 + 9
 
 // ServeHTTP serves one stream.
 func (c *conn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
