@@ -2,9 +2,10 @@ package http2
 
 import "net/http"
 
-// commonKeys maps the response field names servers send most, in lower
-// case (HTTP/1.1 servers that write them so, HTTP/2 servers) and in
-// canonical form, to their canonical form: read only.
+// commonKeys maps the field names sent most (responses, and requests of
+// HTTP/2 clients, gRPC's among them), in lower case (HTTP/2, and HTTP/1.1
+// peers that write them so) and in canonical form, to their canonical
+// form: read only.
 var commonKeys = func() map[string]string {
 	m := map[string]string{}
 	for _, k := range []string{
@@ -16,6 +17,9 @@ var commonKeys = func() map[string]string {
 		"Set-Cookie", "Strict-Transport-Security", "Trailer", "Vary", "Via",
 		"Www-Authenticate", "X-Content-Type-Options", "X-Frame-Options",
 		"X-Request-Id", "X-Xss-Protection",
+		"Accept", "Accept-Encoding", "Accept-Language", "Authorization", "Cookie",
+		"Grpc-Accept-Encoding", "Grpc-Timeout", "If-Modified-Since", "If-None-Match",
+		"Origin", "Referer", "Te", "User-Agent", "X-Forwarded-For", "X-Forwarded-Proto",
 	} {
 		m[k] = k
 		m[lower(k)] = k
@@ -42,4 +46,12 @@ func headerKey(name []byte) string {
 		return k
 	}
 	return http.CanonicalHeaderKey(string(name))
+}
+
+// headerKeyString is headerKey for a name held as a string.
+func headerKeyString(name string) string {
+	if k, ok := commonKeys[name]; ok {
+		return k
+	}
+	return http.CanonicalHeaderKey(name)
 }

@@ -9,9 +9,12 @@ import (
 // names in any case and for others; interned names cost no allocation.
 func TestHeaderKey(t *testing.T) {
 	for _, name := range []string{"content-type", "Content-Type", "CONTENT-TYPE", "etag", "ETag", "set-cookie",
-		"x-custom-thing", "X-Custom-Thing", "grpc-status", "www-authenticate", "a b"} {
+		"x-custom-thing", "X-Custom-Thing", "grpc-status", "www-authenticate", "a b", "te", "grpc-timeout", "user-agent"} {
 		if got, want := headerKey([]byte(name)), http.CanonicalHeaderKey(name); got != want {
 			t.Errorf("%q: got %q, want %q", name, got, want)
+		}
+		if got, want := headerKeyString(name), http.CanonicalHeaderKey(name); got != want {
+			t.Errorf("%q (string): got %q, want %q", name, got, want)
 		}
 	}
 	for k, v := range commonKeys {

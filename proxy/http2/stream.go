@@ -576,9 +576,15 @@ func (st *h2stream) toH2(cc *xh2.ClientConn) {
 	defer x.Unbind()
 	host := st.host()
 	h := make(http.Header, len(st.fields))
+	vals := make([]string, 0, len(st.fields)) // one backing for the fields' values
 	st.requestFields(func(name, value string) {
-		k := http.CanonicalHeaderKey(name)
-		h[k] = append(h[k], value)
+		k := headerKeyString(name)
+		if old, ok := h[k]; ok {
+			h[k] = append(old, value)
+			return
+		}
+		vals = append(vals, value)
+		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
 	})
 	req := &http.Request{Method: r.Method, URL: http1.TargetURL(x.URI(), host, up.TLS), Host: host, Header: h,
 		Proto: "HTTP/2.0", ProtoMajor: 2, ContentLength: r.ContentLength, Trailer: r.Trailer}
