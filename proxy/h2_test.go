@@ -408,6 +408,9 @@ func TestH2Protections(t *testing.T) {
 		}
 		served()
 	})
+	// A GOAWAY is counted once written, which the client may see first:
+	// wait for the last one's count.
+	waitFor(t, 5*time.Second, "5 connection errors counted", func() bool { return h.ConnProtoErr.Load() >= 5 })
 	if n := h.ConnProtoErr.Load(); n != 5 {
 		t.Errorf("connection protocol errors: got %d, want 5 (one per abuse)", n)
 	}

@@ -101,9 +101,10 @@ func (s *Server) Shutdown() {
 // once its streams are done.
 func Serve(cl Client) {
 	srv := cl.Server()
-	g := h2mux.NewClientGuard(cl.Conn(), cl.Counters(), h2mux.DefaultLimits(srv.maxStreams))
+	raw := cl.Conn()
+	bc := bufferedConn{Conn: raw, br: bufio.NewReaderSize(raw, readBufSize)}
+	g := h2mux.NewClientGuard(bc, cl.Counters(), h2mux.DefaultLimits(srv.maxStreams))
 	c := &conn{Guard: g, cl: cl, g: g, srv: srv}
-	c.br = bufio.NewReaderSize(g, readBufSize)
 	srv.h2.ServeConn(c, &http2.ServeConnOpts{Handler: c, BaseConfig: srv.hs})
 	g.Close()
 	c.own.Close(true)
@@ -117,7 +118,6 @@ type conn struct {
 	*h2mux.Guard
 	cl       Client
 	g        *h2mux.Guard
-	br       *bufio.Reader // over g: see Read
 	srv      *Server
 	notified atomic.Bool
 	streams  atomic.Int64 // streams begun, to tell the first (http_reuse safe)
@@ -126,20 +126,29 @@ type conn struct {
 	own h2mux.Owned
 }
 
-// Read reads from the guard, through a buffer; once the proxy stops, the
-// first read asks for GOAWAY (the server has registered the connection by
-// then). x/net/http2's Server reads each frame's 9-byte header, then its
-// payload, straight from the connection: unbuffered, that was two system
-// calls per frame (and an EAGAIN for every header not yet arrived), where
-// a buffer takes what the client sent in one. The guard sees the bytes as
-// they come off the socket, so a frame that breaks a limit still never
-// reaches the server.
+// Read reads from the guard; once the proxy stops, the first read asks
+// for GOAWAY (the server has registered the connection by then).
 func (c *conn) Read(p []byte) (int, error) {
 	if c.cl.Stopping() && c.notified.CompareAndSwap(false, true) {
 		c.srv.Shutdown()
 	}
-	return c.br.Read(p)
+	return c.g.Read(p)
 }
+
+// bufferedConn is a client connection read through a buffer, under the
+// guard. x/net/http2's Server reads each frame's 9-byte header, then its
+// payload, straight from the connection: unbuffered, that was two system
+// calls per frame (and an EAGAIN for every header not yet arrived), where
+// the buffer takes what the client sent in one. The guard still sees
+// exactly the bytes the server asks for, so a frame that breaks a limit
+// fails the read of that frame, after the preface and the frames before
+// it were served.
+type bufferedConn struct {
+	net.Conn
+	br *bufio.Reader
+}
+
+func (b bufferedConn) Read(p []byte) (int, error) { return b.br.Read(p) }
 
 // readBufSize is the read buffer of a client connection: a default
 // (16 KiB) DATA frame and its header fit, and larger reads bypass it.
