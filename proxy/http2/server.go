@@ -150,9 +150,11 @@ type bufferedConn struct {
 
 func (b bufferedConn) Read(p []byte) (int, error) { return b.br.Read(p) }
 
-// readBufSize is the read buffer of a client connection: a default
-// (16 KiB) DATA frame and its header fit, and larger reads bypass it.
-const readBufSize = 16<<10 + 9
+// readBufSize is the read buffer of a client connection: small frames
+// (HEADERS, WINDOW_UPDATE, SETTINGS, small DATA) come several to a read;
+// a payload at least this large is read straight into the server's
+// buffer. Kept small: every open connection holds it, idle or not.
+const readBufSize = 4 << 10
 
 // ServeHTTP serves one stream.
 func (c *conn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
