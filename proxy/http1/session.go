@@ -369,47 +369,15 @@ func (s *session) expectContinue() stream.Outcome {
 // once on a fresh connection when it can be replayed (replayable: no
 // body, or an idempotent request's body all buffered, which is sent from
 // the buffer and consumed only once the exchange is over), as HAProxy
-// does. It returns the
-// connection the response is read from (nil when it was closed) and
-// stream.Served, or the outcome to end with.
+// does. It returns the connection the response is read from (nil when it
+// was closed) and stream.Served, or the outcome to end with.
 func (s *session) exchange(uc *upConn, reused bool) (*upConn, stream.Outcome) {
-	replay := s.replayable()
-	uc, o := s.exchangeOn(uc, reused, replay)
-	if replay && s.view.HasBody {
-		s.br.Discard(int(s.req.contentLength)) // sent from the buffer
-	}
-	return uc, o
-}
-
-// replayable reports whether the request can be sent again on another
-// connection: it has no body (as before issue 21, whatever its method),
-// or it is idempotent (RFC 9110, 9.2.2: a server that received it and
-// died unanswered may get it twice harmlessly) with a Content-Length
-// body the client buffer already holds whole (and no 100-continue was
-// answered for it). A POST with a body is never replayed.
-func (s *session) replayable() bool {
-	if !s.view.HasBody {
-		return true
-	}
-	return idempotent(s.req.line[0]) && !s.req.chunked && !s.req.expect100 &&
-		s.req.contentLength <= int64(s.br.Buffered())
-}
-
-// idempotent reports whether method is idempotent (RFC 9110, 9.2.2).
-func idempotent(method []byte) bool {
-	switch string(method) {
-	case "GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE":
-		return true
-	}
-	return false
-}
-
-// exchangeOn is exchange's work; replay says the request is replayable
-// and, with a body, that the body is sent from the client buffer without
-// consuming it.
-func (s *session) exchangeOn(uc *upConn, reused, replay bool) (*upConn, stream.Outcome) {
 	x := s.x
 	hasBody := s.view.HasBody
+	replay := s.replayable()
+	if replay && hasBody {
+		defer s.br.Discard(int(s.req.contentLength)) // sent from the buffer
+	}
 	counted := false
 	for attempt := 0; ; attempt++ {
 		bodyBytes, ferr := s.sendRequest(uc, hasBody, replay)
@@ -461,6 +429,29 @@ func (s *session) exchangeOn(uc *upConn, reused, replay bool) (*upConn, stream.O
 		}
 		return uc, stream.ServerGoneHead
 	}
+}
+
+// replayable reports whether the request can be sent again on another
+// connection: it has no body (as before issue 21, whatever its method),
+// or it is idempotent (RFC 9110, 9.2.2: a server that received it and
+// died unanswered may get it twice harmlessly) with a Content-Length
+// body the client buffer already holds whole (and no 100-continue was
+// answered for it). A POST with a body is never replayed.
+func (s *session) replayable() bool {
+	if !s.view.HasBody {
+		return true
+	}
+	return idempotent(s.req.line[0]) && !s.req.chunked && !s.req.expect100 &&
+		s.req.contentLength <= int64(s.br.Buffered())
+}
+
+// idempotent reports whether method is idempotent (RFC 9110, 9.2.2).
+func idempotent(method []byte) bool {
+	switch string(method) {
+	case "GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE":
+		return true
+	}
+	return false
 }
 
 // relay sends the response whose head was read from uc to the client: its
