@@ -149,6 +149,10 @@ const waitUsage = "Usage: wait {-h|<duration>} [condition [args...]]\n" +
 // minute's wait is six seconds past the moment the server was done.
 const waitPollMax = 50 * time.Millisecond
 
+// waitHupPoll is how often a wait without a condition looks whether its
+// client closed the connection (peerClosed).
+const waitHupPoll = 100 * time.Millisecond
+
 // waitCmd is HAProxy 3.0's `wait <delay> [srv-removable <b>/<s>]`: without
 // a condition it sleeps for delay; with srv-removable it returns "Done." as
 // soon as `del server` would delete the server, "Failed. <why>" at once
@@ -227,13 +231,18 @@ func waitCmd(c *Context, args []string) error {
 		// delay), bounded by waitPollMax.
 		next := min(max(min(time.Since(start)/2+time.Millisecond, d/10, waitPollMax), time.Millisecond), left)
 		if sname == "" {
-			next = left
+			next = min(left, waitHupPoll)
 		}
 		t := time.NewTimer(next)
 		select {
 		case <-t.C:
 		case <-c.api.done:
 			t.Stop()
+			return replyNoLF("Interrupted. " + msg + "\n")
+		}
+		if c.sess != nil && peerClosed(c.sess.conn) {
+			// Nobody is left to read the reply: the wait ends, as
+			// HAProxy releases a CLI stream whose client closed.
 			return replyNoLF("Interrupted. " + msg + "\n")
 		}
 	}

@@ -275,3 +275,51 @@ func TestWait(t *testing.T) {
 		t.Fatal("t1 still there")
 	}
 }
+
+// TestWaitEndsWhenClientCloses: a wait whose client closed the connection
+// ends (its session with it) long before its delay; one whose client only
+// shut its sending side, as socat does at the end of its input, runs to
+// its end and answers.
+func TestWaitEndsWhenClientCloses(t *testing.T) {
+	e := startEnv(t, addServerConfig)
+	sessions := func() int {
+		e.api.mu.Lock()
+		defer e.api.mu.Unlock()
+		return len(e.api.sessions)
+	}
+	c, err := net.Dial("unix", e.socks[LevelAdmin])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("wait 60s\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the waiting session", func() bool { return sessions() == 1 })
+	// Still waiting a little later: the poll does not end it by itself.
+	time.Sleep(3 * waitHupPoll / 2)
+	if n := sessions(); n != 1 {
+		t.Fatalf("sessions while waiting: %d", n)
+	}
+	c.Close()
+	waitFor(t, 5*time.Second, "the wait to end after its client closed", func() bool { return sessions() == 0 })
+
+	// Half-closed: the reply still comes.
+	hc, err := net.Dial("unix", e.socks[LevelAdmin])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.Close()
+	hc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := hc.Write([]byte("wait 300ms\n")); err != nil {
+		t.Fatal(err)
+	}
+	hc.(*net.UnixConn).CloseWrite()
+	start := time.Now()
+	b, err := io.ReadAll(hc)
+	if err != nil || string(b) != "Done.\n\n" {
+		t.Fatalf("half-closed wait: %q, %v", b, err)
+	}
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Errorf("half-closed wait ended after %v, before its delay", d)
+	}
+}

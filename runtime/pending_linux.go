@@ -39,3 +39,27 @@ func pendingInput(c net.Conn) inputState {
 	}
 	return st
 }
+
+// peerClosed reports, without waiting, whether the client has closed its
+// connection entirely (POLLHUP): on a Unix socket that is a close, which a
+// client that only shut its sending side (socat after its input ends,
+// still reading the reply) does not cause. A TCP client's close looks like
+// a shutdown until something is written, so it is not seen here.
+func peerClosed(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	hup := false
+	rc.Control(func(fd uintptr) {
+		p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if n, err := unix.Poll(p, 0); n == 1 && err == nil {
+			hup = p[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0
+		}
+	})
+	return hup
+}
