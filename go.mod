@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/BurntSushi/toml v1.6.0
+	github.com/GehirnInc/crypt v0.0.0-20230320061759-8cc1b52080c5
 	github.com/chzyer/readline v1.5.1
 	github.com/mattn/go-isatty v0.0.20
 	github.com/miekg/dns v1.1.73

@@ -111,6 +111,9 @@ var labelKeys = map[string]string{
 	"table":           "name",
 	"resolvers":       "name",
 	"server_template": "prefix",
+	"userlist":        "name",
+	"group":           "name",
+	"user":            "name",
 }
 
 // describe returns p the way messages name it: `backend "web": server "s2":

@@ -65,6 +65,9 @@ func defaulted() map[string]any {
 		"tableSection":      &tableSection{},      // no defaults
 		"peersSection":      &peersSection{},      // no defaults
 		"peerEntry":         &peerEntry{},         // no defaults
+		"userlistSection":   &userlistSection{},   // no defaults
+		"userlistGroup":     &userlistGroup{},     // no defaults
+		"userlistUser":      &userlistUser{},      // no defaults
 		"checkSection": func() any {
 			ch := &checkSection{}
 			ch.setDefaults()

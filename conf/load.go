@@ -30,6 +30,8 @@ type fileSection struct {
 	Peers []*peersSection `toml:"peers"`
 	// Resolvers are the [[resolvers]] sections, in file order.
 	Resolvers []*resolversSection `toml:"resolvers"`
+	// Userlist are the [[userlist]] sections, in file order.
+	Userlist []*userlistSection `toml:"userlist"`
 }
 
 // Load reads, checks and returns the configuration in the file at path.

@@ -68,9 +68,11 @@ func isBlank(v string) bool {
 // Problems are reported on the key holding the expression.
 func (f *fileSection) compileRules(s scope) *acl.Registry {
 	reg := acl.NewRegistry(s.c.file)
+	reg.SetUserlists(f.compileUserlists(s))
 	for i, fe := range f.Frontends {
 		item := s.at("frontend").item(i)
 		sc := reg.NewScope()
+		sc.SetProxy(fe.Name)
 		defineACLs(item.at("acl"), fe.ACL, sc)
 		rs := &acl.Rules{}
 		for j, text := range fe.TCPRequest {
@@ -116,6 +118,7 @@ func (f *fileSection) compileRules(s scope) *acl.Registry {
 	for i, be := range f.Backends {
 		item := s.at("backend").item(i)
 		sc := reg.NewScope()
+		sc.SetProxy(be.Name)
 		defineACLs(item.at("acl"), be.ACL, sc)
 		be.rules = &acl.Rules{
 			HTTP:         compileHTTP(item.at("http_request"), be.HTTPRequest, sc, be.Mode, sc.HTTPRule),

@@ -239,6 +239,9 @@ func (x *Stream) answer(rule *acl.Rule, be *Backend) stream.Route {
 	case acl.ActRedirect:
 		x.ans = rule.AppendRedirect(x.ans[:0], &x.areq)
 		rt.Answer = x.ans
+	case acl.ActAuth:
+		x.ans = http1.AppendAuthResponse(x.ans[:0], rule.Realm())
+		rt.Answer = x.ans
 	}
 	closes := rt.Deny && (rule.Status == 400 || rule.Status == 408)
 	rt.Keep = !closes && !x.req.HasBody && !x.req.ConnClose && !x.fe.stoppingForGood(x.cc)

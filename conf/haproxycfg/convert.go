@@ -121,6 +121,8 @@ func (c *converter) run() {
 			c.convertDefaults(s)
 		case "frontend", "backend", "listen":
 			c.convertProxy(s)
+		case "userlist":
+			c.convertUserlist(s)
 		default:
 			row := sectionRows[s.kind]
 			c.commentSection(s, row.kind, row.why)
@@ -679,4 +681,76 @@ func stickHasCondition(be *table) bool {
 		}
 	}
 	return false
+}
+
+// convertUserlist writes a userlist section as a [[userlist]] table: each
+// `group NAME [users U1,U2]` and `user NAME [password HASH |
+// insecure-password PASS] [groups G1,G2]` line becomes an element of its
+// group or user array.
+func (c *converter) convertUserlist(s *section) {
+	if s.name == "" {
+		c.commentSection(s, Unsupported, "a userlist section needs a name")
+		return
+	}
+	t := &table{header: "[[userlist]]", src: s.hdr.num, lead: s.hdr.lead, trail: s.hdr.comment}
+	t.set("name", s.name, s.hdr.num)
+	for _, ln := range s.lines {
+		if kind, why, rej := c.rejected(ln); rej {
+			c.commentLine(t, ln, kind, why)
+			continue
+		}
+		if ln.err != nil || ln.env {
+			c.commentLine(t, ln, Unsupported, "unmatched quote or environment variable")
+			continue
+		}
+		in, key, why := userlistLine(ln)
+		if why != "" {
+			c.commentLine(t, ln, Unsupported, why)
+			continue
+		}
+		t.add(key, &elem{v: in, src: ln.num, lead: ln.lead, trail: ln.comment})
+	}
+	c.body = append(c.body, t)
+}
+
+// userlistLine converts one line of a userlist section: the inline table
+// and the array it goes to, or why it is not converted.
+func userlistLine(ln *line) (in *inline, key, why string) {
+	args := ln.args(1)
+	if len(args) == 0 {
+		return nil, "", "needs a name"
+	}
+	in = &inline{}
+	in.set("name", args[0])
+	opts := args[1:]
+	switch ln.kw(0) {
+	case "group":
+		for len(opts) > 0 {
+			if opts[0] != "users" || len(opts) < 2 {
+				return nil, "", fmt.Sprintf("unknown group option %q", opts[0])
+			}
+			in.set("users", strings.Split(opts[1], ","))
+			opts = opts[2:]
+		}
+		return in, "group", ""
+	case "user":
+		for len(opts) > 0 {
+			if len(opts) < 2 {
+				return nil, "", fmt.Sprintf("%q needs a value", opts[0])
+			}
+			switch opts[0] {
+			case "password":
+				in.set("password", opts[1])
+			case "insecure-password":
+				in.set("insecure_password", opts[1])
+			case "groups":
+				in.set("groups", strings.Split(opts[1], ","))
+			default:
+				return nil, "", fmt.Sprintf("unknown user option %q", opts[0])
+			}
+			opts = opts[2:]
+		}
+		return in, "user", ""
+	}
+	return nil, "", "unknown keyword"
 }

@@ -302,7 +302,6 @@ var globalRows = []keyword{
 var sectionRows = map[string]keyword{
 	"peers":       {kind: NotYet, why: whyPeers},
 	"resolvers":   {kind: NotYet, why: "resolvers: " + whyDNS},
-	"userlist":    {kind: Unsupported, why: "user lists (http_auth)"},
 	"mailers":     {kind: Unsupported, why: "email alerts"},
 	"http-errors": {kind: Unsupported, why: "custom error pages"},
 	"ring":        {kind: Unsupported, why: "ring buffers"},

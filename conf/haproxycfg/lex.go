@@ -25,7 +25,7 @@ var errUnmatchedQuote = errors.New("unmatched quote")
 // byte is kept; outside single quotes a backslash escapes one of
 // \ " ' # $ and space, \r \n \t \xNN are control bytes, and before any
 // other byte it is kept. env reports a '$' that HAProxy would expand as an
-// environment variable ("$NAME" or "${NAME}" outside single quotes).
+// environment variable ("$NAME" or "${NAME}" inside double quotes).
 func lexLine(s string) (words []word, comment string, env bool, err error) {
 	var w strings.Builder
 	inWord, start := false, 0
@@ -111,9 +111,10 @@ func lexLine(s string) (words []word, comment string, env bool, err error) {
 			w.WriteString(s[i+1 : i+1+j])
 			i += j + 1
 		default:
-			if c == '$' && isVar(i) {
-				env = true
-			}
+			// A '$' outside double quotes is a character: HAProxy 2.6
+			// expands environment variables only inside them
+			// (cfgparse.c parses with PARSE_OPT_DQUOTE), so a crypt(3)
+			// hash such as $6$salt$hash stays as written.
 			begin(i)
 			w.WriteByte(c)
 		}

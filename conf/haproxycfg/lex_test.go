@@ -24,6 +24,7 @@ func TestLexLine(t *testing.T) {
 		{"other backslashes are kept", `acl php path_reg \.php$`, []string{"acl", "php", "path_reg", `\.php$`}, "", false, false},
 		{"environment variable", `bind "${ADDR}:80"`, []string{"bind", "${ADDR}:80"}, "", true, false},
 		{"dollar not a variable", `http-request set-header X $1`, []string{"http-request", "set-header", "X", "$1"}, "", false, false},
+		{"unquoted dollar name is kept (PARSE_OPT_DQUOTE)", `user alice password $6$salt$hash`, []string{"user", "alice", "password", "$6$salt$hash"}, "", false, false},
 		{"unmatched double quote", `set "abc`, []string{"set"}, "", false, true},
 		{"unmatched single quote", `set 'abc`, []string{"set"}, "", false, true},
 		{"hash in quotes", `x "a#b"`, []string{"x", "a#b"}, "", false, false},

@@ -102,12 +102,17 @@ func (c *Cond) Eval(r *Request) bool {
 type Scope struct {
 	reg   *Registry
 	named map[string]*namedACL
+	proxy string // the section's name: auth's default realm
 }
 
 // NewScope returns a scope compiling into reg.
 func (reg *Registry) NewScope() *Scope {
 	return &Scope{reg: reg, named: map[string]*namedACL{}}
 }
+
+// SetProxy names the frontend or backend the scope compiles: an auth rule
+// without a realm announces this name, as HAProxy does.
+func (sc *Scope) SetProxy(name string) { sc.proxy = name }
 
 // Define adds a definition to the named ACL name (definitions of one name
 // OR together). line is where it is written, for `show acl`.
@@ -229,10 +234,11 @@ func (sc *Scope) parseExpr(words []string, line int) (*term, error) {
 	if def == nil {
 		return nil, fmt.Errorf("unknown fetch method '%s' in ACL expression '%s'", name, kw)
 	}
-	f, err := parseFetch(def, kw, args, hasArgs)
+	f, err := sc.parseFetch(def, kw, args, hasArgs)
 	if err != nil {
 		return nil, err
 	}
+	f.groups = def.id == fAuthGroup // the ACL form matches groups
 	if !hasMethod {
 		m = defaultMethod(def.out)
 	}

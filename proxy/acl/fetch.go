@@ -41,8 +41,9 @@ type sample struct {
 
 // iter is the position of a multi-valued fetch between two values.
 type iter struct {
-	i, j int // header index and offset inside its value
-	n    int // values returned so far
+	i, j   int      // header index and offset inside its value
+	n      int      // values returned so far
+	groups [][]byte // http_auth_group in an ACL: the user's groups
 }
 
 // argKind says what a fetch takes between parentheses.
@@ -113,6 +114,8 @@ const (
 	fConst       // TRUE and FALSE: the fetch's occ holds the value
 	fStr         // str(<string>): the constant string, its name
 	fSC          // sc_*, scN_*: a data type of a tracked entry
+	fHTTPAuth    // http_auth(<userlist>)
+	fAuthGroup   // http_auth_group(<userlist>)
 )
 
 // stringSuffixes are the ACL keyword suffixes of string fetches.
@@ -162,6 +165,9 @@ var fetches = []*fetchDef{
 	// and gives its upper-case hex (what HAProxy's ssl_c_serial,hex
 	// gives), which is also how HAProxy's ACL patterns write it.
 	{name: "ssl_c_serial", out: typeStr, id: fSSLCSerial},
+	// User lists ([[userlist]]): Basic credentials checked against one.
+	{name: "http_auth", out: typeBool, args: argName, l7: true, id: fHTTPAuth},
+	{name: "http_auth_group", out: typeStr, args: argName, l7: true, id: fAuthGroup},
 }
 
 // fetchByName finds a fetch by its exact name.
@@ -181,6 +187,10 @@ type fetch struct {
 	name []byte // argument name (header, parameter, cookie; DN entry)
 	occ  int    // hdr occurrence: 0 all, n>0 the n-th, n<0 the n-th from the end
 	rfc  bool   // ssl_c_*_dn: the rfc2253 format
+	// ul is the user list of http_auth and http_auth_group; groups makes
+	// http_auth_group return the user's groups (its ACL form).
+	ul     *Userlist
+	groups bool
 }
 
 // parseFetch parses "name" or "name(args)" with the definition def.
@@ -275,6 +285,10 @@ func (f *fetch) next(r *Request, it *iter) (sample, bool) {
 		return once(it, sample{t: typeStr, s: f.name})
 	case fSC:
 		return fetchSC(r, f, it)
+	case fHTTPAuth:
+		return fetchHTTPAuth(r, f, it)
+	case fAuthGroup:
+		return fetchHTTPAuthGroup(r, f, it)
 	}
 	return sample{}, false
 }

@@ -28,6 +28,7 @@ const (
 	ActReject                  // tcp_request connection reject
 	ActTrackSC                 // track-sc0/1/2 (http_request, tcp_request connection): track a key in a stick table
 	ActSetStatus               // http_response set-status: replace the response's status (and reason)
+	ActAuth                    // http_request auth: answer 401 with a Basic challenge for Realm
 )
 
 // DenyStatuses are the codes deny_status accepts: those HAProxy 2.6 has a
@@ -52,7 +53,7 @@ type Rule struct {
 
 	name  []byte // header name (set/add/del-header)
 	value format // header value or path (set-header, add-header, set-path)
-	redir string // location, prefix or scheme
+	redir string // location, prefix or scheme; auth's realm
 	rkind string // "location", "prefix" or "scheme"
 	dropQ bool   // redirect drop-query
 	slash bool   // redirect append-slash
@@ -165,7 +166,7 @@ func (rs *Rules) EvalHTTP(r *Request) *Rule {
 		switch rule.Action {
 		case ActAllow:
 			return nil
-		case ActDeny, ActReturn, ActRedirect:
+		case ActDeny, ActReturn, ActRedirect, ActAuth:
 			return rule
 		case ActSetHeader, ActAddHeader, ActDelHeader, ActSetPath:
 			if r.Edits != nil {
@@ -461,7 +462,7 @@ func (sc *Scope) parseFormat(s string, res bool) (format, error) {
 			if def.res && !res {
 				return nil, fmt.Errorf("fetch '%s' in '%%[%s]' reads the response, which only http_response rules can see", name, expr)
 			}
-			f, err := parseFetch(def, expr, args, hasArgs)
+			f, err := sc.parseFetch(def, expr, args, hasArgs)
 			if err != nil {
 				return nil, err
 			}
@@ -601,8 +602,21 @@ func (sc *Scope) HTTPRule(text string, line int) (*Rule, error) {
 		}
 	case "track-sc0", "track-sc1", "track-sc2":
 		err = sc.parseTrack(rule, act, opts)
+	case "auth":
+		// auth [realm <realm>]: the realm defaults to the section's name,
+		// as HAProxy's px->id.
+		rule.Action, rule.Status, rule.redir = ActAuth, 401, sc.proxy
+		switch {
+		case len(opts) == 0:
+		case len(opts) == 2 && opts[0] == "realm":
+			rule.redir = opts[1]
+		case opts[0] == "realm":
+			err = fmt.Errorf("'auth': missing realm value")
+		default:
+			err = fmt.Errorf("'auth': unsupported option '%s' (supported: realm <realm>)", opts[0])
+		}
 	default:
-		return nil, fmt.Errorf("unknown http_request action '%s' (supported: add-header, allow, del-header, deny, redirect, return, set-header, set-path, track-sc0, track-sc1, track-sc2)", act)
+		return nil, fmt.Errorf("unknown http_request action '%s' (supported: add-header, allow, auth, del-header, deny, redirect, return, set-header, set-path, track-sc0, track-sc1, track-sc2)", act)
 	}
 	if err != nil {
 		return nil, err
@@ -869,3 +883,6 @@ func (sc *Scope) TCPRule(text string, line int) (*Rule, error) {
 	}
 	return rule, nil
 }
+
+// Realm returns the realm of an auth rule's Basic challenge.
+func (r *Rule) Realm() string { return r.redir }

@@ -242,6 +242,8 @@ type Registry struct {
 	mu     sync.Mutex
 	sets   []*Set
 	byFile map[string]*Set
+
+	userlists map[string]*Userlist // by name (SetUserlists)
 }
 
 // NewRegistry returns an empty registry for the configuration in file;

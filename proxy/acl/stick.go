@@ -92,7 +92,7 @@ func (sc *Scope) SampleExpr(text string) (*Expr, error) {
 	if def.res {
 		return nil, fmt.Errorf("fetch '%s' reads the response, which '%s' cannot see", def.name, text)
 	}
-	f, err := parseFetch(def, text, args, hasArgs)
+	f, err := sc.parseFetch(def, text, args, hasArgs)
 	if err != nil {
 		return nil, err
 	}

@@ -86,3 +86,17 @@ var denyResponses = func() map[int][]byte {
 	}
 	return m
 }()
+
+// AppendAuthResponse appends to dst the response of http_request auth:
+// the 401 page with a Basic challenge for realm, byte for byte as HAProxy
+// 2.6 sends it (http_act.c, http_action_auth: the error page, then
+// "www-authenticate: Basic realm=\"REALM\""; the connection stays open).
+func AppendAuthResponse(dst []byte, realm string) []byte {
+	body := errorPages[401]
+	dst = append(dst, "HTTP/1.1 401 Unauthorized\r\ncontent-length: "...)
+	dst = strconv.AppendInt(dst, int64(len(body)), 10)
+	dst = append(dst, "\r\ncache-control: no-cache\r\ncontent-type: text/html\r\nwww-authenticate: Basic realm=\""...)
+	dst = append(dst, realm...)
+	dst = append(dst, "\"\r\n\r\n"...)
+	return append(dst, body...)
+}
