@@ -641,12 +641,7 @@ func (c *converter) convertGlobal(s *section) {
 	}
 	p := &proxy{kind: "global", fe: g, be: g}
 	for _, ln := range s.lines {
-		if kind, why, rej := c.rejected(ln); rej {
-			c.commentLine(g, ln, kind, why)
-			continue
-		}
-		if ln.err != nil || ln.env {
-			c.commentLine(g, ln, Unsupported, "unmatched quote or environment variable")
+		if c.unreadable(g, ln) {
 			continue
 		}
 		row, neg, argi := globalIndex.lookup(ln)
@@ -683,6 +678,21 @@ func stickHasCondition(be *table) bool {
 	return false
 }
 
+// unreadable comments ln out into t when it is not converted whatever
+// its keyword: `fulcrum check` refused what it became, or it has an
+// unmatched quote or an environment variable.
+func (c *converter) unreadable(t *table, ln *line) bool {
+	if kind, why, rej := c.rejected(ln); rej {
+		c.commentLine(t, ln, kind, why)
+		return true
+	}
+	if ln.err != nil || ln.env {
+		c.commentLine(t, ln, Unsupported, "unmatched quote or environment variable")
+		return true
+	}
+	return false
+}
+
 // convertUserlist writes a userlist section as a [[userlist]] table: each
 // `group NAME [users U1,U2]` and `user NAME [password HASH |
 // insecure-password PASS] [groups G1,G2]` line becomes an element of its
@@ -695,12 +705,7 @@ func (c *converter) convertUserlist(s *section) {
 	t := &table{header: "[[userlist]]", src: s.hdr.num, lead: s.hdr.lead, trail: s.hdr.comment}
 	t.set("name", s.name, s.hdr.num)
 	for _, ln := range s.lines {
-		if kind, why, rej := c.rejected(ln); rej {
-			c.commentLine(t, ln, kind, why)
-			continue
-		}
-		if ln.err != nil || ln.env {
-			c.commentLine(t, ln, Unsupported, "unmatched quote or environment variable")
+		if c.unreadable(t, ln) {
 			continue
 		}
 		in, key, why := userlistLine(ln)
