@@ -116,6 +116,10 @@ const (
 	fSC          // sc_*, scN_*: a data type of a tracked entry
 	fHTTPAuth    // http_auth(<userlist>)
 	fAuthGroup   // http_auth_group(<userlist>)
+	fAuthType    // http_auth_type
+	fAuthUser    // http_auth_user
+	fAuthPass    // http_auth_pass
+	fAuthBearer  // http_auth_bearer([<header>])
 )
 
 // stringSuffixes are the ACL keyword suffixes of string fetches.
@@ -168,6 +172,11 @@ var fetches = []*fetchDef{
 	// User lists ([[userlist]]): Basic credentials checked against one.
 	{name: "http_auth", out: typeBool, args: argName, l7: true, id: fHTTPAuth},
 	{name: "http_auth_group", out: typeStr, args: argName, l7: true, id: fAuthGroup},
+	// What the client sent in Authorization, unchecked (HAProxy 2.6).
+	{name: "http_auth_type", out: typeStr, l7: true, id: fAuthType},
+	{name: "http_auth_user", out: typeStr, l7: true, id: fAuthUser},
+	{name: "http_auth_pass", out: typeStr, l7: true, id: fAuthPass},
+	{name: "http_auth_bearer", out: typeStr, args: argOptional, l7: true, id: fAuthBearer},
 }
 
 // fetchByName finds a fetch by its exact name.
@@ -289,6 +298,10 @@ func (f *fetch) next(r *Request, it *iter) (sample, bool) {
 		return fetchHTTPAuth(r, f, it)
 	case fAuthGroup:
 		return fetchHTTPAuthGroup(r, f, it)
+	case fAuthType, fAuthUser, fAuthPass:
+		return fetchAuthInfo(r, f, it)
+	case fAuthBearer:
+		return fetchAuthBearer(r, f, it)
 	}
 	return sample{}, false
 }

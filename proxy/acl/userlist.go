@@ -157,31 +157,85 @@ func (u *Userlist) groups(user []byte) [][]byte {
 	return nil
 }
 
-// basicAuth returns the user and password of the request's Authorization
-// field when it uses the Basic scheme (RFC 7617), as HAProxy's
-// get_http_auth: the first Authorization line, the scheme case-blind.
-func basicAuth(r *Request) (user, pass []byte, ok bool) {
+// authorization returns the scheme and the credentials of the request's
+// field name ("authorization" for Authorization), as HAProxy's
+// get_http_auth reads them: the first line of that name, the scheme up to
+// its first space (none, or one that starts the value: no sample), then
+// the credentials after the spaces that follow.
+func authorization(r *Request, name []byte) (scheme, cred []byte, ok bool) {
 	v := r.headers(false)
 	n := v.count()
 	for i := 0; i < n; i++ {
-		name, value, live := v.at(i)
-		if !live || !bytes.EqualFold(name, []byte("authorization")) {
+		hn, value, live := v.at(i)
+		if !live || !bytes.EqualFold(hn, name) {
 			continue
 		}
-		scheme, cred, found := bytes.Cut(trimSpace(value), []byte(" "))
-		if !found || !bytes.EqualFold(scheme, []byte("basic")) {
+		value = trimSpace(value)
+		scheme, cred, ok = bytes.Cut(value, []byte(" "))
+		if !ok || len(scheme) == 0 {
 			return nil, nil, false
 		}
-		cred = trimSpace(cred)
-		dec := make([]byte, base64.StdEncoding.DecodedLen(len(cred)))
-		m, err := base64.StdEncoding.Decode(dec, cred)
-		if err != nil {
-			return nil, nil, false
-		}
-		user, pass, found = bytes.Cut(dec[:m], []byte(":"))
-		return user, pass, found
+		return scheme, trimSpace(cred), true
 	}
 	return nil, nil, false
+}
+
+var (
+	authField    = []byte("authorization")
+	schemeBasic  = []byte("Basic")
+	schemeBearer = []byte("Bearer")
+)
+
+// basicAuth returns the user and password of the request's Authorization
+// field when it uses the Basic scheme (RFC 7617): the base64 credentials,
+// the user up to the first ':'.
+func basicAuth(r *Request) (user, pass []byte, ok bool) {
+	scheme, cred, ok := authorization(r, authField)
+	if !ok || !bytes.EqualFold(scheme, schemeBasic) {
+		return nil, nil, false
+	}
+	dec := make([]byte, base64.StdEncoding.DecodedLen(len(cred)))
+	m, err := base64.StdEncoding.Decode(dec, cred)
+	if err != nil {
+		return nil, nil, false
+	}
+	return bytes.Cut(dec[:m], []byte(":"))
+}
+
+// fetchAuthInfo is http_auth_type ("Basic" or "Bearer"), http_auth_user
+// and http_auth_pass (Basic only): what the client sent, unchecked.
+func fetchAuthInfo(r *Request, f *fetch, it *iter) (sample, bool) {
+	if scheme, _, ok := authorization(r, authField); ok && bytes.EqualFold(scheme, schemeBearer) {
+		if f.def.id == fAuthType {
+			return once(it, sample{t: typeStr, s: schemeBearer})
+		}
+		return sample{}, false
+	}
+	user, pass, ok := basicAuth(r)
+	if !ok {
+		return sample{}, false
+	}
+	switch f.def.id {
+	case fAuthUser:
+		return once(it, sample{t: typeStr, s: user})
+	case fAuthPass:
+		return once(it, sample{t: typeStr, s: pass})
+	}
+	return once(it, sample{t: typeStr, s: schemeBasic})
+}
+
+// fetchAuthBearer is http_auth_bearer([<header>]): the token of a Bearer
+// Authorization field (or of the field named by the argument), unchecked.
+func fetchAuthBearer(r *Request, f *fetch, it *iter) (sample, bool) {
+	name := authField
+	if len(f.name) > 0 {
+		name = f.name
+	}
+	scheme, cred, ok := authorization(r, name)
+	if !ok || !bytes.EqualFold(scheme, schemeBearer) || len(cred) == 0 {
+		return sample{}, false
+	}
+	return once(it, sample{t: typeStr, s: cred})
 }
 
 // fetchHTTPAuth is http_auth(<userlist>): true when the request's Basic

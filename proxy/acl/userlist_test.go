@@ -213,3 +213,45 @@ func FuzzBasicAuth(f *testing.F) {
 		}
 	})
 }
+
+// TestAuthInfoFetches: http_auth_type, http_auth_user, http_auth_pass and
+// http_auth_bearer give what the client sent, unchecked, as HAProxy 2.6.
+func TestAuthInfoFetches(t *testing.T) {
+	sc := NewRegistry("test.toml").NewScope()
+	names := []string{"http_auth_type", "http_auth_user", "http_auth_pass", "http_auth_bearer", "http_auth_bearer(x-token)"}
+	var exprs []*Expr
+	for _, n := range names {
+		e, err := sc.SampleExpr(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exprs = append(exprs, e)
+	}
+	const none = "<none>"
+	for _, c := range []struct {
+		kv   []string
+		want [5]string
+	}{
+		{nil, [5]string{none, none, none, none, none}},
+		{[]string{"Authorization", basic("nobody", "pw:x")}, [5]string{"Basic", "nobody", "pw:x", none, none}},
+		{[]string{"Authorization", "bearer   eyJ.abc "}, [5]string{"Bearer", none, none, "eyJ.abc", none}},
+		// A value is trimmed, so no space is left after the scheme.
+		{[]string{"Authorization", "Bearer "}, [5]string{none, none, none, none, none}},
+		{[]string{"Authorization", "Digest username=x"}, [5]string{none, none, none, none, none}},
+		{[]string{"Authorization", "Basic !!"}, [5]string{none, none, none, none, none}},
+		{[]string{"X-Token", "Bearer t0k", "Authorization", basic("a", "")}, [5]string{"Basic", "a", "", none, "t0k"}},
+		{[]string{"X-Token", "Basic t0k"}, [5]string{none, none, none, none, none}},
+	} {
+		r := newRequest("10.0.0.1:1", "GET /", c.kv...)
+		var got [5]string
+		for i, e := range exprs {
+			got[i] = none
+			if v, ok := e.Fetch(r); ok {
+				got[i] = string(v.Str)
+			}
+		}
+		if got != c.want {
+			t.Errorf("%q:\n got %q\nwant %q", c.kv, got, c.want)
+		}
+	}
+}
