@@ -211,7 +211,9 @@ func TestShowPeersHAProxyParity(t *testing.T) {
 	// The change is made once the resync is over (5 s after the start:
 	// each asks the other, which is not up to date), so that it goes as an
 	// update, not in a lesson.
-	waitFor(t, 10*time.Second, "the session with y and the resync", func() bool {
+	// 30 s: the resync alone takes 5 s, and a loaded machine starts
+	// HAProxy and connects slowly (10 s ran out under a load of 18).
+	waitFor(t, 30*time.Second, "the session with y and the resync", func() bool {
 		r := x("show peers")
 		m := peersMeshFlg.FindStringSubmatch(r)
 		if m == nil {
@@ -221,7 +223,7 @@ func TestShowPeersHAProxyParity(t *testing.T) {
 		return v&0x3 == 0x3 && strings.Contains(r, "id=y(remote,active)") && strings.Contains(r, "st0=7")
 	})
 	x("set table st key 10.0.0.1 data.server_id 3")
-	waitFor(t, 10*time.Second, "the resync to end and the change to be acknowledged", func() bool {
+	waitFor(t, 30*time.Second, "the resync to end and the change to be acknowledged", func() bool {
 		return settledShowPeers(x("show peers"))
 	})
 
