@@ -24,14 +24,21 @@ func FuzzParse(f *testing.F) {
 		"deny deny_status 403 unless { res.hdr(content-type) -m beg text/ } || { shdr_cnt(x) gt 1 }",
 		"set-header Strict-Transport-Security \"max-age=63072000\" if { ssl_fc }",
 		"add-header X-S %[status]/%[res.ver]/%[shdr(server,-1)]",
+		"auth realm Admin unless { http_auth(L1) }",
+		"http_auth_group(L1) G1 G2",
+		"set-header X-U %[http_auth_user]/%[http_auth_type]/%[http_auth_bearer(x-t)]/%[http_auth_group(L1)]",
 	} {
 		f.Add(s)
 	}
-	r := newRequest("10.0.0.1:1", "GET /api/x?a=1", "Host", "example.com", "Cookie", "a=b")
+	r := newRequest("10.0.0.1:1", "GET /api/x?a=1", "Host", "example.com", "Cookie", "a=b", "Authorization", "Basic dTpw", "X-T", "Bearer t")
+	ul := NewUserlist("L1")
+	ul.AddUser("u", "p", false)
+	ul.AddToGroup("u", "G1")
 	res := withResponse(newRequest("10.0.0.1:1", "GET /api/x?a=1", "Host", "example.com"), 503,
 		"Server", "a", "Content-Type", "text/html", "X", "1", "x", "2")
 	f.Fuzz(func(t *testing.T, s string) {
 		reg := NewRegistry("fuzz.toml")
+		reg.SetUserlists(map[string]*Userlist{"L1": ul})
 		sc := reg.NewScope()
 		if err := sc.Define("x", s, 1); err == nil {
 			sc.named["x"].eval(r)
