@@ -89,3 +89,34 @@ func BenchmarkRules(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHTTPAuth evaluates `http_auth_group(L1) G1` per request with
+// the same Basic credentials: a user whose password is a $6$ hash (paid
+// once, then remembered) and one in clear.
+func BenchmarkHTTPAuth(b *testing.B) {
+	for _, c := range []struct{ name, user, pass string }{
+		{"sha512", "tiger", "tigerpass"},
+		{"insecure", "scott", "elgato"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			reg := NewRegistry("bench.toml")
+			ul := NewUserlist("L1")
+			ul.AddUser("tiger", sha512Tiger, true)
+			ul.AddUser("scott", "elgato", false)
+			ul.AddToGroup("tiger", "G1")
+			ul.AddToGroup("scott", "G1")
+			reg.SetUserlists(map[string]*Userlist{"L1": ul})
+			cond, err := compileCond(b, reg, [][2]string{{"ok", "http_auth_group(L1) G1"}}, "ok")
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := newRequest("10.0.0.1:1", "GET /", "Host", "h", "Authorization", basic(c.user, c.pass))
+			b.ReportAllocs()
+			for b.Loop() {
+				if !cond.Eval(r) {
+					b.Fatal("refused")
+				}
+			}
+		})
+	}
+}
