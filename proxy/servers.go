@@ -125,8 +125,9 @@ func (b *Backend) newServer(sc *conf.Server, id, slot int, dynamic bool, now tim
 	if sc.SSL || sc.SendProxy != 0 {
 		b.prepConns.Store(true)
 	}
-	if sc.Proto == "h2" {
+	if sc.Proto == "h2" || s.byALPN() {
 		s.up.H2 = h2mux.NewPool(&b.H2, sc.PoolPurgeDelay)
+		s.up.ByALPN = sc.Proto != "h2"
 	}
 	s.lb.MinConn.Store(int64(sc.MinConn))
 	s.lb.MaxQueue = sc.MaxQueue

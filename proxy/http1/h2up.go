@@ -26,23 +26,39 @@ import (
 // each silence of the stream (h2mux.Call).
 
 // forwardH2 sends the request, assigned to a server speaking HTTP/2, and
-// relays the response. It returns true when the client connection stays
-// usable.
-func (s *session) forwardH2() bool {
+// relays the response: on c when the caller dialed it (and it speaks
+// HTTP/2), else on a connection with a free stream; for a server that
+// picks its protocol by ALPN (Upstream.ByALPN), else on an idle HTTP/1.1
+// connection; else on a new connection, used as its handshake says. It
+// returns true when the client connection stays usable.
+func (s *session) forwardH2(c net.Conn) bool {
 	x := s.x
 	up := x.Upstream()
 	if up.Reuse == ReuseNever && s.h2own == nil {
 		s.h2own = new(h2mux.Owned)
 	}
-	cc := ReserveH2(up, x.ConnKey(), s.nreq <= 1, s.h2own)
+	var cc *xh2.ClientConn
+	if c == nil {
+		cc = ReserveH2(up, x.ConnKey(), s.nreq <= 1, s.h2own)
+	}
 	reused := cc != nil
-	if cc == nil {
-		c, o := x.Connect()
-		if o != stream.Served {
-			return s.fail(o)
+	if cc == nil && c == nil && up.ByALPN {
+		if uc := s.reuse(up); uc != nil {
+			x.Connected(uc.c, true)
+			defer x.Unbind()
+			return s.forwardOn(uc, true)
 		}
-		if up = x.Upstream(); up.H2 == nil {
-			// Redispatched to a server speaking HTTP/1.1.
+	}
+	if cc == nil {
+		if c == nil {
+			var o stream.Outcome
+			if c, o = x.Connect(); o != stream.Served {
+				return s.fail(o)
+			}
+		}
+		if up = x.Upstream(); !up.SpeaksH2(c) {
+			// HTTP/1.1: a server whose ALPN chose it (or none), or a
+			// redispatch to a server speaking HTTP/1.1.
 			uc := newUpConn(c, up, x.ConnKey())
 			x.Connected(c, false)
 			defer x.Unbind()
