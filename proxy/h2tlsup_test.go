@@ -274,7 +274,8 @@ sni = "str(a.test)"
 // of its sni); one added with alpn h2,http/1.1 but without proto speaks
 // what ALPN chose, as a server of the file does: HTTP/2 to a server
 // selecting h2 (multiplexed: one connection for two requests under
-// http_reuse always), HTTP/1.1 to one selecting http/1.1.
+// http_reuse always), HTTP/1.1 to one selecting http/1.1. `del server`
+// closes a deleted server's HTTP/2 connections.
 func TestAddServerH2TLS(t *testing.T) {
 	e := newTLSEnv(t)
 	up := newH2TLSUpstream(t, e.a.TLS(), "h2", "http/1.1")
@@ -313,6 +314,10 @@ http_reuse = "always"
 		t.Errorf("d2: %d new connections, %d pooled; want 1, 1", got, d2.up.H2.Len())
 	}
 	p.Backend("h1").SetAdmin(d2, AdminMaint)
+	// Deleted, its HTTP/2 connection is closed with its idle ones.
+	if err := p.DeleteServer(d2); err != nil || d2.up.H2.Len() != 0 {
+		t.Fatalf("del server d2: %v, %d HTTP/2 connections left", err, d2.up.H2.Len())
+	}
 	addLine(t, p, p.Backend("h1"), "d3", h1up.addr()+" ssl ca-file ca.pem sni str(a.test) alpn h2,http/1.1")
 	if code, body := getHost(t, addr, "x.example", "/h1"); code != 200 || body != "proto=HTTP/1.1 alpn=http/1.1 sni=a.test host=x.example path=/h1" {
 		t.Fatalf("through d3: %d %q", code, body)

@@ -261,7 +261,7 @@ func (b *Backend) Removable(s *Server) error {
 // DeleteServer deletes s from its backend while traffic flows, as
 // HAProxy's `del server`: only a server in MAINT (ErrServerNotMaint) with
 // no session and nothing waiting in its queue (ErrServerBusy). Its idle
-// connections are closed, its checks stopped (ServerWatcher), its id is
+// connections are closed (HTTP/2 ones too), its checks stopped (ServerWatcher), its id is
 // never given again and its slot goes to a server added later. Any
 // server may be deleted, those of the configuration file included (a
 // reload brings them back).
@@ -270,6 +270,9 @@ func (p *Proxy) DeleteServer(s *Server) error {
 		return err
 	}
 	s.up.Pool.CloseAll()
+	if s.up.H2 != nil {
+		s.up.H2.CloseAll() // no stream is left on them: it has no session
+	}
 	if w := p.watcher.Load(); w != nil {
 		(*w).ServerDeleted(s)
 	}
