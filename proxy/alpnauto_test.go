@@ -388,3 +388,53 @@ func TestServerALPNAuto(t *testing.T) {
 		}
 	}
 }
+
+// TestServerALPNAutoReuseNever: under http_reuse never, the connections
+// of servers choosing their protocol by ALPN stay private to their client
+// connection, in either protocol: two requests of one keep-alive client
+// connection share one server connection (an HTTP/2 one to the server
+// selecting h2, an HTTP/1.1 one to the server selecting http/1.1),
+// another client connection gets its own, and none is in the shared
+// pools.
+func TestServerALPNAutoReuseNever(t *testing.T) {
+	e := newTLSEnv(t)
+	both := e.ca.Server(t, testcert.Options{}, "a.test", "b.test")
+	h2up := newALPNUpstream(t, both.TLS(), 0, "h2", "http/1.1")
+	h1up := newALPNUpstream(t, both.TLS(), 0, "http/1.1")
+	noneup := newALPNUpstream(t, both.TLS(), 0)
+	text := strings.Replace(fmt.Sprintf(alpnAutoConfig, h2up.addr(), h1up.addr(), noneup.addr()),
+		`http_reuse = "always"`, `http_reuse = "never"`, 1)
+	p := e.start(t, text, nil)
+	plain := p.Frontends[0].Addrs()[0].String()
+	for range 2 {
+		c, err := net.Dial("tcp", plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(15 * time.Second))
+		br := bufio.NewReader(c)
+		for i := range 4 {
+			server := []string{"h2", "h1", "h2", "h1"}[i]
+			fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: a.test\r\nCookie: SRV=%s\r\n\r\n", server)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			want := map[string]string{"h2": "proto=HTTP/2.0 alpn=h2 sni=a.test", "h1": "proto=HTTP/1.1 alpn=http/1.1 sni=a.test"}[server]
+			if resp.StatusCode != 200 || string(b) != want {
+				t.Fatalf("request %d to %s: got %d %q, want 200 %q", i, server, resp.StatusCode, b, want)
+			}
+		}
+		c.Close()
+	}
+	if h2, h1 := h2up.conns.Load(), h1up.conns.Load(); h2 != 2 || h1 != 2 {
+		t.Errorf("the servers saw %d (h2) and %d (h1) connections, want 2 and 2 (one per client connection)", h2, h1)
+	}
+	for _, s := range p.Backend("web").Servers() {
+		if n, idle := s.up.H2.Len(), s.up.Pool.Len(); n != 0 || idle != 0 {
+			t.Errorf("%s: %d HTTP/2 and %d HTTP/1.1 connections in the shared pools, want none", s.Name, n, idle)
+		}
+	}
+}
