@@ -117,6 +117,8 @@ default_backend = "web"
 name = "web"
 http_reuse = "always"
 cookie = { name = "SRV", mode = "insert", indirect = true }
+[backend.default_server]
+pool_purge_delay = "1m" # no idle connection closes while the test counts
 [[backend.server]]
 name = "h2"
 address = "%[1]s"

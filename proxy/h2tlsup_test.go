@@ -314,7 +314,9 @@ http_reuse = "always"
 		t.Errorf("d2: %d new connections, %d pooled; want 1, 1", got, d2.up.H2.Len())
 	}
 	p.Backend("h1").SetAdmin(d2, AdminMaint)
-	// Deleted, its HTTP/2 connection is closed with its idle ones.
+	// Deleted, its HTTP/2 connection is closed with its idle ones (once
+	// the last request released its session, just after its response).
+	waitFor(t, 5*time.Second, "d2 without sessions", func() bool { return p.Backend("h1").Removable(d2) == nil })
 	if err := p.DeleteServer(d2); err != nil || d2.up.H2.Len() != 0 {
 		t.Fatalf("del server d2: %v, %d HTTP/2 connections left", err, d2.up.H2.Len())
 	}
