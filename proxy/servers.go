@@ -261,10 +261,10 @@ func (b *Backend) Removable(s *Server) error {
 // DeleteServer deletes s from its backend while traffic flows, as
 // HAProxy's `del server`: only a server in MAINT (ErrServerNotMaint) with
 // no session and nothing waiting in its queue (ErrServerBusy). Its idle
-// connections are closed (HTTP/2 ones too), its checks stopped (ServerWatcher), its id is
-// never given again and its slot goes to a server added later. Any
-// server may be deleted, those of the configuration file included (a
-// reload brings them back).
+// connections are closed (its HTTP/2 ones too), its checks stopped
+// (ServerWatcher), its id is never given again and its slot goes to a
+// server added later. Any server may be deleted, those of the
+// configuration file included (a reload brings them back).
 func (p *Proxy) DeleteServer(s *Server) error {
 	if err := s.Backend.deleteServer(s); err != nil {
 		return err
