@@ -281,7 +281,7 @@ type Server struct {
 	AllowDupIP    bool     // resolve_opts allow-dup-ip
 	IgnoreWeight  bool     // resolve_opts ignore-weight
 	Template      string   // the server_template's prefix, "" = a [[backend.server]]
-	Proto         string   // "" (HTTP/1.1) or "h2" (HTTP/2: h2c, or ALPN h2 with SSL)
+	Proto         string   // "" (HTTP/1.1; with SSL and h2 in TLS.ALPN, what ALPN chose) or "h2" (HTTP/2: h2c, or ALPN h2 with SSL)
 }
 
 // Resolvers is a [[resolvers]] section: the name servers and timings of

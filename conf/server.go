@@ -135,10 +135,11 @@ type serverParams struct {
 	VerifyHost *string `toml:"verifyhost"`
 
 	// ALPN is the protocols offered to the server, comma-separated as
-	// HAProxy writes them ("http/1.1"). In http mode "h2" is left out
-	// unless proto = "h2" (fulcrum speaks HTTP/1.1 to the server then);
-	// with proto = "h2" it must list "h2". "" offers none, or "h2" for a
-	// proto = "h2" server. Default "".
+	// HAProxy writes them ("h2,http/1.1"). With ssl in http mode and no
+	// proto, a list with "h2" makes each connection speak what the
+	// handshake selected, as HAProxy 2.6 does: HTTP/2 for h2, HTTP/1.1
+	// for http/1.1 or none. With proto = "h2" it must list "h2". ""
+	// offers none, or "h2" for a proto = "h2" server. Default "".
 	ALPN *string `toml:"alpn"`
 
 	// Crt is a PEM file holding the client certificate fulcrum presents
@@ -201,7 +202,8 @@ type serverParams struct {
 	// "ignore-weight" (SRV weights do not change the server's weight).
 	// Default "".
 	ResolveOpts *string `toml:"resolve_opts"`
-	// Proto is the protocol spoken to the server: "" for HTTP/1.1, or
+	// Proto is the protocol spoken to the server: "" for HTTP/1.1 (or,
+	// with ssl, what ALPN selected when alpn offers h2), or
 	// "h2" for HTTP/2, as HAProxy's server option "proto h2": requests
 	// of any client share few connections to the server, multiplexed as
 	// streams (gRPC servers need it). In clear it is HTTP/2 with prior

@@ -111,9 +111,6 @@ func (sp *serverParams) checkTLS(s scope, mode Mode, reg *acl.Registry) *ServerT
 		t.ALPN = []string{"h2"} // what an HTTP/2 server over TLS needs
 	case h2 && *sp.SSL && !slices.Contains(t.ALPN, "h2"):
 		s.at("alpn").errorf("%q does not offer h2, which proto = \"h2\" needs over TLS", *sp.ALPN)
-	case !h2 && mode == ModeHTTP && slices.Contains(t.ALPN, "h2"):
-		s.at("alpn").warnf("h2 is not offered without proto = \"h2\": fulcrum speaks HTTP/1.1 to this server")
-		t.ALPN = slices.DeleteFunc(t.ALPN, func(p string) bool { return p == "h2" })
 	}
 	if *sp.Crt != "" {
 		p := *sp.Crt

@@ -30,8 +30,7 @@ type LineEnv struct {
 	// compiles them in a registry of their own.
 	ACL *acl.Registry
 	// Mode is the backend's: an sni expression reading the HTTP request
-	// needs ModeHTTP, and h2 is not offered by alpn in http mode (as for
-	// the file's servers). "" is ModeHTTP.
+	// and proto h2 need ModeHTTP. "" is ModeHTTP.
 	Mode Mode
 }
 
@@ -109,8 +108,6 @@ func (l *lineParse) finishTLS(env *LineEnv) error {
 		st.ALPN = []string{"h2"} // as the file's servers with proto = "h2"
 	case h2 && t.ssl && !slices.Contains(st.ALPN, "h2"):
 		return lineErr("'alpn' : '%s' does not offer h2, which 'proto h2' needs over TLS.", t.alpn)
-	case !h2 && mode == ModeHTTP:
-		st.ALPN = slices.DeleteFunc(st.ALPN, func(p string) bool { return p == "h2" })
 	}
 	if t.crt != "" {
 		p := t.crt

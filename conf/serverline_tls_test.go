@@ -34,14 +34,14 @@ func TestServerLineTLS(t *testing.T) {
 		t.Errorf("verify %v cas %v ca_file %q verifyhost %q", tl.Verify, tl.CAs != nil, tl.CAFile, tl.VerifyHost)
 	case tl.SNI == nil || tl.SNIText != "str(www.test)":
 		t.Errorf("sni %v %q", tl.SNI, tl.SNIText)
-	case !reflect.DeepEqual(tl.ALPN, []string{"http/1.1"}): // no h2 in http mode, as the file's
+	case !reflect.DeepEqual(tl.ALPN, []string{"h2", "http/1.1"}): // offered as written, as the file's
 		t.Errorf("alpn %q", tl.ALPN)
 	case tl.Cert == nil || tl.CrtFile != "certs/client.pem":
 		t.Errorf("crt %v %q", tl.Cert != nil, tl.CrtFile)
 	case s.SendProxy != 2 || !s.CheckSendProxy || !reflect.DeepEqual(s.ProxyV2Options, []string{"ssl", "authority"}):
 		t.Errorf("send_proxy %d check %v options %q", s.SendProxy, s.CheckSendProxy, s.ProxyV2Options)
 	}
-	want := "127.0.0.1:8443 ssl ca-file certs/ca.pem verifyhost www.test sni str(www.test) alpn http/1.1 " +
+	want := "127.0.0.1:8443 ssl ca-file certs/ca.pem verifyhost www.test sni str(www.test) alpn h2,http/1.1 " +
 		"crt certs/client.pem send-proxy-v2 proxy-v2-options ssl,authority"
 	if got := strings.Join(s.Keywords(0, false), " "); got != want {
 		t.Errorf("written back as\n%s\nwant\n%s", got, want)

@@ -271,11 +271,15 @@ sni = "str(a.test)"
 
 // TestAddServerH2TLS: a server added at runtime with `ssl ... proto h2`
 // speaks HTTP/2 over TLS as a server of the file does (ALPN h2, the SNI
-// of its sni); one added with the same alpn but without proto speaks
-// HTTP/1.1 (h2 is not offered without proto h2).
+// of its sni); one added with alpn h2,http/1.1 but without proto speaks
+// what ALPN chose, as a server of the file does: HTTP/2 to a server
+// selecting h2 (multiplexed: one connection for two requests under
+// http_reuse always), HTTP/1.1 to one selecting http/1.1. `del server`
+// closes a deleted server's HTTP/2 connections.
 func TestAddServerH2TLS(t *testing.T) {
 	e := newTLSEnv(t)
 	up := newH2TLSUpstream(t, e.a.TLS(), "h2", "http/1.1")
+	h1up := newH2TLSUpstream(t, e.a.TLS(), "http/1.1")
 	p := e.start(t, `
 [[frontend]]
 name = "www"
@@ -286,6 +290,7 @@ use_backend = [{ backend = "h1", if = "{ path_beg /h1 }" }]
 name = "web"
 [[backend]]
 name = "h1"
+http_reuse = "always"
 `, nil)
 	addr := p.Frontends[0].Addrs()[0].String()
 	d1 := addLine(t, p, p.Backend("web"), "d1", up.addr()+" ssl ca-file ca.pem sni str(a.test) proto h2")
@@ -295,9 +300,29 @@ name = "h1"
 	if code, body := getHost(t, addr, "x.example", "/h2"); code != 200 || body != "proto=HTTP/2.0 alpn=h2 sni=a.test host=x.example path=/h2" {
 		t.Fatalf("through d1: %d %q", code, body)
 	}
-	addLine(t, p, p.Backend("h1"), "d2", up.addr()+" ssl ca-file ca.pem sni str(a.test) alpn h2,http/1.1")
+	d2 := addLine(t, p, p.Backend("h1"), "d2", up.addr()+" ssl ca-file ca.pem sni str(a.test) alpn h2,http/1.1")
+	if d2.up.H2 == nil || !d2.up.ByALPN || d1.up.ByALPN {
+		t.Fatalf("d2: h2 pool %v, by ALPN %v; d1 by ALPN %v", d2.up.H2 != nil, d2.up.ByALPN, d1.up.ByALPN)
+	}
+	before := up.conns.Load()
+	for range 2 {
+		if code, body := getHost(t, addr, "x.example", "/h1"); code != 200 || body != "proto=HTTP/2.0 alpn=h2 sni=a.test host=x.example path=/h1" {
+			t.Fatalf("through d2: %d %q", code, body)
+		}
+	}
+	if got := up.conns.Load() - before; got != 1 || d2.up.H2.Len() != 1 {
+		t.Errorf("d2: %d new connections, %d pooled; want 1, 1", got, d2.up.H2.Len())
+	}
+	p.Backend("h1").SetAdmin(d2, AdminMaint)
+	// Deleted, its HTTP/2 connection is closed with its idle ones (once
+	// the last request released its session, just after its response).
+	waitFor(t, 5*time.Second, "d2 without sessions", func() bool { return p.Backend("h1").Removable(d2) == nil })
+	if err := p.DeleteServer(d2); err != nil || d2.up.H2.Len() != 0 {
+		t.Fatalf("del server d2: %v, %d HTTP/2 connections left", err, d2.up.H2.Len())
+	}
+	addLine(t, p, p.Backend("h1"), "d3", h1up.addr()+" ssl ca-file ca.pem sni str(a.test) alpn h2,http/1.1")
 	if code, body := getHost(t, addr, "x.example", "/h1"); code != 200 || body != "proto=HTTP/1.1 alpn=http/1.1 sni=a.test host=x.example path=/h1" {
-		t.Fatalf("through d2: %d %q", code, body)
+		t.Fatalf("through d3: %d %q", code, body)
 	}
 }
 
@@ -306,9 +331,8 @@ name = "h1"
 // "proto h2" to a server whose ALPN selects http/1.1 is a connection
 // failure in both (503, SC: HAProxy forces its h2 mux and fails on the
 // preface, fulcrum refuses the connection at the handshake). Without
-// proto, "alpn h2,http/1.1" is where they part: HAProxy picks the
-// protocol by ALPN (HTTP/2 here), fulcrum does not offer h2 and speaks
-// HTTP/1.1.
+// proto, "alpn h2,http/1.1" picks the protocol by ALPN in both: HTTP/2
+// to a server selecting h2, HTTP/1.1 to one selecting http/1.1.
 func TestH2ServerOverTLSAsHAProxy(t *testing.T) {
 	e := newTLSEnv(t)
 	h2up := newH2TLSUpstream(t, e.a.TLS(), "h2", "http/1.1")
@@ -317,6 +341,7 @@ func TestH2ServerOverTLSAsHAProxy(t *testing.T) {
 		"h2":     h2up.addr() + " ssl verify none proto h2 alpn h2",
 		"h1only": h1up.addr() + " ssl verify none proto h2 alpn h2,http/1.1",
 		"alpn":   h2up.addr() + " ssl verify none alpn h2,http/1.1",
+		"alpnh1": h1up.addr() + " ssl verify none alpn h2,http/1.1",
 	}
 	hcfg := `
 defaults
@@ -340,6 +365,7 @@ default_backend = "h2"
 use_backend = [
   { backend = "h1only", if = "{ path_beg /h1only/ }" },
   { backend = "alpn", if = "{ path_beg /alpn/ }" },
+  { backend = "alpnh1", if = "{ path_beg /alpnh1/ }" },
 ]
 `
 	p := e.start(t, tcfg+`
@@ -349,8 +375,10 @@ name = "h2"
 name = "h1only"
 [[backend]]
 name = "alpn"
+[[backend]]
+name = "alpnh1"
 `, nil)
-	for _, name := range []string{"h2", "h1only", "alpn"} {
+	for _, name := range []string{"h2", "h1only", "alpn", "alpnh1"} {
 		hcfg += fmt.Sprintf("backend %s\n    server s %s\n", name, lines[name])
 		addLine(t, p, p.Backend(name), "s", lines[name]) // the same line, added at runtime
 	}
@@ -363,7 +391,8 @@ name = "alpn"
 	}{
 		{"/h2/", 200, "proto=HTTP/2.0 alpn=h2", "proto=HTTP/2.0 alpn=h2"},
 		{"/h1only/", 503, "", ""},
-		{"/alpn/", 200, "proto=HTTP/2.0 alpn=h2", "proto=HTTP/1.1 alpn=http/1.1"},
+		{"/alpn/", 200, "proto=HTTP/2.0 alpn=h2", "proto=HTTP/2.0 alpn=h2"},
+		{"/alpnh1/", 200, "proto=HTTP/1.1 alpn=http/1.1", "proto=HTTP/1.1 alpn=http/1.1"},
 	} {
 		for who, addr := range map[string]string{"haproxy": haddrs[0], "fulcrum": faddr} {
 			var want string
@@ -383,7 +412,8 @@ name = "alpn"
 // TestH2ServerTLSCheckConn: a proto h2 server's HTTP checks over TLS
 // (check_ssl) speak HTTP/1.1, so their handshake offers no h2 (an HTTP/2
 // server would select it, and the check's HTTP/1.1 request would fail),
-// while its traffic still offers h2; gRPC health checks offer h2 only.
+// while its traffic still offers h2; so do those of a server that picks
+// its protocol by ALPN (no proto); gRPC health checks offer h2 only.
 func TestH2ServerTLSCheckConn(t *testing.T) {
 	e := newTLSEnv(t)
 	up := newH2TLSUpstream(t, e.a.TLS(), "h2", "http/1.1")
@@ -414,6 +444,15 @@ proto = "h2"
 alpn = "h2,http/1.1"
 ca_file = "ca.pem"
 verifyhost = "a.test"
+[[backend]]
+name = "auto"
+[[backend.server]]
+name = "a1"
+address = "%[1]s"
+ssl = true
+alpn = "h2,http/1.1"
+ca_file = "ca.pem"
+verifyhost = "a.test"
 `, up.addr()), nil)
 	check := func(srv *Server) string {
 		c, err := net.Dial("tcp", up.addr())
@@ -436,5 +475,15 @@ verifyhost = "a.test"
 	}
 	if got := srv.tlsc.Config("").NextProtos; strings.Join(got, ",") != "h2,http/1.1" {
 		t.Errorf("the server's traffic now offers %q, want h2,http/1.1", got)
+	}
+	auto := p.Backend("auto").Servers()[0]
+	if !auto.up.ByALPN {
+		t.Fatal("a1 does not pick its protocol by ALPN")
+	}
+	if got := check(auto); got != "http/1.1" {
+		t.Errorf("a1's HTTP check's ALPN selected %q, want http/1.1", got)
+	}
+	if got := auto.tlsc.Config("").NextProtos; strings.Join(got, ",") != "h2,http/1.1" {
+		t.Errorf("a1's traffic now offers %q, want h2,http/1.1", got)
 	}
 }

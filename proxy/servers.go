@@ -125,8 +125,9 @@ func (b *Backend) newServer(sc *conf.Server, id, slot int, dynamic bool, now tim
 	if sc.SSL || sc.SendProxy != 0 {
 		b.prepConns.Store(true)
 	}
-	if sc.Proto == "h2" {
+	if sc.Proto == "h2" || s.byALPN() {
 		s.up.H2 = h2mux.NewPool(&b.H2, sc.PoolPurgeDelay)
+		s.up.ByALPN = sc.Proto != "h2"
 	}
 	s.lb.MinConn.Store(int64(sc.MinConn))
 	s.lb.MaxQueue = sc.MaxQueue
@@ -260,15 +261,18 @@ func (b *Backend) Removable(s *Server) error {
 // DeleteServer deletes s from its backend while traffic flows, as
 // HAProxy's `del server`: only a server in MAINT (ErrServerNotMaint) with
 // no session and nothing waiting in its queue (ErrServerBusy). Its idle
-// connections are closed, its checks stopped (ServerWatcher), its id is
-// never given again and its slot goes to a server added later. Any
-// server may be deleted, those of the configuration file included (a
-// reload brings them back).
+// connections are closed (its HTTP/2 ones too), its checks stopped
+// (ServerWatcher), its id is never given again and its slot goes to a
+// server added later. Any server may be deleted, those of the
+// configuration file included (a reload brings them back).
 func (p *Proxy) DeleteServer(s *Server) error {
 	if err := s.Backend.deleteServer(s); err != nil {
 		return err
 	}
 	s.up.Pool.CloseAll()
+	if s.up.H2 != nil {
+		s.up.H2.CloseAll() // no stream is left on them: it has no session
+	}
 	if w := p.watcher.Load(); w != nil {
 		(*w).ServerDeleted(s)
 	}

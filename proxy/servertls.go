@@ -42,6 +42,17 @@ func (s *Server) setupTLS() {
 	}
 }
 
+// byALPN reports whether s, in an http backend, speaks on each connection
+// what its TLS handshake selected by ALPN, as HAProxy 2.6 picks the mux of
+// a server with ssl and alpn but no proto: h2 (HTTP/2, multiplexed) or
+// http/1.1 and none (HTTP/1.1). It is so when its alpn offers h2 without
+// proto = "h2" (which speaks HTTP/2 whatever ALPN chose).
+func (s *Server) byALPN() bool {
+	sc := s.Conf
+	return sc.Proto == "" && sc.SSL && sc.TLS != nil && slices.Contains(sc.TLS.ALPN, "h2") &&
+		s.Backend.Conf.Mode != conf.ModeTCP
+}
+
 // CheckConn readies a health check's connection c to the server as
 // check_ssl and check_send_proxy ask, within deadline: a PROXY header
 // without a client (v1 "PROXY UNKNOWN", v2 LOCAL), then a TLS handshake
@@ -69,15 +80,24 @@ func (s *Server) CheckConn(c net.Conn, deadline time.Time) (out net.Conn, handsh
 		cfg.NextProtos = []string{"h2"} // gRPC health checks speak HTTP/2
 	} else {
 		// HTTP checks speak HTTP/1.1: h2 is not offered to them, even
-		// by a proto = "h2" server's alpn. (A new slice: the clone
-		// shares the server's.)
-		cfg.NextProtos = slices.DeleteFunc(slices.Clone(cfg.NextProtos), func(p string) bool { return p == "h2" })
+		// by a proto = "h2" server's alpn, or one that picks its
+		// protocol by ALPN.
+		cfg.NextProtos = withoutH2(cfg.NextProtos)
 	}
 	tc := tls.Client(c, cfg)
 	if err := tc.Handshake(); err != nil {
 		return nil, true, err
 	}
 	return tc, true, nil
+}
+
+// withoutH2 returns protos without "h2", in a new slice when it must
+// change (a tls.Config clone shares the server's).
+func withoutH2(protos []string) []string {
+	if !slices.Contains(protos, "h2") {
+		return protos
+	}
+	return slices.DeleteFunc(slices.Clone(protos), func(p string) bool { return p == "h2" })
 }
 
 // sni returns the server name a new connection to srv sends for x: the
@@ -139,7 +159,11 @@ func (x *Stream) prepare(srv *Server, c net.Conn) (net.Conn, error) {
 		return c, nil
 	}
 	name := x.sni(srv)
-	tc := tls.Client(c, srv.tlsc.Config(name))
+	cfg := srv.tlsc.Config(name)
+	if x.h1only && srv.up.ByALPN {
+		cfg.NextProtos = withoutH2(cfg.NextProtos)
+	}
+	tc := tls.Client(c, cfg)
 	if err := tc.Handshake(); err != nil {
 		ev := x.fe.p.log.Warn().Str("backend", be.Name).Str("server", srv.Name).Str("addr", srv.Addr())
 		if name != "" {

@@ -53,6 +53,7 @@ type Stream struct {
 	inBackend bool // a backend session was started (Take): Release ends it
 	assigned  bool // a server slot was taken: Release gives it back
 	local     bool // answered by a local handler (stats page)
+	h1only    bool // the connection being dialed will speak HTTP/1.1 (ConnectH1)
 
 	idleStart time.Time // when the connection became idle before it (Tt)
 	t0        time.Time // the request's first byte (Ta)
@@ -335,6 +336,18 @@ func (x *Stream) Connect() (net.Conn, stream.Outcome) {
 	}
 	x.tc = tc
 	return c, stream.Served
+}
+
+// ConnectH1 is Connect for a connection that will speak HTTP/1.1: a server
+// that picks its protocol by ALPN (http1.Upstream.ByALPN) is offered its
+// alpn without h2 (HAProxy's "ws auto" downgrade for WebSocket streams;
+// the retry of an HTTP/1.1 exchange). A server with proto h2 is offered
+// h2 all the same: the caller checks the connection (SpeaksH2).
+func (x *Stream) ConnectH1() (net.Conn, stream.Outcome) {
+	x.h1only = true
+	c, o := x.Connect()
+	x.h1only = false
+	return c, o
 }
 
 // Connected records that the request has server connection up (new from

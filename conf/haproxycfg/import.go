@@ -102,8 +102,7 @@ func Import(data []byte, opt Options) (*Result, error) {
 }
 
 // warnings turns the warnings of fulcrum's check (a value it runs with a
-// difference: h2 left out of an alpn, a cipher crypto/tls lacks, an
-// expired certificate) into notes on the lines they come from, and into
+// difference: a cipher crypto/tls lacks, an expired certificate) into notes on the lines they come from, and into
 // comments above what those lines became. It returns the output with them.
 func (c *converter) warnings(out *output, warns []conf.Error) string {
 	if len(warns) == 0 {

@@ -1,6 +1,7 @@
 package http1
 
 import (
+	"crypto/tls"
 	"net"
 	"net/netip"
 	"sync/atomic"
@@ -76,6 +77,11 @@ type Stream interface {
 	// with the same key.
 	ConnKey() string
 	Connect() (net.Conn, stream.Outcome)
+	// ConnectH1 is Connect for a connection that will speak HTTP/1.1: a
+	// server that picks its protocol by ALPN (Upstream.ByALPN) is not
+	// offered h2 (the retry of an HTTP/1.1 exchange, a WebSocket
+	// upgrade, as HAProxy's "ws auto").
+	ConnectH1() (net.Conn, stream.Outcome)
 	Connected(up net.Conn, reused bool)
 	Rebind(up net.Conn)
 	Unbind()
@@ -123,12 +129,32 @@ type Upstream struct {
 	// connection to another address is not reused (the core sets it).
 	Moved atomic.Pointer[netip.AddrPort]
 	// H2 is the server's pool of HTTP/2 connections when it speaks
-	// HTTP/2 (server proto h2), nil for HTTP/1.1: requests then go as
-	// streams on those connections (h2up.go).
+	// HTTP/2 (server proto h2, or ByALPN), nil for HTTP/1.1 only:
+	// requests then go as streams on those connections (h2up.go).
 	H2 *h2mux.Pool
+	// ByALPN says the server speaks, on each connection, what its TLS
+	// handshake selected by ALPN (ssl with an alpn offering h2, without
+	// proto, as HAProxy 2.6 picks the mux): an h2 connection goes to H2,
+	// an http/1.1 one or one without ALPN to Pool (SpeaksH2).
+	ByALPN bool
 	// TLS says the server's connections are TLS (ssl): HTTP/2 requests
 	// to it carry :scheme https.
 	TLS bool
+}
+
+// SpeaksH2 reports whether c, newly connected to u's server (the core's
+// Connect), carries HTTP/2: always for a server with proto h2, when its
+// TLS handshake selected h2 by ALPN for a ByALPN server, never for the
+// others.
+func (u *Upstream) SpeaksH2(c net.Conn) bool {
+	if u.H2 == nil {
+		return false
+	}
+	if !u.ByALPN {
+		return true
+	}
+	tc, ok := c.(interface{ ConnectionState() tls.ConnectionState })
+	return ok && tc.ConnectionState().NegotiatedProtocol == "h2"
 }
 
 // Reuse is a backend's http_reuse policy: which requests may use an idle

@@ -56,6 +56,17 @@ func ReuseConn(up *Upstream, first bool, key string) *Exchange {
 	return &Exchange{uc: uc, reused: true, timeout: up.TimeoutServer}
 }
 
+// ReuseByALPN is ReuseConn for a server speaking HTTP/2 whose connections
+// are HTTP/1.1 when their ALPN chose it (Upstream.ByALPN): an idle one of
+// those, when a request finds no HTTP/2 connection with a free stream;
+// nil for other servers.
+func ReuseByALPN(up *Upstream, first bool, key string) *Exchange {
+	if !up.ByALPN {
+		return nil
+	}
+	return ReuseConn(up, first, key)
+}
+
 // NewExchange wraps c, newly connected to up's server (the core's
 // Connect) for requests with key (Stream.ConnKey).
 func NewExchange(c net.Conn, up *Upstream, key string) *Exchange {

@@ -18,31 +18,48 @@ import (
 	"github.com/fulcrum-proxy/fulcrum/proxy/stream"
 )
 
-// HTTP/1.1 clients to HTTP/2 servers (server proto h2): the request goes
-// as a stream on one of the server's multiplexed connections (h2mux.Pool),
+// HTTP/1.1 clients to HTTP/2 servers (server proto h2, or ssl with an
+// alpn offering h2 on the connections where ALPN selected it: a server
+// choosing by ALPN also keeps HTTP/1.1 connections, Upstream.ByALPN): the
+// request goes as a stream on one of the server's multiplexed connections
+// (h2mux.Pool),
 // the response comes back as HTTP/1.1, chunked when its length is not
 // known or it has trailers (which then travel in the chunked trailer
 // section). timeout_server bounds the wait for the response head, then
 // each silence of the stream (h2mux.Call).
 
 // forwardH2 sends the request, assigned to a server speaking HTTP/2, and
-// relays the response. It returns true when the client connection stays
-// usable.
-func (s *session) forwardH2() bool {
+// relays the response: on c when the caller dialed it (and it speaks
+// HTTP/2), else on a connection with a free stream; for a server that
+// picks its protocol by ALPN (Upstream.ByALPN), else on an idle HTTP/1.1
+// connection; else on a new connection, used as its handshake says. It
+// returns true when the client connection stays usable.
+func (s *session) forwardH2(c net.Conn) bool {
 	x := s.x
 	up := x.Upstream()
 	if up.Reuse == ReuseNever && s.h2own == nil {
 		s.h2own = new(h2mux.Owned)
 	}
-	cc := ReserveH2(up, x.ConnKey(), s.nreq <= 1, s.h2own)
-	reused := cc != nil
-	if cc == nil {
-		c, o := x.Connect()
-		if o != stream.Served {
-			return s.fail(o)
+	var cc *xh2.ClientConn
+	reused := false
+	if c == nil {
+		if cc = ReserveH2(up, x.ConnKey(), s.nreq <= 1, s.h2own); cc != nil {
+			reused = true
+		} else if uc := s.reuseByALPN(up); uc != nil {
+			x.Connected(uc.c, true)
+			defer x.Unbind()
+			return s.forwardOn(uc, true)
+		} else {
+			var o stream.Outcome
+			if c, o = x.Connect(); o != stream.Served {
+				return s.fail(o)
+			}
 		}
-		if up = x.Upstream(); up.H2 == nil {
-			// Redispatched to a server speaking HTTP/1.1.
+	}
+	if cc == nil {
+		if up = x.Upstream(); !up.SpeaksH2(c) {
+			// HTTP/1.1: a server whose ALPN chose it (or none), or a
+			// redispatch to a server speaking HTTP/1.1.
 			uc := newUpConn(c, up, x.ConnKey())
 			x.Connected(c, false)
 			defer x.Unbind()
@@ -94,6 +111,16 @@ func (s *session) endBody(call *h2mux.Call, body *countingBody) bool {
 		s.x.BodySent(body.n)
 	}
 	return whole
+}
+
+// reuseByALPN returns an idle HTTP/1.1 connection to up's server when it
+// picks its protocol by ALPN (Upstream.ByALPN) and http_reuse allows, as
+// session.reuse; nil for other servers.
+func (s *session) reuseByALPN(up *Upstream) *upConn {
+	if !up.ByALPN {
+		return nil
+	}
+	return s.reuse(up)
 }
 
 // ReserveH2 returns a connection to up's HTTP/2 server made for requests

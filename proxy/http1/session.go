@@ -287,12 +287,15 @@ func (s *session) forward() (keep bool) {
 	if o := s.assign(); o != stream.Served {
 		return s.fail(o)
 	}
-	if x.Upstream().H2 != nil {
-		return s.forwardH2()
+	if up := x.Upstream(); up.H2 != nil && !(up.ByALPN && s.req.connUpgrade) {
+		return s.forwardH2(nil)
 	}
-	uc, reused, o := s.connect()
-	if o != stream.Served {
+	uc, reused, h2c, o := s.connect()
+	switch {
+	case o != stream.Served:
 		return s.fail(o)
+	case h2c != nil:
+		return s.forwardH2(h2c)
 	}
 	defer x.Unbind()
 	if o := s.expectContinue(); o != stream.Served {
@@ -333,21 +336,28 @@ func (s *session) assign() stream.Outcome {
 
 // connect returns a connection to the assigned server: an idle one when
 // http_reuse allows (reused), else a new one from the core's dial (with
-// its retries and redispatch).
-func (s *session) connect() (uc *upConn, reused bool, o stream.Outcome) {
+// its retries and redispatch), which offers no h2 by ALPN (a WebSocket
+// upgrade to a server that picks its protocol by ALPN goes in HTTP/1.1,
+// as HAProxy's "ws auto"). When a redispatch moved the request to a
+// server speaking HTTP/2, the new connection is h2c instead, not yet
+// bound to the stream.
+func (s *session) connect() (uc *upConn, reused bool, h2c net.Conn, o stream.Outcome) {
 	x := s.x
 	up := x.Upstream()
 	if uc = s.reuse(up); uc != nil {
 		x.Connected(uc.c, true)
-		return uc, true, stream.Served
+		return uc, true, nil, stream.Served
 	}
-	c, o := x.Connect()
+	c, o := x.ConnectH1()
 	if o != stream.Served {
-		return nil, false, o
+		return nil, false, nil, o
 	}
-	uc = newUpConn(c, x.Upstream(), x.ConnKey())
+	if up = x.Upstream(); up.SpeaksH2(c) {
+		return nil, false, c, stream.Served
+	}
+	uc = newUpConn(c, up, x.ConnKey())
 	x.Connected(c, false)
-	return uc, false, stream.Served
+	return uc, false, nil, stream.Served
 }
 
 // expectContinue answers "Expect: 100-continue" itself, so that the
@@ -403,9 +413,16 @@ func (s *session) exchange(uc *upConn, reused bool) (*upConn, stream.Outcome) {
 		stale := ferr != nil || (err != nil && !netio.IsTimeout(err) && len(s.resp.buf) == 0)
 		if stale && reused && replay && attempt == 0 {
 			uc.close()
-			c, o := x.Connect() // econ counted
+			c, o := x.ConnectH1() // econ counted; no h2 offered by ALPN
 			if o != stream.Served {
 				return nil, o
+			}
+			if x.Upstream().SpeaksH2(c) {
+				// Redispatched to a server with proto h2: the request
+				// cannot go on again in HTTP/1.1, and fails as the
+				// stale connection did.
+				c.Close()
+				return nil, stream.ServerGoneHead
 			}
 			uc = newUpConn(c, x.Upstream(), x.ConnKey())
 			x.Rebind(c)

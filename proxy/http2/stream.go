@@ -318,7 +318,7 @@ func (st *h2stream) toH1(ex *http1.Exchange) {
 				st.fail(o)
 				return
 			}
-			if up = x.Upstream(); up.H2 != nil {
+			if up = x.Upstream(); up.SpeaksH2(c) {
 				cc, err := http1.AddH2(up, x.ConnKey(), c, &st.c.own)
 				if err != nil {
 					st.fail(stream.SendFailed)
@@ -553,13 +553,16 @@ func (st *h2stream) toH2(cc *xh2.ClientConn) {
 	if cc == nil {
 		if cc = http1.ReserveH2(up, x.ConnKey(), st.first, &st.c.own); cc != nil {
 			reused = true
+		} else if ex := http1.ReuseByALPN(up, st.first, x.ConnKey()); ex != nil {
+			st.toH1(ex)
+			return
 		} else {
 			c, o := x.Connect()
 			if o != stream.Served {
 				st.fail(o)
 				return
 			}
-			if up = x.Upstream(); up.H2 == nil {
+			if up = x.Upstream(); !up.SpeaksH2(c) {
 				st.toH1(http1.NewExchange(c, up, x.ConnKey()))
 				return
 			}
