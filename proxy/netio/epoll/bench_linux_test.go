@@ -3,6 +3,7 @@ package epoll
 import (
 	"io"
 	"net"
+	"sync"
 	"testing"
 )
 
@@ -112,6 +113,81 @@ func BenchmarkRoundTrip(b *testing.B) {
 			b.StopTimer()
 			client.Close()
 			<-relayed
+		})
+	}
+}
+
+// BenchmarkAccept measures the accept path, a connection per request as
+// http-close: a client dials, writes 16 bytes and reads 16 back until the
+// end; the server side accepts (one goroutine, as the proxy's accept loop),
+// and a goroutine per connection reads the 16 bytes, answers and closes.
+// "epoll" accepts on a Group's Listener (the listening socket in the
+// layer's epoll instance, no getsockname, the accepted socket registered
+// only if it has to wait), "go" on Go's net.TCPListener. One op is one
+// connection. Count the kernel's side as for BenchmarkRoundTrip, with
+// 'syscalls:sys_enter_accept4,syscalls:sys_enter_epoll_ctl,
+// syscalls:sys_enter_getsockname' (the client's calls are counted too).
+func BenchmarkAccept(b *testing.B) {
+	for _, layer := range []string{"go", "epoll"} {
+		b.Run(layer, func(b *testing.B) {
+			ll, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			addr := ll.Addr().String()
+			var l net.Listener = ll
+			if layer == "epoll" {
+				g, err := NewGroup(1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer g.Unref()
+				el, err := g.Listen(ll.(*net.TCPListener))
+				if err != nil {
+					b.Fatal(err)
+				}
+				l = el
+			}
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { // the accept loop
+				defer wg.Done()
+				for {
+					c, err := l.Accept()
+					if err != nil {
+						return
+					}
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						defer c.Close()
+						buf := make([]byte, 16)
+						if _, err := io.ReadFull(c, buf); err == nil {
+							c.Write(buf)
+						}
+					}()
+				}
+			}()
+			msg := make([]byte, 16)
+			got := make([]byte, 64)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := c.Write(msg); err != nil {
+					b.Fatal(err)
+				}
+				if n, err := io.ReadAtLeast(c, got, len(msg)); err != nil || n != len(msg) {
+					b.Fatalf("read %d, %v", n, err)
+				}
+				c.Close()
+			}
+			b.StopTimer()
+			l.Close()
+			wg.Wait()
 		})
 	}
 }

@@ -34,13 +34,28 @@ type Conn struct {
 	// said so comes only once, often with the last bytes.
 	hup atomic.Bool
 
-	// outArmed is set once the socket is registered for EPOLLOUT too
-	// (armOut), at the first write that had to wait.
-	outArmed atomic.Bool
+	// reg is what the socket is registered for in its poller: regNone
+	// until the first operation that has to wait (most accepted sockets of
+	// a connection per request never do, and close without an epoll_ctl
+	// at all), regIn once a read, an accept or a RawConn waited, regInOut
+	// once a write waited for room. Changed under regMu.
+	reg   atomic.Uint32
+	regMu sync.Mutex
+
+	// counted: c is a connection counted in its group's live (not a
+	// listening socket).
+	counted bool
 
 	raddr net.Addr
 	laddr atomic.Pointer[net.TCPAddr] // looked up on first use
 }
+
+// Conn.reg's values.
+const (
+	regNone = iota
+	regIn
+	regInOut
+)
 
 const (
 	closedBit    = 1
@@ -97,8 +112,14 @@ func (s *side) expired() bool {
 	return dl != 0 && time.Now().UnixNano() >= dl
 }
 
-// wait blocks until the side is ready, its deadline passes or c closes.
+// wait blocks until the side is ready, its deadline passes or c closes,
+// registering c for input first if it is not yet.
 func (c *Conn) wait(s *side) error {
+	if c.reg.Load() == regNone {
+		if err := c.arm(regIn); err != nil {
+			return err
+		}
+	}
 	for {
 		if c.state.Load()&closedBit != 0 {
 			return net.ErrClosed
@@ -118,28 +139,47 @@ func (c *Conn) wait(s *side) error {
 
 // waitWrite waits until the socket may take more bytes, first adding
 // EPOLLOUT to its registration if this is its first wait for room. The
-// modification reports a socket writable by then at once (an
-// edge-triggered registration is re-armed by EPOLL_CTL_MOD), so no room
-// freed meanwhile is missed.
+// registration reports a socket writable by then at once (an
+// edge-triggered registration is armed anew by EPOLL_CTL_ADD and
+// EPOLL_CTL_MOD), so no room freed meanwhile is missed.
 func (c *Conn) waitWrite() error {
-	if !c.outArmed.Load() {
-		if err := c.armOut(); err != nil {
+	if c.reg.Load() != regInOut {
+		if err := c.arm(regInOut); err != nil {
 			return err
 		}
 	}
 	return c.wait(&c.w)
 }
 
-// armOut registers c for output events too, once.
-func (c *Conn) armOut() error {
-	if !c.outArmed.CompareAndSwap(false, true) {
+// arm registers c in its poller for at least want (regIn: input, regInOut:
+// output too), with EPOLL_CTL_ADD the first time and EPOLL_CTL_MOD when
+// output is added. A socket is registered only at its first wait, never
+// deregistered: closing its last descriptor takes it out of the epoll
+// instance, so a connection that never waits costs no epoll_ctl.
+//
+// Registering late loses no event: the kernel looks at the socket's state
+// when the registration is made, and a socket readable (or writable) by
+// then raises its event at once.
+func (c *Conn) arm(want uint32) error {
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	cur := c.reg.Load()
+	if cur >= want {
 		return nil
 	}
-	ev := unix.EpollEvent{Events: inOutEvents, Fd: int32(c.fd), Pad: c.gen}
-	if err := unix.EpollCtl(c.p.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev); err != nil {
-		c.outArmed.Store(false)
+	events := uint32(inEvents)
+	if want == regInOut {
+		events = inOutEvents
+	}
+	op := unix.EPOLL_CTL_ADD
+	if cur != regNone {
+		op = unix.EPOLL_CTL_MOD
+	}
+	ev := unix.EpollEvent{Events: events, Fd: int32(c.fd), Pad: c.gen}
+	if err := unix.EpollCtl(c.p.epfd, op, c.fd, &ev); err != nil {
 		return os.NewSyscallError("epoll_ctl", err)
 	}
+	c.reg.Store(want)
 	return nil
 }
 
@@ -212,7 +252,9 @@ func (c *Conn) destroy() {
 		return
 	}
 	c.p.g.conns.clear(c.fd, c)
-	c.p.g.live.Add(-1)
+	if c.counted {
+		c.p.g.live.Add(-1)
+	}
 	c.r.stopTimer()
 	c.w.stopTimer()
 	unix.Close(c.fd)
@@ -434,7 +476,7 @@ func (c *Conn) raw(s *side, op string, f func(fd uintptr) bool) error {
 // call, as HAProxy trusts its poller for its idle connections (a byte
 // whose event the reaper has not collected yet is not seen).
 func (c *Conn) Idle() bool {
-	if c.r.ready.Load() == 0 {
+	if c.r.ready.Load() == 0 && c.reg.Load() != regNone {
 		return true
 	}
 	if !c.incref() {
@@ -457,7 +499,7 @@ func (c *Conn) Idle() bool {
 // connections a request may take meanwhile). It makes a system call (one
 // non-blocking peek) only when an event came.
 func (c *Conn) Quiet() bool {
-	if c.r.ready.Load() == 0 {
+	if c.r.ready.Load() == 0 && c.reg.Load() != regNone {
 		return true
 	}
 	if !c.incref() {

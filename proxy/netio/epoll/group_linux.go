@@ -113,28 +113,32 @@ func (g *Group) pick() *poller {
 // register makes fd, a connected non-blocking socket, a Conn of one of g's
 // pollers. readable says to try the first read at once (an accepted
 // client has usually sent its request already; a server has not answered
-// a request not yet written). On error fd is closed.
+// a request not yet written).
 //
-// The socket is registered for input only: writes are tried at once, and
-// the first one that finds the buffer full adds EPOLLOUT (Conn.armOut).
-// Registering EPOLLOUT from the start would wake the reaper for every new
-// connection, whose socket is writable at once, for nothing.
-func (g *Group) register(fd int, readable bool) (*Conn, error) {
+// The socket enters the poller's epoll instance only at its first wait
+// (Conn.arm), for input; the first write that finds the buffer full adds
+// EPOLLOUT. A client served at once and closed (a connection per request)
+// thus costs no epoll_ctl at all, and registering EPOLLOUT from the start
+// would wake the reaper for every new connection, whose socket is
+// writable at once, for nothing. It makes no system call and cannot fail.
+func (g *Group) register(fd int, readable bool) *Conn {
+	c := g.socket(fd, readable)
+	c.counted = true
+	g.live.Add(1)
+	return c
+}
+
+// socket makes fd a Conn of one of g's pollers, in the table so that the
+// reaper finds it once it is registered, but not counted in live (a
+// listening socket uses this alone).
+func (g *Group) socket(fd int, readable bool) *Conn {
 	p := g.pick()
 	c := newConn(fd, p, int32(g.gen.Add(1)))
 	if readable {
 		c.r.ready.Store(1)
 	}
 	g.conns.set(fd, c)
-	g.live.Add(1)
-	ev := unix.EpollEvent{Events: inEvents, Fd: int32(fd), Pad: c.gen}
-	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
-		g.conns.clear(fd, c)
-		g.live.Add(-1)
-		unix.Close(fd)
-		return nil, os.NewSyscallError("epoll_ctl", err)
-	}
-	return c, nil
+	return c
 }
 
 // poller is one epoll instance and its reaper.
