@@ -1,16 +1,21 @@
 package proxy
 
-// The connection layer of plaintext HTTP/1 and TCP: Go's netpoller (the
-// default) or fulcrum's own epoll instances (global tune_netio = "epoll",
-// proxy/netio/epoll). Only where the bytes are read and written changes:
+// The connection layer of HTTP/1 and TCP binds, plaintext or TLS: Go's
+// netpoller (the default) or fulcrum's own epoll instances (global
+// tune_netio = "epoll", proxy/netio/epoll). Only where the bytes are read
+// and written changes (a TLS connection is crypto/tls over the layer's
+// net.Conn):
 // the accepted and dialled connections are net.Conns either way, and the
 // rest of the path (rules, balancing, queues, counters, logs, reloads)
 // does not know which layer serves them.
 
 import (
+	"crypto/tls"
 	"net"
 	"os"
+	"slices"
 
+	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio/epoll"
 )
 
@@ -60,15 +65,17 @@ func (p *Proxy) dropNetIO() {
 }
 
 // wrapListener returns l as the listener of bind i of fe: on the epoll
-// layer when p uses it and the bind is plaintext HTTP/1 or TCP (no TLS, no
-// proto h2); l itself otherwise, or when wrapping fails.
+// layer when p uses it and the bind speaks HTTP/1 or TCP, plaintext or TLS
+// (not proto h2, and not a TLS bind of an http mode frontend whose ALPN
+// offers h2: HTTP/2 stays on Go's poller); l itself otherwise, or when
+// wrapping fails. The listening socket moves to the layer (l is closed).
 func (fe *Frontend) wrapListener(l net.Listener, i int) net.Listener {
 	p := fe.p
 	if !p.epoll || p.group == nil {
 		return l
 	}
 	if i < len(fe.Conf.BindOptions) {
-		if b := fe.Conf.BindOptions[i]; b != nil && (b.TLS != nil || b.Proto == "h2") {
+		if b := fe.Conf.BindOptions[i]; b != nil && !onLayer(b, fe.Conf.Mode) {
 			return l
 		}
 	}
@@ -84,11 +91,27 @@ func (fe *Frontend) wrapListener(l net.Listener, i int) net.Listener {
 	return el
 }
 
+// onLayer reports whether bind b of a frontend in mode may be served by
+// the epoll layer: HTTP/1 and TCP, plaintext or TLS. A proto h2 bind, and
+// a TLS bind of an http mode frontend whose ALPN offers h2 (the clients
+// choosing it are served HTTP/2), stay on Go's poller. A crt-list line's
+// own alpn is not looked at: a client it gives h2 is served HTTP/2 over the
+// layer's connection, which is a net.Conn as any.
+func onLayer(b *conf.Bind, mode conf.Mode) bool {
+	if b.Proto == "h2" {
+		return false
+	}
+	return b.TLS == nil || mode != conf.ModeHTTP || !slices.Contains(b.TLS.Settings.ALPN, "h2")
+}
+
 // serverConnOnEpoll returns the conversion of a new server connection to
-// the epoll layer for a request whose client connection is on it and a
-// plaintext HTTP/1 or TCP server (no TLS, no proto h2); nil when the
-// connection stays Go's.
+// the epoll layer for a request whose client connection is on it (over
+// TLS or not) and a plaintext HTTP/1 or TCP server (no TLS, no proto h2);
+// nil when the connection stays Go's.
 func serverConnOnEpoll(client net.Conn, srv *Server) func(net.Conn) net.Conn {
+	if tc, ok := client.(*tls.Conn); ok {
+		client = tc.NetConn()
+	}
 	ec, ok := client.(*epoll.Conn)
 	if !ok || srv.Conf.SSL || srv.Conf.Proto == "h2" {
 		return nil

@@ -175,7 +175,7 @@ func CloseWrite(c net.Conn) {
 		tc.CloseWrite()
 	case *tls.Conn:
 		tc.CloseWrite()
-		if raw, ok := tc.NetConn().(*net.TCPConn); ok {
+		if raw, ok := tc.NetConn().(halfCloser); ok { // *net.TCPConn, or the epoll layer's
 			raw.CloseWrite()
 		}
 	case halfCloser:
