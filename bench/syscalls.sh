@@ -27,7 +27,12 @@
 # fulcrum or `haproxy -L hapsink`, started only for this mode, whose own
 # counts are not included): peers minus track is replication's cost; h2c (not
 # in the default MODES: h2load -c$CONNS -m$H2_STREAMS, HTTP/2 with prior
-# knowledge on a "proto h2" bind, to the same HTTP/1.1 upstreams; needs h2load).
+# knowledge on a "proto h2" bind, to the same HTTP/1.1 upstreams; needs h2load);
+# tls-ka and tls-close (not in the default MODES): http-ka and http-close over
+# https, TLS terminated by the proxy on a bind "ssl crt bench.pem alpn
+# http/1.1" (a self-signed certificate made by openssl here, TLS_KEY ecdsa
+# P-256 or rsa 2048, as bench/run.sh's TLS modes): tls-close is a full
+# handshake per request.
 #
 # Knobs (defaults): DUR=5 CONNS=64 WARM=1 MODES="http-ka http-close tcp-ka"
 #   ONLY="haproxy fulcrum" FULCRUM=./bin/fulcrum FUL_GOMAXPROCS=2 HAP_NBTHREAD=2
@@ -37,12 +42,13 @@
 #               (peers mode: peer ports PEER_BASE+0/+1 fulcrum and its sink,
 #               +2/+3 haproxy and its sink)
 #   FUL_H2=23082 HAP_H2=23182 H2_STREAMS=10 (h2c mode)
+#   FUL_TLS=23085 HAP_TLS=23185 TLS_KEY=ecdsa (tls-ka and tls-close modes)
 #   FUL_ENV="NAME=value ..."   extra environment for fulcrum (experiments)
 #   FUL_NETIO=   fulcrum's tune_netio ("go" or "epoll"; empty: the default)
 #   RECORD=0     1: after the counts, a perf record -g profile of each run in
 #                WORKDIR/raw/MODE.TARGET.data (build fulcrum without -s -w
 #                for symbols: go build -o /tmp/fulcrum ./cmd/fulcrum)
-# Needs: haproxy nginx wrk socat linux-perf; root (or perf_event_paranoid <= 1).
+# Needs: haproxy nginx wrk socat linux-perf (openssl for the TLS modes); root (or perf_event_paranoid <= 1).
 # Everything listens on 127.0.0.1; every process is stopped at exit.
 set -u
 export LC_ALL=C
@@ -70,6 +76,9 @@ PEER_BASE=${PEER_BASE:-23280}
 FUL_H2=${FUL_H2:-23082}
 HAP_H2=${HAP_H2:-23182}
 H2_STREAMS=${H2_STREAMS:-10}
+FUL_TLS=${FUL_TLS:-23085}
+HAP_TLS=${HAP_TLS:-23185}
+TLS_KEY=${TLS_KEY:-ecdsa}
 FUL_ENV=${FUL_ENV:-}
 FUL_NETIO=${FUL_NETIO:-}
 RECORD=${RECORD:-0}
@@ -81,10 +90,11 @@ die() { log "ERROR: $*"; exit 2; }
 for t in haproxy nginx wrk socat perf; do
   command -v "$t" >/dev/null || die "missing $t: apt-get install -y haproxy nginx wrk socat linux-perf"
 done
-for v in DUR CONNS WARM UP_BASE FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP HAP_NBTHREAD FUL_T FUL_P HAP_T HAP_P PEER_BASE FUL_H2 HAP_H2 H2_STREAMS; do
+for v in DUR CONNS WARM UP_BASE FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP HAP_NBTHREAD FUL_T FUL_P HAP_T HAP_P PEER_BASE FUL_H2 HAP_H2 H2_STREAMS FUL_TLS HAP_TLS; do
   case ${!v} in ''|*[!0-9]*) die "$v must be a non-negative integer";; esac
 done
-for m in $MODES; do case $m in http-ka|http-close|tcp-ka|track|peers) ;; h2c) command -v h2load >/dev/null || die "missing h2load: apt-get install -y nghttp2-client";; *) die "unknown mode $m";; esac; done
+for m in $MODES; do case $m in http-ka|http-close|tcp-ka|track|peers) ;;
+  tls-ka|tls-close) command -v openssl >/dev/null || die "missing openssl";; h2c) command -v h2load >/dev/null || die "missing h2load: apt-get install -y nghttp2-client";; *) die "unknown mode $m";; esac; done
 case $FULCRUM in /*) BIN=$FULCRUM;; *) BIN=$ROOT/${FULCRUM#./};; esac
 case " $ONLY " in *" fulcrum "*) [ -x "$BIN" ] || die "$BIN not found: run 'make build'";; esac
 
@@ -111,9 +121,21 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 wait_port() { for _ in $(seq 100); do port_open "$1" && return 0; sleep 0.1; done; return 1; }
 WANT_PEERS=0
 case " $MODES " in *" peers "*) WANT_PEERS=1;; esac
-for p in $UP_PORTS $FUL_HTTP $FUL_TCP $HAP_HTTP $HAP_TCP $FUL_T $FUL_P $HAP_T $HAP_P $FUL_H2 $HAP_H2 $(seq "$PEER_BASE" $((PEER_BASE + 3))); do port_open "$p" && die "127.0.0.1:$p is in use"; done
+WANT_TLS=0
+case " $MODES " in *" tls-"*) WANT_TLS=1;; esac
+case $TLS_KEY in ecdsa|rsa) ;; *) die "TLS_KEY must be ecdsa or rsa";; esac
+TLS_PORTS=""
+[ "$WANT_TLS" = 1 ] && TLS_PORTS="$FUL_TLS $HAP_TLS"
+for p in $UP_PORTS $FUL_HTTP $FUL_TCP $HAP_HTTP $HAP_TCP $FUL_T $FUL_P $HAP_T $HAP_P $FUL_H2 $HAP_H2 $TLS_PORTS $(seq "$PEER_BASE" $((PEER_BASE + 3))); do port_open "$p" && die "127.0.0.1:$p is in use"; done
 
 # ------------------------------------------------------------------ configs
+# the TLS modes' certificate (self-signed, certificate then key in one PEM)
+if [ "$WANT_TLS" = 1 ]; then
+  if [ "$TLS_KEY" = rsa ]; then kopt=(-newkey rsa:2048); else kopt=(-newkey ec -pkeyopt ec_paramgen_curve:P-256); fi
+  openssl req -x509 "${kopt[@]}" -nodes -days 2 -subj /CN=bench.test -addext subjectAltName=DNS:bench.test \
+    -keyout "$D/tmp/bench.key" -out "$D/tmp/bench.crt" 2> "$D/tmp/openssl.err" || { cat "$D/tmp/openssl.err" >&2; die "openssl could not make the certificate"; }
+  cat "$D/tmp/bench.crt" "$D/tmp/bench.key" > "$D/bench.pem"
+fi
 {
   echo "worker_processes 1; daemon off; pid $D/nginx.pid; error_log $D/nginx.err warn;"
   [ "$(id -u)" = 0 ] && echo "user root;"
@@ -172,6 +194,12 @@ frontend fe_t
     bind 127.0.0.1:$HAP_T
     stick-table type integer size 100k expire 1m store http_req_cnt,http_req_rate(10s)
     http-request track-sc0 src_port
+    default_backend be_http
+EOF
+[ "$WANT_TLS" = 1 ] && cat >> "$D/haproxy.cfg" <<EOF
+frontend fe_tls
+    mode http
+    bind 127.0.0.1:$HAP_TLS ssl crt $D/bench.pem alpn http/1.1
     default_backend be_http
 EOF
 cat > "$D/haproxy-sink.cfg" <<EOF
@@ -239,6 +267,13 @@ default_backend = "be_http"
 stick_table = { type = "integer", size = 100000, expire = "1m", store = ["http_req_cnt", "http_req_rate(10s)"] }
 http_request = ["track-sc0 src_port"]
 EOF
+[ "$WANT_TLS" = 1 ] && cat >> "$D/fulcrum.toml" <<EOF
+[[frontend]]
+name = "fe_tls"
+bind = ["127.0.0.1:$FUL_TLS ssl crt $D/bench.pem alpn http/1.1"]
+mode = "http"
+default_backend = "be_http"
+EOF
 cat > "$D/fulcrum-sink.toml" <<EOF
 [global]
 log_level = "error"
@@ -281,6 +316,7 @@ start() { # name cmd... -> START_PID
 start nginx nginx -p "$D" -e "$D/nginx.err" -c "$D/nginx.conf"
 for p in $UP_PORTS; do wait_port "$p" || die "nginx did not start (see $D/nginx.err)"; done
 declare -A PID HPORT TPORT H2PORT
+declare -A TLSPORT=([haproxy]=$HAP_TLS [fulcrum]=$FUL_TLS)
 HPORT=([haproxy]=$HAP_HTTP [fulcrum]=$FUL_HTTP)
 H2PORT=([haproxy]=$HAP_H2 [fulcrum]=$FUL_H2)
 TPORT=([haproxy]=$HAP_TCP [fulcrum]=$FUL_TCP)
@@ -305,6 +341,7 @@ for t in $ONLY; do
   esac
   PID[$t]=$START_PID
   wait_port "${HPORT[$t]}" && wait_port "${TPORT[$t]}" || { tail "$D/$t.log" >&2; die "$t did not start"; }
+  if [ "$WANT_TLS" = 1 ]; then wait_port "${TLSPORT[$t]}" || { tail "$D/$t.log" >&2; die "$t does not listen on its TLS port"; }; fi
 done
 
 # ------------------------------------------------------------------ measuring
@@ -328,7 +365,7 @@ peer_fd() {
       if (match($0, pid "fd=[0-9]+")) { print substr($0, RSTART + length(pid) + 3, RLENGTH - length(pid) - 3); exit } }'
 }
 sched_runs() { [ "$1" = fulcrum ] || { echo 0; return; }; echo "show activity" | socat -t 2 stdio "unix-connect:$SOCK" 2>/dev/null | awk -F': ' '$1=="sched_runs"{print $2}'; }
-url() { case $1 in tcp-ka) echo "http://127.0.0.1:${TPORT[$2]}/";; h2c) echo "http://127.0.0.1:${H2PORT[$2]}/";; track) echo "http://127.0.0.1:${TRACK_PORT[$2]}/";;
+url() { case $1 in tcp-ka) echo "http://127.0.0.1:${TPORT[$2]}/";; tls-ka|tls-close) echo "https://127.0.0.1:${TLSPORT[$2]}/";; h2c) echo "http://127.0.0.1:${H2PORT[$2]}/";; track) echo "http://127.0.0.1:${TRACK_PORT[$2]}/";;
   peers) echo "http://127.0.0.1:${PEERS_PORT[$2]}/";; *) echo "http://127.0.0.1:${HPORT[$2]}/";; esac; }
 load() { # mode target secs outfile
   if [ "$1" = h2c ]; then
@@ -337,7 +374,7 @@ load() { # mode target secs outfile
     return
   fi
   local hdr=()
-  [ "$1" = http-close ] && hdr=(-H "Connection: close")
+  case $1 in http-close|tls-close) hdr=(-H "Connection: close");; esac
   timeout $(( $3 + 20 )) wrk -t1 -c"$CONNS" -d"${3}s" "${hdr[@]+"${hdr[@]}"}" "$(url "$1" "$2")" > "$4" 2>&1
   awk '/requests in/{print $1}' "$4"
 }
