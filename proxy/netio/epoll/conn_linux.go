@@ -471,10 +471,12 @@ func (c *Conn) raw(s *side, op string, f func(fd uintptr) bool) error {
 
 // Idle reports whether nothing has come from the peer, not even the end of
 // the stream, since the socket was last found drained: an idle pooled
-// server connection can carry a request. Only when an event came does it
-// look at the socket (one non-blocking peek); otherwise it makes no system
-// call, as HAProxy trusts its poller for its idle connections (a byte
-// whose event the reaper has not collected yet is not seen).
+// server connection can carry a request. Only when an event came, or the
+// socket never waited (it is not in the epoll instance yet, so no event
+// would say), does it look at the socket (one non-blocking peek);
+// otherwise it makes no system call, as HAProxy trusts its poller for its
+// idle connections (a byte whose event the reaper has not collected yet
+// is not seen).
 func (c *Conn) Idle() bool {
 	if c.r.ready.Load() == 0 && c.reg.Load() != regNone {
 		return true
@@ -497,7 +499,7 @@ func (c *Conn) Idle() bool {
 // the socket was last found drained, without changing c's readiness: it
 // is safe while another goroutine uses c (the pool's sweeper looks at
 // connections a request may take meanwhile). It makes a system call (one
-// non-blocking peek) only when an event came.
+// non-blocking peek) only when an event came or the socket never waited.
 func (c *Conn) Quiet() bool {
 	if c.r.ready.Load() == 0 && c.reg.Load() != regNone {
 		return true

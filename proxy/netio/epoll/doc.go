@@ -1,4 +1,4 @@
-// Package epoll serves plaintext TCP connections from the proxy's own
+// Package epoll serves TCP connections (and listening sockets) from the proxy's own
 // epoll instances, so that a connection is read only once the kernel has
 // said it is readable.
 //
@@ -13,13 +13,19 @@
 // fail is not made. One goroutine per poller (the reaper) collects the
 // events of all its connections in one epoll_wait and wakes the goroutines
 // that wait on them; the reaper itself sleeps in Go's own poller, on the
-// epoll descriptor. Sockets are registered for input; a socket adds output
-// events at its first write that finds the buffer full. An accepted socket
-// is read at once (the client has usually sent its request); a server
-// connection waits for its first event.
+// epoll descriptor. A socket enters its epoll instance at its first wait
+// only, for input; it adds output events at its first write that finds the
+// buffer full, and leaves when its last descriptor is closed (no
+// EPOLL_CTL_DEL). An accepted socket is read at once (the client has
+// usually sent its request), so a client served and closed without ever
+// waiting costs no epoll_ctl; a server connection waits for its first
+// event. Listening sockets are the layer's too: the acceptor waits on the
+// same pollers, with one accept4 per connection and one failing accept4
+// per burst.
 //
 // The proxy uses it with `tune_netio = "epoll"` (proxy/netiolayer.go) for
-// plaintext HTTP/1 and TCP; bench/README.md has what it saves and costs.
+// HTTP/1 and TCP binds, plaintext or TLS (crypto/tls over a Conn);
+// bench/README.md has what it saves and costs.
 //
 // Main types:
 //   - Group: the pollers of a process (one per GOMAXPROCS by default), the
@@ -29,9 +35,10 @@
 //     It also implements syscall.Conn (a RawConn with Go's semantics: the
 //     callback runs first, returning false waits for the next event),
 //     CloseRead/CloseWrite, and ReadFrom, which splices from another Conn.
-//   - Listener: wraps a *net.TCPListener so that Accept returns Conns; the
-//     listening socket itself stays in Go's poller (deadlines, hand-over at
-//     a reload).
+//   - Listener: a listening socket taken from a *net.TCPListener (which
+//     is closed) into one of the pollers; Accept returns Conns, Close and
+//     SetDeadline wake a waiting Accept (a reload hands the Listener over
+//     with its pollers).
 //
 // Invariants: a descriptor is closed only once no operation uses it (a
 // reference count, as internal/poll's fdMutex), and its table entry is

@@ -297,3 +297,60 @@ func TestAcceptBurstCalls(t *testing.T) {
 func (c *Conn) rawControl(f func(fd int)) {
 	rawConn{c}.Control(func(fd uintptr) { f(int(fd)) })
 }
+
+// A socket enters the epoll instance only at its first wait: an accepted
+// client whose bytes are there is read without it, and a read that has to
+// wait registers it and is woken by the next bytes.
+func TestRegisterAtFirstWait(t *testing.T) {
+	g := newGroup(t, 1)
+	el := listen(t, g)
+	peer, err := net.Dial("tcp", el.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	peer.Write([]byte("abc"))
+	nc, err := el.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := nc.(*Conn)
+	defer c.Close()
+	waitFor(t, "the bytes in the socket", func() bool {
+		var n int
+		c.rawControl(func(fd int) { n, _ = unix.IoctlGetInt(fd, unix.SIOCINQ) })
+		return n == 3
+	})
+	buf := make([]byte, 8)
+	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "abc" {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+	if r := c.reg.Load(); r != regNone {
+		t.Fatalf("registration %d after a read that did not wait, want none", r)
+	}
+	if !c.Idle() { // not registered: it looks (a peek), finds nothing
+		t.Fatal("Idle with nothing sent: false")
+	}
+	got := make(chan string, 1)
+	go func() {
+		n, err := c.Read(buf)
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		got <- string(buf[:n])
+	}()
+	waitFor(t, "the read to wait", func() bool { return c.r.waiting.Load() })
+	if r := c.reg.Load(); r != regIn {
+		t.Fatalf("registration %d while a read waits, want input", r)
+	}
+	peer.Write([]byte("d"))
+	select {
+	case s := <-got:
+		if s != "d" {
+			t.Fatalf("read %q, want d", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting read was not woken")
+	}
+}
