@@ -1,6 +1,7 @@
 package epoll
 
 import (
+	"context"
 	"io"
 	"net"
 	"sync"
@@ -130,10 +131,14 @@ func BenchmarkRoundTrip(b *testing.B) {
 func BenchmarkAccept(b *testing.B) {
 	for _, layer := range []string{"go", "epoll"} {
 		b.Run(layer, func(b *testing.B) {
-			ll, err := net.Listen("tcp", "127.0.0.1:0")
+			// No TCP keep-alive on either side, as the proxy's binds
+			// (4 setsockopt per socket otherwise).
+			lc := net.ListenConfig{KeepAlive: -1}
+			ll, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 			if err != nil {
 				b.Fatal(err)
 			}
+			dialer := net.Dialer{KeepAlive: -1}
 			addr := ll.Addr().String()
 			var l net.Listener = ll
 			if layer == "epoll" {
@@ -173,7 +178,7 @@ func BenchmarkAccept(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				c, err := net.Dial("tcp", addr)
+				c, err := dialer.Dial("tcp", addr)
 				if err != nil {
 					b.Fatal(err)
 				}
