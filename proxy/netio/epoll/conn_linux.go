@@ -159,7 +159,8 @@ func (c *Conn) waitWrite() error {
 //
 // Registering late loses no event: the kernel looks at the socket's state
 // when the registration is made, and a socket readable (or writable) by
-// then raises its event at once.
+// then raises its event at once. The caller holds a reference (incref),
+// so that c.fd is still c's socket.
 func (c *Conn) arm(want uint32) error {
 	c.regMu.Lock()
 	defer c.regMu.Unlock()
