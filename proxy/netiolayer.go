@@ -24,6 +24,11 @@ import (
 // and bench/syscalls.sh compares them (FUL_NETIO).
 const NetIOEnv = "FULCRUM_TUNE_NETIO"
 
+// H2EngineEnv, when set to "xnet", serves HTTP/2 clients with
+// golang.org/x/net/http2's Server instead of fulcrum's own engine
+// (http2.EngineOwn, the default): for comparison only (bench/README.md).
+const H2EngineEnv = "FULCRUM_H2_ENGINE"
+
 // netIOMode returns the layer cfg asks for, after NetIOEnv.
 func (p *Proxy) netIOMode() string {
 	switch v := os.Getenv(NetIOEnv); v {

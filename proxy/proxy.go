@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -80,6 +81,7 @@ func build(cfg *conf.Config, log zerolog.Logger, prev *Proxy) (*Proxy, error) {
 	} else {
 		p.fds = prev.fds
 	}
+	h2Engine := os.Getenv(H2EngineEnv) // read once per build, as NetIOEnv
 	byName := map[string]*Backend{}
 	for i, bc := range cfg.Backends {
 		b, err := newBackend(i+1, bc)
@@ -131,7 +133,7 @@ func build(cfg *conf.Config, log zerolog.Logger, prev *Proxy) (*Proxy, error) {
 		if fc.Mode == conf.ModeHTTP {
 			// Every http frontend can speak HTTP/2: a bind with proto h2,
 			// or an ssl bind whose ALPN negotiates h2.
-			fe.h2 = http2.NewServer(cfg.Global.H2MaxStreams, fc.TimeoutClient)
+			fe.h2 = http2.NewServer(cfg.Global.H2MaxStreams, fc.TimeoutClient, h2Engine)
 		}
 		p.Frontends = append(p.Frontends, fe)
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -54,7 +55,25 @@ type Server struct {
 	h2         *http2.Server
 	hs         *http.Server // x/net's base configuration, and its shutdown hook
 	maxStreams int
+	idle       time.Duration
+	// xnet serves the connections with x/net/http2's Server instead of
+	// fulcrum's own engine (engine.go): for comparison only.
+	xnet bool
+
+	// The own engine's connections, for the graceful stop.
+	mu      sync.Mutex
+	conns   map[*econn]struct{}
+	stopped bool
 }
+
+// Engines, the values of EngineEnv.
+const (
+	// EngineOwn is fulcrum's own frame loop on x/net/http2's Framer and
+	// hpack (engine.go): the default.
+	EngineOwn = "own"
+	// EngineXNet is x/net/http2's Server, kept for comparison.
+	EngineXNet = "xnet"
+)
 
 // quiet takes the http2 package's own log lines (a client's protocol
 // error is counted, not logged on stderr).
@@ -62,8 +81,9 @@ var quiet = log.New(io.Discard, "", 0)
 
 // NewServer returns the HTTP/2 server of a frontend: maxStreams is
 // tune_h2_max_concurrent_streams (0: no limit), idle closes a connection
-// without streams after that long (timeout_client; 0: never).
-func NewServer(maxStreams int, idle time.Duration) *Server {
+// without streams after that long (timeout_client; 0: never), engine is
+// EngineOwn (or "") or EngineXNet.
+func NewServer(maxStreams int, idle time.Duration, engine string) *Server {
 	adv := uint32(maxStreams)
 	if maxStreams <= 0 {
 		adv = math.MaxInt32
@@ -81,6 +101,8 @@ func NewServer(maxStreams int, idle time.Duration) *Server {
 		// the server builds it.
 		hs:         &http.Server{MaxHeaderBytes: 64 << 10, ErrorLog: quiet, IdleTimeout: idle},
 		maxStreams: maxStreams,
+		idle:       idle,
+		xnet:       engine == EngineXNet,
 	}
 	http2.ConfigureServer(s.hs, s.h2)
 	return s
@@ -90,6 +112,16 @@ func NewServer(maxStreams int, idle time.Duration) *Server {
 // the streams it has and then closes. Calling it again reaches the
 // connections that started since.
 func (s *Server) Shutdown() {
+	s.mu.Lock()
+	s.stopped = true
+	conns := make([]*econn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.goAway()
+	}
 	// The http.Server serves nothing itself: its Shutdown only runs the
 	// hook that http2.ConfigureServer registered (graceful shutdown of
 	// every connection) and returns.
@@ -104,26 +136,36 @@ func Serve(cl Client) {
 	raw := cl.Conn()
 	bc := bufferedConn{Conn: raw, br: bufio.NewReaderSize(raw, readBufSize)}
 	g := h2mux.NewClientGuard(bc, cl.Counters(), h2mux.DefaultLimits(srv.maxStreams))
-	c := &conn{Guard: g, cl: cl, g: g, srv: srv}
-	srv.h2.ServeConn(c, &http2.ServeConnOpts{Handler: c, BaseConfig: srv.hs})
-	g.Close()
-	c.own.Close(true)
+	if srv.xnet {
+		c := &conn{Guard: g, connBase: connBase{cl: cl, g: g}, srv: srv}
+		srv.h2.ServeConn(c, &http2.ServeConnOpts{Handler: c, BaseConfig: srv.hs})
+		g.Close()
+		c.own.Close(true)
+	} else {
+		serveOwn(cl, srv, raw, bc.br, g)
+	}
 	cl.Done()
 }
 
-// conn is the client connection as the http2 server reads it: the guard,
-// plus the stop's GOAWAY for a connection that started after the stop
-// broadcast it.
-type conn struct {
-	*h2mux.Guard
-	cl       Client
-	g        *h2mux.Guard
-	srv      *Server
-	notified atomic.Bool
-	streams  atomic.Int64 // streams begun, to tell the first (http_reuse safe)
+// connBase is what a stream needs of its client connection, whichever
+// engine serves it.
+type connBase struct {
+	cl      Client
+	g       *h2mux.Guard
+	streams atomic.Int64 // streams begun, to tell the first (http_reuse safe)
 	// own are the server connections private to this client connection
 	// (http_reuse never), closed with it.
 	own h2mux.Owned
+}
+
+// conn is the client connection as x/net/http2's server reads it: the
+// guard, plus the stop's GOAWAY for a connection that started after the
+// stop broadcast it.
+type conn struct {
+	*h2mux.Guard
+	connBase
+	srv      *Server
+	notified atomic.Bool
 }
 
 // Read reads from the guard; once the proxy stops, the first read asks
@@ -163,7 +205,7 @@ func (c *conn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cs.TotalStreams.Add(1)
 	defer cs.OpenStreams.Add(-1)
 	st := getStream()
-	st.c, st.w, st.r = c, w, r
+	st.c, st.w, st.r = &c.connBase, w, r
 	st.first = c.streams.Add(1) == 1
 	st.serve()
 	putStream(st)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -29,11 +30,15 @@ import (
 
 // h2stream is the state of one stream, pooled.
 type h2stream struct {
-	c     *conn
+	c     *connBase
 	w     http.ResponseWriter
 	r     *http.Request
 	x     Stream
 	first bool // the connection's first stream (http_reuse safe)
+	// headSize is the request head's size, when the engine filled fields
+	// itself (the own engine: r.Header and r.URL are then nil, built only
+	// for a local answer).
+	headSize int
 
 	view   stream.Request
 	fields []field      // the request's fields, "host" first
@@ -104,12 +109,15 @@ func (st *h2stream) serve() {
 	r := st.r
 	t0 := time.Now()
 	x.Begin(t0, t0)
-	size := len(r.Method) + len(r.RequestURI) + 12
-	st.fields = append(st.fields, field{hostName, sbytes(r.Host)})
-	for name, values := range r.Header {
-		for _, v := range values {
-			st.fields = append(st.fields, field{sbytes(strings.ToLower(name)), sbytes(v)})
-			size += len(name) + len(v) + 4
+	size := st.headSize
+	if len(st.fields) == 0 {
+		size = len(r.Method) + len(r.RequestURI) + 12
+		st.fields = append(st.fields, field{hostName, sbytes(r.Host)})
+		for name, values := range r.Header {
+			for _, v := range values {
+				st.fields = append(st.fields, field{sbytes(strings.ToLower(name)), sbytes(v)})
+				size += len(name) + len(v) + 4
+			}
 		}
 	}
 	x.HeadRead(size)
@@ -161,7 +169,7 @@ func (st *h2stream) fail(o stream.Outcome) {
 // buffered whole as the HTTP/1 engine does.
 func (st *h2stream) local(h http.Handler) {
 	lw := &localWriter{h: http.Header{}}
-	h.ServeHTTP(lw, st.r)
+	h.ServeHTTP(lw, st.fullRequest())
 	if lw.status == 0 {
 		lw.status = http.StatusOK
 	}
@@ -175,6 +183,26 @@ func (st *h2stream) local(h http.Handler) {
 	st.w.WriteHeader(lw.status)
 	_, err := st.w.Write(lw.body.Bytes())
 	st.x.LocalDone(err)
+}
+
+// fullRequest returns the request with its URL, header and remote address,
+// which the own engine leaves out of the requests it forwards.
+func (st *h2stream) fullRequest() *http.Request {
+	r := st.r
+	if r.URL != nil {
+		return r
+	}
+	u, err := url.ParseRequestURI(r.RequestURI)
+	if err != nil {
+		u = &url.URL{Path: r.RequestURI}
+	}
+	h := make(http.Header, len(st.fields))
+	for _, f := range st.fields[1:] {
+		k := headerKey(f.name)
+		h[k] = append(h[k], string(f.value))
+	}
+	r.URL, r.Header, r.RemoteAddr = u, h, st.c.cl.Src().String()
+	return r
 }
 
 type localWriter struct {
