@@ -94,6 +94,7 @@ type econn struct {
 	// The write side, under wmu.
 	wmu         sync.Mutex
 	pending     atomic.Int32 // writers inside wmu or waiting for it
+	running     atomic.Int32 // streams whose goroutine runs
 	bw          *bufio.Writer
 	wfr         *xh2.Framer
 	enc         *hpack.Encoder
@@ -537,6 +538,8 @@ func (c *econn) run(es *estream) {
 	cs := c.cl.Counters()
 	cs.OpenStreams.Add(1)
 	cs.TotalStreams.Add(1)
+	c.running.Add(1)
+	defer c.running.Add(-1)
 	st := es.st
 	st.c, st.w, st.r = &c.connBase, &es.rw, es.req
 	st.first = c.connBase.streams.Add(1) == 1
@@ -1104,7 +1107,18 @@ func (w *respWriter) finish(aborted bool) {
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
-	c.lockW()
+	if c.running.Load() > 1 && c.pending.Load() == 0 {
+		// Other streams of the connection may have their responses
+		// ready to write: let them write first (this writer, counted in
+		// pending, then flushes for all), rather than a write each. One
+		// writer yields at a time: those that come meanwhile write and
+		// leave the flush to it.
+		c.pending.Add(1)
+		runtime.Gosched()
+		c.wmu.Lock()
+	} else {
+		c.lockW()
+	}
 	tr := w.hasTrailers() && !w.head
 	switch {
 	case !w.sentHeader:
