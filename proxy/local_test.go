@@ -44,3 +44,53 @@ func TestLocalHandler(t *testing.T) {
 	}
 	waitFor(t, time.Second, "counters", func() bool { return p.Snapshot().Frontends[0].Hrsp2xx == 2 })
 }
+
+// TestLocalHandlerH2: a local answer to an HTTP/2 stream sees the request
+// as net/http would (method, URL with its query, a field, the client's
+// address, the body) and its response goes back whole; the connection
+// goes on proxying.
+func TestLocalHandlerH2(t *testing.T) {
+	u := newUpstream(t, "s1")
+	cfg := testConfig(conf.ModeHTTP, []string{u.addr()}, nil)
+	cfg.Frontends[0].BindOptions = []*conf.Bind{{Addr: "127.0.0.1:0", Proto: "h2"}}
+	p, err := New(cfg, nopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Frontends[0].SetLocalHandler("/stats", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("X-Local", "yes")
+		w.WriteHeader(201)
+		fmt.Fprintf(w, "%s %s %s from %s x-a=%q body=%q", r.Proto, r.Method, r.URL.String(),
+			strings.Split(r.RemoteAddr, ":")[0], r.Header.Get("X-A"), b)
+	}))
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Shutdown(contextBackground()) })
+	addr := p.Frontends[0].Addrs()[0].String()
+	tr := h2cTransport()
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest("POST", "http://"+addr+"/stats;csv?x=1", strings.NewReader("hello"))
+	req.Header.Set("X-A", "1")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := `HTTP/2.0 POST /stats;csv?x=1 from 127.0.0.1 x-a="1" body="hello"`
+	if resp.StatusCode != 201 || string(b) != want || resp.Header.Get("X-Local") != "yes" {
+		t.Errorf("got %d %q (X-Local %q), want 201 %q", resp.StatusCode, b, resp.Header.Get("X-Local"), want)
+	}
+	resp, err = tr.RoundTrip(mustReq(t, "http://"+addr+"/app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.TrimSpace(string(b)) != "s1" {
+		t.Errorf("proxied request after the local one: got %d %q", resp.StatusCode, b)
+	}
+}
