@@ -141,6 +141,9 @@ type estream struct {
 	gone       bool // out of c.streams
 	declLen    int64
 	rcvd       int64
+	// expect: the client asked for 100-continue, sent at the first read
+	// of the body (the stream's goroutine only).
+	expect bool
 
 	// The request body, under bmu.
 	bmu   sync.Mutex
@@ -455,6 +458,8 @@ func (c *econn) newStream(f *xh2.MetaHeadersFrame) (*estream, xh2.ErrCode) {
 			continue
 		case "cookie":
 			cookies++
+		case "expect":
+			es.expect = strings.EqualFold(hf.Value, "100-continue")
 		case "content-length":
 			if n, err := strconv.ParseUint(hf.Value, 10, 63); err == nil && es.declLen < 0 {
 				es.declLen = int64(n)
@@ -1272,6 +1277,21 @@ type requestBody estream
 
 func (b *requestBody) Read(p []byte) (int, error) {
 	es := (*estream)(b)
+	if es.expect {
+		// RFC 9110 10.1.1: the client waits for the interim response.
+		es.expect = false
+		c := es.c
+		c.mu.Lock()
+		gone := es.reset
+		c.mu.Unlock()
+		c.lockW()
+		if !gone && !es.rw.sentHeader {
+			c.hbuf.Reset()
+			c.enc.WriteField(hpack.HeaderField{Name: ":status", Value: "100"})
+			c.writeBlock(es.id, false, c.hbuf.Bytes())
+		}
+		c.unlockW(flushNow)
+	}
 	es.bmu.Lock()
 	for es.boff == len(es.buf) && es.berr == nil {
 		es.bcond.Wait()

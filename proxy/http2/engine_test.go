@@ -524,3 +524,24 @@ func TestEngineClientReset(t *testing.T) {
 	}
 	rc.quiet(100 * time.Millisecond)
 }
+
+// TestEngineExpectContinue: a request with "expect: 100-continue" gets
+// the interim 100 when its body is first read, then the response.
+func TestEngineExpectContinue(t *testing.T) {
+	e := startEngine(t, 0, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
+	}))
+	rc := dial(t, e.addr)
+	rc.handshake()
+	rc.request(1, "POST", "/", false, "expect", "100-continue")
+	hf, ok := rc.next().(*xh2.HeadersFrame)
+	if !ok || hf.StreamEnded() {
+		t.Fatalf("got %v, want HEADERS :status 100", hf)
+	}
+	if fields, err := rc.dec.DecodeFull(hf.HeaderBlockFragment()); err != nil || len(fields) != 1 || fields[0].Value != "100" {
+		t.Fatalf("interim head %v (%v), want :status 100", fields, err)
+	}
+	rc.fr.WriteData(1, true, []byte("body"))
+	rc.whole(1, 4)
+}
