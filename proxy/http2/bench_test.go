@@ -168,3 +168,17 @@ func BenchmarkStreamFramer(b *testing.B) {
 		bc.stream(b)
 	}
 }
+
+// BenchmarkStreamOwn: fulcrum's own engine (engine.go), a local answer
+// writing "ok" (the core reduced to a stub: the engine and the stream's
+// phases of a local answer).
+func BenchmarkStreamOwn(b *testing.B) {
+	e := startEngine(b, 0, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	bc := newBenchClient(b, e.addr)
+	defer bc.c.Close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		bc.stream(b)
+	}
+}

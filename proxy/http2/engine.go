@@ -178,6 +178,7 @@ func serveOwn(cl Client, srv *Server, raw net.Conn, br *bufio.Reader, g *h2mux.G
 	c.enc = hpack.NewEncoder(&c.hbuf)
 	c.rfr = xh2.NewFramer(nil, frameReader{c})
 	c.rfr.SetMaxReadFrameSize(maxFrameSize)
+	c.rfr.SetReuseFrames() // DATA is copied into the stream's body at once
 	// The guard decodes every header block with a decoder of its own
 	// (4096-byte table): this one follows the same blocks.
 	c.rfr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
@@ -382,12 +383,13 @@ func (c *econn) headers(f *xh2.MetaHeadersFrame) error {
 		return nil
 	}
 	c.mu.Lock()
-	if c.closed || c.goingAway {
+	if c.closed {
 		c.mu.Unlock()
 		es.cancel()
 		putStream(es.st)
 		return nil
 	}
+	// A GOAWAY sent meanwhile named this stream as the last: it is served.
 	c.streams[id] = es
 	if c.armed {
 		c.raw.SetReadDeadline(time.Time{})

@@ -78,7 +78,7 @@ type engineServer struct {
 	ended chan stream.Outcome
 }
 
-func startEngine(t *testing.T, maxStreams int, idle time.Duration, h http.Handler) *engineServer {
+func startEngine(t testing.TB, maxStreams int, idle time.Duration, h http.Handler) *engineServer {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
