@@ -209,9 +209,12 @@ func serveOwn(cl Client, srv *Server, raw net.Conn, br *bufio.Reader, g *h2mux.G
 type frameReader struct{ c *econn }
 
 func (r frameReader) Read(p []byte) (int, error) {
-	if r.c.br.Buffered() == 0 {
-		r.c.lockW()
-		r.c.unlockW(flushIfWanted)
+	// A writer holding the lock flushes what is wanted as it leaves: the
+	// reader does not wait for it (it may be blocked on a client that
+	// does not read).
+	if c := r.c; c.br.Buffered() == 0 && c.wmu.TryLock() {
+		c.pending.Add(1)
+		c.unlockW(flushIfWanted)
 	}
 	return r.c.g.Read(p)
 }
@@ -875,6 +878,9 @@ func (c *econn) goAway() {
 // error (GOAWAY with its code), a gone client, or nil (graceful: idle, or
 // going away with no stream left).
 func (c *econn) end(err error) {
+	// A writer blocked on a client that does not read gives up within
+	// lingerTime, and so does the GOAWAY below.
+	c.raw.SetWriteDeadline(time.Now().Add(lingerTime))
 	c.mu.Lock()
 	c.closed = true
 	for _, es := range c.streams {

@@ -545,3 +545,57 @@ func TestEngineExpectContinue(t *testing.T) {
 	rc.fr.WriteData(1, true, []byte("body"))
 	rc.whole(1, 4)
 }
+
+// TestEngineStuckClient: a client that reads nothing while a large
+// response is written holds that stream's writer, but neither the stop
+// (Shutdown returns at once) nor the end of its connection after a
+// connection error (closed within about a second).
+func TestEngineStuckClient(t *testing.T) {
+	e := startEngine(t, 0, 0, sizedHandler)
+	rc := dial(t, e.addr, xh2.Setting{ID: xh2.SettingInitialWindowSize, Val: 1<<31 - 1})
+	rc.c.(*net.TCPConn).SetReadBuffer(64 << 10)
+	rc.fr.WriteWindowUpdate(0, 1<<31-1-65535)
+	rc.request(1, "GET", "/"+strconv.Itoa(32<<20), true)
+	var c *econn
+	testutilWait(t, "the connection", func() bool {
+		e.srv.mu.Lock()
+		defer e.srv.mu.Unlock()
+		for c = range e.srv.conns {
+		}
+		return c != nil
+	})
+	// The writer holds the write lock, blocked on the full socket: seen
+	// held twice, 100 ms apart.
+	held := 0
+	testutilWait(t, "the response writer blocked", func() bool {
+		if c.wmu.TryLock() {
+			c.wmu.Unlock()
+			held = 0
+			return false
+		}
+		held++
+		time.Sleep(100 * time.Millisecond)
+		return held >= 2
+	})
+	done := make(chan struct{})
+	go func() { e.srv.Shutdown(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Shutdown waited for a client that does not read")
+	}
+	rc.fr.WritePushPromise(xh2.PushPromiseParam{StreamID: 1, PromiseID: 2, EndHeaders: true})
+	testutilWait(t, "the connection closed", func() bool { return e.cs.OpenConns.Load() == 0 })
+}
+
+// testutilWait waits up to 10 s for cond.
+func testutilWait(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -120,7 +120,9 @@ func (s *Server) Shutdown() {
 	}
 	s.mu.Unlock()
 	for _, c := range conns {
-		c.goAway()
+		// Not waited for: a connection whose client does not read holds
+		// its write lock, and must not hold the stop of the others.
+		go c.goAway()
 	}
 	// The http.Server serves nothing itself: its Shutdown only runs the
 	// hook that http2.ConfigureServer registered (graceful shutdown of
