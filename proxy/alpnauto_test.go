@@ -357,6 +357,12 @@ func TestServerALPNAuto(t *testing.T) {
 	if c, h := web.H2.TotalConns.Load(), web.H2.HeadersRcvd.Load(); c != 2 || h != 3+1+1+concurrent+2+2 {
 		t.Errorf("backend h2 counters: %d connections, %d HEADERS; want 2, %d", c, h, 3+1+1+concurrent+2+2)
 	}
+	// One stream per request sent in HTTP/2 (all but the WebSocket's),
+	// none left open.
+	waitFor(t, 5*time.Second, "the backend's HTTP/2 streams to end", func() bool { return web.H2.OpenStreams.Load() == 0 })
+	if n := web.H2.TotalStreams.Load(); n != 3+1+1+concurrent+2 {
+		t.Errorf("h2_backend_total_streams %d, want %d", n, 3+1+1+concurrent+2)
+	}
 	total := int(wantReqs["h2"] + wantReqs["h1"] + wantReqs["none"])
 	var access []string
 	waitFor(t, 5*time.Second, "the access log lines", func() bool {

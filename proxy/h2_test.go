@@ -119,7 +119,7 @@ func TestH2Translations(t *testing.T) {
 			if tc.client == "h1" {
 				cfg.Frontends[0].BindOptions = nil
 			}
-			_, addr, logs := startLogged(t, cfg)
+			p, addr, logs := startLogged(t, cfg)
 			var rt http.RoundTripper = h2cTransport()
 			if tc.client == "h1" {
 				tr := &http.Transport{}
@@ -161,6 +161,15 @@ func TestH2Translations(t *testing.T) {
 			}
 			if lines[0]["request"] != wantReq || lines[0]["termination_state"] != "--" || lines[0]["status"] != 200.0 {
 				t.Errorf("log: got %v, want request %q, status 200, flags --", lines[0], wantReq)
+			}
+			// The streams of the server connections, as HAProxy counts
+			// them: h2_backend_total_streams 3, none open at the end.
+			if tc.server == "h2" {
+				h := &p.Backends[0].H2
+				waitFor(t, 5*time.Second, "the backend's streams to end", func() bool { return h.OpenStreams.Load() == 0 })
+				if n := h.TotalStreams.Load(); n != 3 {
+					t.Errorf("h2_backend_total_streams %d, want 3", n)
+				}
 			}
 		})
 	}

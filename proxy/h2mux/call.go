@@ -28,6 +28,25 @@ type Call struct {
 	resp     *http.Response
 	received int64       // response body bytes read
 	body     *clientBody // the request body (BodyReader), nil without
+	cs       *Counters   // where the stream is counted (Counted), nil: nowhere
+	open     bool        // the stream is counted open in cs
+}
+
+// Counted makes the call count its stream in cs, the backend's h2
+// counters (h2_backend_open_streams while it lasts, and
+// h2_backend_total_streams), as HAProxy 2.6 counts every stream of a
+// server connection. It returns c.
+func (c *Call) Counted(cs *Counters) *Call {
+	c.cs = cs
+	return c
+}
+
+// endStream ends the stream's count, once.
+func (c *Call) endStream() {
+	if c.open {
+		c.open = false
+		c.cs.OpenStreams.Add(-1)
+	}
 }
 
 // NewCall prepares a call whose life is bounded by parent (the client's
@@ -64,8 +83,14 @@ func (c *Call) ClientGone() bool { return c.parent.Err() != nil && !c.TimedOut()
 // returns the response once its head arrived. req's context is replaced
 // by the call's.
 func (c *Call) RoundTrip(cc *http2.ClientConn, req *http.Request) (*http.Response, error) {
+	if c.cs != nil {
+		c.cs.OpenStreams.Add(1)
+		c.cs.TotalStreams.Add(1)
+		c.open = true
+	}
 	resp, err := cc.RoundTrip(req.WithContext(c.ctx))
 	if err != nil {
+		c.endStream()
 		return nil, err
 	}
 	c.resp = resp
@@ -95,6 +120,7 @@ func (c *Call) Close() {
 		c.resp.Body.Close()
 	}
 	c.cancel()
+	c.endStream()
 }
 
 // BodyReader wraps r, a request body read from the client, so that each

@@ -105,6 +105,10 @@ func (p *Pool) open(c net.Conn) (*http2.ClientConn, error) {
 	return cc, nil
 }
 
+// Counters returns the counters the pool's connections count in (the
+// backend's h2 counters).
+func (p *Pool) Counters() *Counters { return p.c }
+
 // Len returns the number of connections held (busy or idle).
 func (p *Pool) Len() int {
 	p.mu.Lock()
