@@ -91,15 +91,14 @@ type globalSection struct {
 	// announces 2^31-1). Default 100, as HAProxy.
 	TuneH2MaxConcurrentStreams *int `toml:"tune_h2_max_concurrent_streams"`
 
-	// TuneNetIO is the connection layer of HTTP/1 and TCP traffic,
-	// plaintext or TLS: "go", Go's own network poller, or "epoll"
+	// TuneNetIO is the connection layer of client connections (HTTP/1,
+	// HTTP/2 and TCP, plaintext or TLS) and plaintext HTTP/1 and TCP
+	// server connections: "go", Go's own network poller, or "epoll"
 	// (experimental, Linux only), fulcrum's edge-triggered epoll
 	// instances, which keep each connection's readiness so that a read
 	// that would find the socket empty is not made, and accept on them
-	// (proxy/netio/epoll; bench/README.md says what it saves). HTTP/2
-	// (proto h2 binds, TLS binds of http mode frontends whose ALPN offers
-	// h2, h2 servers) and TLS server connections stay on Go's poller
-	// either way. A listener kept across a reload keeps the layer it was
+	// (proxy/netio/epoll; bench/README.md says what it saves). TLS and
+	// HTTP/2 server connections stay on Go's poller either way. A listener kept across a reload keeps the layer it was
 	// opened with. No HAProxy equivalent. Default "go".
 	TuneNetIO *string `toml:"tune_netio"`
 }

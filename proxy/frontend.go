@@ -214,7 +214,7 @@ func (fe *Frontend) listen(inherited map[string]net.Listener) error {
 			}
 			return err
 		}
-		opened = append(opened, fe.newAcceptor(fe.wrapListener(l, i)))
+		opened = append(opened, fe.newAcceptor(fe.wrapListener(l)))
 		fe.setEdge(opened[len(opened)-1].addr, i)
 		isH2(i, opened[len(opened)-1])
 	}

@@ -13,9 +13,7 @@ import (
 	"crypto/tls"
 	"net"
 	"os"
-	"slices"
 
-	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio/epoll"
 )
 
@@ -69,20 +67,14 @@ func (p *Proxy) dropNetIO() {
 	}
 }
 
-// wrapListener returns l as the listener of bind i of fe: on the epoll
-// layer when p uses it and the bind speaks HTTP/1 or TCP, plaintext or TLS
-// (not proto h2, and not a TLS bind of an http mode frontend whose ALPN
-// offers h2: HTTP/2 stays on Go's poller); l itself otherwise, or when
-// wrapping fails. The listening socket moves to the layer (l is closed).
-func (fe *Frontend) wrapListener(l net.Listener, i int) net.Listener {
+// wrapListener returns l as the listener of fe's bind: on the epoll layer
+// when p uses it (every bind: HTTP/1, HTTP/2 and TCP, plaintext or TLS);
+// l itself otherwise, or when wrapping fails. The listening socket moves
+// to the layer (l is closed).
+func (fe *Frontend) wrapListener(l net.Listener) net.Listener {
 	p := fe.p
 	if !p.epoll || p.group == nil {
 		return l
-	}
-	if i < len(fe.Conf.BindOptions) {
-		if b := fe.Conf.BindOptions[i]; b != nil && !onLayer(b, fe.Conf.Mode) {
-			return l
-		}
 	}
 	tl, ok := l.(*net.TCPListener)
 	if !ok {
@@ -94,19 +86,6 @@ func (fe *Frontend) wrapListener(l net.Listener, i int) net.Listener {
 		return l
 	}
 	return el
-}
-
-// onLayer reports whether bind b of a frontend in mode may be served by
-// the epoll layer: HTTP/1 and TCP, plaintext or TLS. A proto h2 bind, and
-// a TLS bind of an http mode frontend whose ALPN offers h2 (the clients
-// choosing it are served HTTP/2), stay on Go's poller. A crt-list line's
-// own alpn is not looked at: a client it gives h2 is served HTTP/2 over the
-// layer's connection, which is a net.Conn as any.
-func onLayer(b *conf.Bind, mode conf.Mode) bool {
-	if b.Proto == "h2" {
-		return false
-	}
-	return b.TLS == nil || mode != conf.ModeHTTP || !slices.Contains(b.TLS.Settings.ALPN, "h2")
 }
 
 // serverConnOnEpoll returns the conversion of a new server connection to

@@ -5,19 +5,21 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/fulcrum-proxy/fulcrum/conf"
+	"golang.org/x/net/http2"
+
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio/epoll"
-	"github.com/fulcrum-proxy/fulcrum/proxy/tlsx"
 )
 
 // With tune_netio = "epoll", a TLS bind of an http mode frontend is served
 // by the layer (crypto/tls over the layer's connection), with its server
-// connection moved there too, and the ssl_fc fetches see the handshake; a
-// TLS bind whose ALPN offers h2 stays on Go's poller (HTTP/2 does).
+// connection moved there too, and the ssl_fc fetches see the handshake.
+// HTTP/2 is served there too: a TLS bind whose ALPN offers h2, to clients
+// of either protocol, and a proto h2 bind.
 func TestNetIOEpollTLSHTTP(t *testing.T) {
 	t.Setenv(NetIOEnv, "")
 	e := newTLSEnv(t)
@@ -27,7 +29,7 @@ func TestNetIOEpollTLSHTTP(t *testing.T) {
 tune_netio = "epoll"
 [[frontend]]
 name = "www"
-bind = ["127.0.0.1:0 ssl crt a.pem alpn http/1.1", "127.0.0.1:0 ssl crt a.pem alpn h2,http/1.1"]
+bind = ["127.0.0.1:0 ssl crt a.pem alpn http/1.1", "127.0.0.1:0 ssl crt a.pem alpn h2,http/1.1", "127.0.0.1:0 proto h2"]
 default_backend = "web"
 http_request = [
   "set-header X-SSL %%[ssl_fc]",
@@ -93,8 +95,36 @@ address = "%s"
 	if got := getOn(t, c2); got != "X-Alpn: http/1.1\nX-Sni: a.test\nX-Ssl: 1" {
 		t.Fatalf("the h2-offering bind: headers\n%s", got)
 	}
-	if got := layerOf(addrs[1].String()); got != "*net.TCPConn" {
-		t.Errorf("the bind offering h2: the connection under TLS is a %s, want *net.TCPConn (Go's poller)", got)
+	if got := layerOf(addrs[1].String()); got != "*epoll.Conn" {
+		t.Errorf("the bind offering h2: the connection under TLS is a %s, want *epoll.Conn", got)
+	}
+	c2.Close()
+	waitFor(t, 5*time.Second, "the HTTP/1.1 client of the h2 bind to go", func() bool { return layerOf(addrs[1].String()) == "none" })
+
+	// HTTP/2 over TLS (ALPN h2) and with prior knowledge, on the layer.
+	h2tls := e.clientTLS("a.test")
+	h2tls.NextProtos = []string{"h2"}
+	for i, tc := range []struct {
+		rt   *http2.Transport
+		url  string
+		want string
+	}{
+		{&http2.Transport{TLSClientConfig: h2tls}, "https://" + addrs[1].String() + "/", "X-Alpn: h2\nX-Sni: a.test\nX-Ssl: 1"},
+		{h2cTransport(), "http://" + addrs[2].String() + "/", "X-Alpn: \nX-Sni: \nX-Ssl: 0"},
+	} {
+		resp, err := (&http.Client{Transport: tc.rt, Timeout: 10 * time.Second}).Get(tc.url)
+		if err != nil {
+			t.Fatalf("HTTP/2 %s: %v", tc.url, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.ProtoMajor != 2 || string(body) != tc.want {
+			t.Errorf("HTTP/2 %s: %s %q, want HTTP/2 %q", tc.url, resp.Proto, body, tc.want)
+		}
+		if got := layerOf(addrs[1+i].String()); got != "*epoll.Conn" {
+			t.Errorf("HTTP/2 %s: the connection is a %s, want *epoll.Conn", tc.url, got)
+		}
+		tc.rt.CloseIdleConnections()
 	}
 }
 
@@ -216,34 +246,4 @@ address = "%s"
 		t.Fatal("the server did not see the client's end")
 	}
 	waitFor(t, 5*time.Second, "the session's connections to close", func() bool { return p.group.Conns() == 0 })
-}
-
-// onLayer: which binds the epoll layer serves.
-func TestNetIOOnLayer(t *testing.T) {
-	cases := []struct {
-		proto string
-		tls   bool
-		alpn  []string
-		mode  conf.Mode
-		want  bool
-	}{
-		{"", false, nil, conf.ModeHTTP, true},
-		{"", false, nil, conf.ModeTCP, true},
-		{"h2", false, nil, conf.ModeHTTP, false},
-		{"", true, nil, conf.ModeHTTP, true},
-		{"", true, []string{"http/1.1"}, conf.ModeHTTP, true},
-		{"", true, []string{"h2", "http/1.1"}, conf.ModeHTTP, false},
-		{"", true, []string{"h2", "http/1.1"}, conf.ModeTCP, true}, // passed through, not served
-		{"h2", true, nil, conf.ModeHTTP, false},
-	}
-	for _, c := range cases {
-		b := &conf.Bind{Proto: c.proto}
-		if c.tls {
-			b.TLS = &tlsx.BindConfig{}
-			b.TLS.Settings.ALPN = c.alpn
-		}
-		if got := onLayer(b, c.mode); got != c.want {
-			t.Errorf("proto %q tls %v alpn %v mode %v: %v, want %v", c.proto, c.tls, c.alpn, c.mode, got, c.want)
-		}
-	}
 }
