@@ -28,6 +28,9 @@
 #   against TLS binds (certificate made by openssl here: TLS_KEY=ecdsa P-256 or rsa 2048):
 #   tls-ka      wrk keep-alive over https (http mode, TLS terminated)
 #   tls-close   wrk over https with "Connection: close": a full handshake per request
+#               (binds with no-tls-tickets, and HAProxy's session cache off:
+#               wrk resumes sessions when it can, which made this mode a
+#               resumption benchmark before 2026-12-02 08:40 UTC)
 #   tls-resume  openssl s_time -reuse -www /: a new connection per request,
 #               each resuming the TLS session (one client, back to back)
 #   tls-bulk    curl downloading /big over TLS through a mode-tcp TLS frontend -> MB/s
@@ -53,6 +56,7 @@
 #   FUL_P=8083 HAP_P=8183 PEER_BASE=10080                   the peers mode (peer
 #               ports PEER_BASE+0/+1 fulcrum and sink, +2/+3 haproxy and sink)
 #   TLS_KEY=ecdsa FUL_TLS=8443 FUL_TLST=8444 HAP_TLS=8543 HAP_TLST=8544  the TLS modes
+#   FUL_TLSF=8445 HAP_TLSF=8545                                 tls-close's binds (no tickets)
 #   H2_CONNS=64 H2_STREAMS=10 FUL_H2=8085 HAP_H2=8185 FUL_H2S=8086 HAP_H2S=8186  the HTTP/2 modes
 #
 # Everything listens on 127.0.0.1 only; every process is started by this
@@ -97,6 +101,8 @@ FUL_TLS=${FUL_TLS:-8443}
 FUL_TLST=${FUL_TLST:-8444}
 HAP_TLS=${HAP_TLS:-8543}
 HAP_TLST=${HAP_TLST:-8544}
+FUL_TLSF=${FUL_TLSF:-8445}
+HAP_TLSF=${HAP_TLSF:-8545}
 H2_CONNS=${H2_CONNS:-64}
 H2_STREAMS=${H2_STREAMS:-10}
 FUL_H2=${FUL_H2:-8085}
@@ -111,7 +117,7 @@ exec 9>&2
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&9; }
 die() { log "ERROR: $*"; exit 2; }
 
-for v in ROUNDS DUR CONNS THREADS WARM BULK_DUR BULK_MB FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP QCONNS QMAXCONN FUL_Q HAP_Q FUL_P HAP_P PEER_BASE FUL_T HAP_T FUL_TLS FUL_TLST HAP_TLS HAP_TLST H2_CONNS H2_STREAMS FUL_H2 HAP_H2 FUL_H2S HAP_H2S $([ -n "$FUL_GOMAXPROCS" ] && echo FUL_GOMAXPROCS); do
+for v in ROUNDS DUR CONNS THREADS WARM BULK_DUR BULK_MB FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP QCONNS QMAXCONN FUL_Q HAP_Q FUL_P HAP_P PEER_BASE FUL_T HAP_T FUL_TLS FUL_TLST HAP_TLS HAP_TLST FUL_TLSF HAP_TLSF H2_CONNS H2_STREAMS FUL_H2 HAP_H2 FUL_H2S HAP_H2S $([ -n "$FUL_GOMAXPROCS" ] && echo FUL_GOMAXPROCS); do
   case ${!v} in ''|*[!0-9]*) die "$v must be a non-negative integer (got '${!v}')";; esac
 done
 [ "$ROUNDS" -ge 1 ] && [ "$DUR" -ge 1 ] && [ "$CONNS" -ge 1 ] && [ "$THREADS" -ge 1 ] && [ "$BULK_DUR" -ge 1 ] \
@@ -311,6 +317,10 @@ EOF
 global
     nbthread 2
     maxconn 4000
+    # No session cache: tls-close's bind (no-tls-tickets) then makes a
+    # full handshake per connection, as fulcrum's does; tickets (tls-ka,
+    # tls-resume) need no cache.
+    tune.ssl.cachesize 0
 
 defaults
     timeout connect 5s
@@ -338,6 +348,11 @@ frontend fe_tlst
     mode tcp
     bind 127.0.0.1:$HAP_TLST ssl crt $D/bench.pem
     default_backend be_tcp
+
+frontend fe_tlsf
+    mode http
+    bind 127.0.0.1:$HAP_TLSF ssl crt $D/bench.pem alpn http/1.1 no-tls-tickets
+    default_backend be_http
 
 frontend fe_h2s
     mode http
@@ -462,6 +477,12 @@ mode = "tcp"
 default_backend = "be_tcp"
 
 [[frontend]]
+name = "fe_tlsf"
+bind = ["127.0.0.1:$FUL_TLSF ssl crt $D/bench.pem alpn http/1.1 no-tls-tickets"]
+mode = "http"
+default_backend = "be_http"
+
+[[frontend]]
 name = "fe_h2s"
 bind = ["127.0.0.1:$FUL_H2S ssl crt $D/bench.pem alpn h2,http/1.1"]
 mode = "http"
@@ -581,8 +602,8 @@ want_t() { case " $TARGETS " in *" $1 "*) return 0;; esac; return 1; }
 want_t haproxy && ports_needed="$ports_needed $HAP_HTTP $HAP_TCP $HAP_Q $HAP_P $HAP_T $((PEER_BASE + 2)) $((PEER_BASE + 3))"
 want_t fulcrum && ports_needed="$ports_needed $FUL_HTTP $FUL_TCP $FUL_Q $FUL_P $FUL_T $PEER_BASE $((PEER_BASE + 1))"
 if [ "$WANT_TLS" = 1 ]; then
-  want_t haproxy && ports_needed="$ports_needed $HAP_TLS $HAP_TLST"
-  want_t fulcrum && ports_needed="$ports_needed $FUL_TLS $FUL_TLST $FUL_H2S"
+  want_t haproxy && ports_needed="$ports_needed $HAP_TLS $HAP_TLST $HAP_TLSF"
+  want_t fulcrum && ports_needed="$ports_needed $FUL_TLS $FUL_TLST $FUL_TLSF $FUL_H2S"
   want_t haproxy && ports_needed="$ports_needed $HAP_H2S"
 fi
 if [ "$WANT_H2" = 1 ]; then
@@ -606,6 +627,7 @@ declare -A TCP_PORT=([haproxy]=$HAP_TCP [fulcrum]=$FUL_TCP)
 declare -A Q_PORT=([haproxy]=$HAP_Q [fulcrum]=$FUL_Q)
 declare -A TLS_PORT=([haproxy]=$HAP_TLS [fulcrum]=$FUL_TLS)
 declare -A TLST_PORT=([haproxy]=$HAP_TLST [fulcrum]=$FUL_TLST)
+declare -A TLSF_PORT=([haproxy]=$HAP_TLSF [fulcrum]=$FUL_TLSF)
 declare -A H2_PORT=([haproxy]=$HAP_H2 [fulcrum]=$FUL_H2)
 declare -A H2S_PORT=([haproxy]=$HAP_H2S [fulcrum]=$FUL_H2S)
 declare -A P_PORT=([haproxy]=$HAP_P [fulcrum]=$FUL_P)
@@ -710,7 +732,7 @@ measure() { # mode round slot target
     peers)      port=${P_PORT[$t]} ;;
     track)      port=${T_PORT[$t]} ;;
     tls-ka|tls-resume) port=${TLS_PORT[$t]}; scheme=https ;;
-    tls-close)  port=${TLS_PORT[$t]}; scheme=https; hdr=(-H "Connection: close") ;;
+    tls-close)  port=${TLSF_PORT[$t]}; scheme=https; hdr=(-H "Connection: close") ;;
     tls-bulk)   port=${TLST_PORT[$t]}; scheme=https ;;
     h2c)        port=${H2_PORT[$t]} ;;
     h2tls)      port=${H2S_PORT[$t]}; scheme=https ;;
