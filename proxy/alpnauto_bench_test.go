@@ -1,19 +1,16 @@
 package proxy
 
 import (
-	"bufio"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
-	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 )
 
 // BenchmarkProxyServerByALPN is one request of an HTTP/1.1 keep-alive
@@ -60,36 +57,7 @@ verify = "none"
 			}
 			b.Cleanup(func() { p.Shutdown(contextBackground()) })
 			addr := p.Frontends[0].Addrs()[0].String()
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				c, err := net.Dial("tcp", addr)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				defer c.Close()
-				br := bufio.NewReader(c)
-				var h http1.Head
-				for pb.Next() {
-					if _, err := io.WriteString(c, benchRequest); err != nil {
-						b.Error(err)
-						return
-					}
-					if err := h.Read(br, true); err != nil {
-						b.Error(err)
-						return
-					}
-					if err := h.Parse(true); err != nil {
-						b.Error(err)
-						return
-					}
-					if n := h.ContentLength(); n != 2 {
-						b.Errorf("content-length %d, want 2", n)
-						return
-					}
-					br.Discard(2)
-				}
-			})
+			keepAliveClients(b, addr, 2)
 		})
 	}
 }

@@ -58,20 +58,11 @@ func BenchmarkProxyHTTPKeepAlive(b *testing.B) { benchKeepAlive(b, 0) }
 // times its default rate).
 func BenchmarkProxyHTTPKeepAliveHistory(b *testing.B) { benchKeepAlive(b, 100*time.Millisecond) }
 
-func benchKeepAlive(b *testing.B, history time.Duration) {
-	up := fastUpstream(b)
-	cfg := testConfig(conf.ModeHTTP, []string{up}, nil)
-	cfg.Backends[0].HTTPReuse = "always"
-	cfg.Global.StatsHistoryInterval = history
-	p, err := New(cfg, nopLogger())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { p.Shutdown(contextBackground()) })
-	addr := p.Frontends[0].Addrs()[0].String()
+// keepAliveClients runs b's parallel clients against addr: one keep-alive
+// connection each, benchRequest after benchRequest, each response head
+// parsed and its body skipped; wantLen >= 0 is the body length every
+// response must have.
+func keepAliveClients(b *testing.B, addr string, wantLen int64) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		c, err := net.Dial("tcp", addr)
@@ -95,7 +86,29 @@ func benchKeepAlive(b *testing.B, history time.Duration) {
 				b.Error(err)
 				return
 			}
-			br.Discard(int(h.ContentLength()))
+			n := h.ContentLength()
+			if wantLen >= 0 && n != wantLen {
+				b.Errorf("content-length %d, want %d", n, wantLen)
+				return
+			}
+			br.Discard(int(n))
 		}
 	})
+}
+
+func benchKeepAlive(b *testing.B, history time.Duration) {
+	up := fastUpstream(b)
+	cfg := testConfig(conf.ModeHTTP, []string{up}, nil)
+	cfg.Backends[0].HTTPReuse = "always"
+	cfg.Global.StatsHistoryInterval = history
+	p, err := New(cfg, nopLogger())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.Shutdown(contextBackground()) })
+	addr := p.Frontends[0].Addrs()[0].String()
+	keepAliveClients(b, addr, -1)
 }

@@ -1,15 +1,11 @@
 package proxy
 
 import (
-	"bufio"
 	"fmt"
-	"io"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
-	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
 )
 
@@ -79,32 +75,7 @@ store = ["http_req_cnt", "http_req_rate(10s)"]
 				b.Cleanup(func() { close(stop); <-done })
 			}
 			addr := p.Frontends[0].Addrs()[0].String()
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				c, err := net.Dial("tcp", addr)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				defer c.Close()
-				br := bufio.NewReader(c)
-				var h http1.Head
-				for pb.Next() {
-					if _, err := io.WriteString(c, benchRequest); err != nil {
-						b.Error(err)
-						return
-					}
-					if err := h.Read(br, true); err != nil {
-						b.Error(err)
-						return
-					}
-					if err := h.Parse(true); err != nil {
-						b.Error(err)
-						return
-					}
-					br.Discard(int(h.ContentLength()))
-				}
-			})
+			keepAliveClients(b, addr, -1)
 		})
 	}
 }
