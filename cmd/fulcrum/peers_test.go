@@ -329,7 +329,10 @@ func peersIdle(reply string) bool {
 // are established and idle.
 func waitIdle(t *testing.T, who string, show func(string) string) {
 	t.Helper()
-	waitFor(t, 15*time.Second, who+"'s sessions to settle", func() bool { return peersIdle(show("show peers")) })
+	// 30 s: a resync takes 5 s by itself, and a loaded machine starts
+	// HAProxy and connects slowly (15 s ran out once with the whole suite
+	// running beside it).
+	waitFor(t, 30*time.Second, who+"'s sessions to settle", func() bool { return peersIdle(show("show peers")) })
 }
 
 // TestPeersWithHAProxy shares table web between fulcrum and HAProxy 2.6

@@ -223,10 +223,14 @@ func (r frameReader) Read(p []byte) (int, error) {
 // returns why it ended (nil: a graceful end).
 func (c *econn) serve(stopping bool) error {
 	var pre [len(xh2.ClientPreface)]byte
-	if c.srv.idle > 0 {
+	// Under mu, as every change of armed: a stop's goAway may already
+	// have woken the reader (its deadline is then left as it set it).
+	c.mu.Lock()
+	if c.srv.idle > 0 && !c.goingAway {
 		c.raw.SetReadDeadline(time.Now().Add(c.srv.idle))
 		c.armed = true
 	}
+	c.mu.Unlock()
 	if _, err := io.ReadFull(c.g, pre[:]); err != nil || string(pre[:]) != xh2.ClientPreface {
 		return errConnGone
 	}
