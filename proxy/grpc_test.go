@@ -357,10 +357,11 @@ func TestGRPCThousandStreams(t *testing.T) {
 		t.Errorf("client connections: got %d, want 1", n)
 	}
 	// Streams that start together may each dial before a connection's
-	// SETTINGS arrive (100 streams until then): a few dozen connections,
-	// never one per stream.
-	if n := p.Backends[0].H2.TotalConns.Load(); n < 3 || n > 100 {
-		t.Errorf("server connections: got %d, want 3 to 100 for 1,000 streams (multiplexed)", n)
+	// SETTINGS arrive (100 streams until then), and with the own HTTP/2
+	// engine they start faster: a few dozen connections, up to a hundred
+	// and more on a loaded machine (121 seen once), never one per stream.
+	if n := p.Backends[0].H2.TotalConns.Load(); n < 3 || n > 250 {
+		t.Errorf("server connections: got %d, want 3 to 250 for 1,000 streams (multiplexed)", n)
 	}
 }
 

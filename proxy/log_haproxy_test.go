@@ -467,7 +467,7 @@ func TestAccessLogAsHAProxy(t *testing.T) {
 			tc.run(hapAddr)
 			tc.run(fulAddr)
 			states := ""
-			for range n {
+			for line := range n {
 				want := hapSink.next(t, hapLines)
 				got := fulSink.next(t, fulLines)
 				hapLines++
@@ -477,6 +477,17 @@ func TestAccessLogAsHAProxy(t *testing.T) {
 				w, g := comparable(t, want), comparable(t, got)
 				states += w[13]
 				for i := range w {
+					// The request that waited is logged as the one before it
+					// ends: whether that one's client connection is still
+					// counted in actconn and feconn depends on which of its
+					// close and the waiter's end each proxy sees first (HAProxy
+					// 2.6 logged 1 in some runs, 2 in others). Either is right.
+					if tc.name == "queued then served" && line == 1 && (fieldNames[i] == "actconn" || fieldNames[i] == "feconn") {
+						if g[i] != "1" && g[i] != "2" {
+							t.Errorf("%s: got %q, want 1 or 2", fieldNames[i], g[i])
+						}
+						continue
+					}
 					if w[i] != g[i] {
 						t.Errorf("%s: got %q, want %q (HAProxy's)", fieldNames[i], g[i], w[i])
 					}
