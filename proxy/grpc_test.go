@@ -285,8 +285,17 @@ func TestGRPC(t *testing.T) {
 		dctx, dcancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer dcancel()
 		_, err := unary(dctx, cc, "wait")
-		if status.Code(err) != codes.DeadlineExceeded {
-			t.Errorf("got %v, want DeadlineExceeded", err)
+		// grpc-go's server resets the stream (RST_STREAM CANCEL) when the
+		// deadline it was given passes, racing the DeadlineExceeded status
+		// its handler returns (internal/transport/http2_server.go, "close
+		// the stream on reaching the deadline"); the deadline it got is a
+		// little earlier than the client's. A reset before any response
+		// head is a 502 from the proxy (SH), which the client then reads
+		// as Unavailable. Either outcome shows the deadline reached the
+		// server; nothing else is right.
+		code := status.Code(err)
+		if code != codes.DeadlineExceeded && !(code == codes.Unavailable && strings.Contains(err.Error(), "502")) {
+			t.Errorf("got %v, want DeadlineExceeded (or the 502 of a server reset at the deadline)", err)
 		}
 		if !s1.sawDL.Load() {
 			t.Errorf("the server saw no deadline: grpc-timeout was not forwarded")
