@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -42,14 +41,7 @@ func newALPNUpstream(t *testing.T, cert tls.Certificate, blockN int, protos ...s
 	u.Server = httptest.NewUnstartedServer(http.HandlerFunc(u.serve))
 	u.EnableHTTP2 = true
 	u.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: append([]string{}, protos...)}
-	u.Config.ConnState = func(c net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			u.conns.Add(1)
-		}
-	}
-	u.Config.ErrorLog = log.New(io.Discard, "", 0)
-	u.StartTLS()
-	t.Cleanup(u.Close)
+	startTLSCounted(t, u.Server, &u.conns)
 	return u
 }
 

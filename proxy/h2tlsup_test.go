@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -40,14 +39,7 @@ func newH2TLSUpstream(t *testing.T, cert tls.Certificate, protos ...string) *h2T
 	}))
 	u.EnableHTTP2 = true
 	u.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: protos}
-	u.Config.ConnState = func(c net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			u.conns.Add(1)
-		}
-	}
-	u.Config.ErrorLog = log.New(io.Discard, "", 0)
-	u.StartTLS()
-	t.Cleanup(u.Close)
+	startTLSCounted(t, u.Server, &u.conns)
 	return u
 }
 

@@ -41,15 +41,21 @@ func newTLSUpstream(t *testing.T, cert tls.Certificate, setup func(*tls.Config))
 	if setup != nil {
 		setup(u.TLS)
 	}
-	u.Config.ConnState = func(c net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			u.conns.Add(1)
+	startTLSCounted(t, u.Server, &u.conns)
+	return u
+}
+
+// startTLSCounted starts s over TLS (its TLS config set), counting its
+// connections in conns and dropping its error log; it stops with t.
+func startTLSCounted(t *testing.T, s *httptest.Server, conns *atomic.Int64) {
+	s.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
 		}
 	}
-	u.Config.ErrorLog = log.New(io.Discard, "", 0)
-	u.StartTLS()
-	t.Cleanup(u.Close)
-	return u
+	s.Config.ErrorLog = log.New(io.Discard, "", 0)
+	s.StartTLS()
+	t.Cleanup(s.Close)
 }
 
 func (u *tlsUpstream) addr() string { return u.Listener.Addr().String() }
