@@ -32,7 +32,8 @@
 # https, TLS terminated by the proxy on a bind "ssl crt bench.pem alpn
 # http/1.1" (a self-signed certificate made by openssl here, TLS_KEY ecdsa
 # P-256 or rsa 2048, as bench/run.sh's TLS modes): tls-close is a full
-# handshake per request.
+# handshake per request (a second bind with no-tls-tickets, and HAProxy's
+# session cache off, as run.sh: wrk resumes whenever it is given a ticket).
 #
 # Knobs (defaults): DUR=5 CONNS=64 WARM=1 MODES="http-ka http-close tcp-ka"
 #   ONLY="haproxy fulcrum" FULCRUM=./bin/fulcrum FUL_GOMAXPROCS=2 HAP_NBTHREAD=2
@@ -43,6 +44,7 @@
 #               +2/+3 haproxy and its sink)
 #   FUL_H2=23082 HAP_H2=23182 H2_STREAMS=10 (h2c mode)
 #   FUL_TLS=23085 HAP_TLS=23185 TLS_KEY=ecdsa (tls-ka and tls-close modes)
+#   FUL_TLSF=23086 HAP_TLSF=23186 (tls-close's binds, no tickets)
 #   FUL_ENV="NAME=value ..."   extra environment for fulcrum (experiments)
 #   FUL_NETIO=   fulcrum's tune_netio ("go" or "epoll"; empty: the default)
 #   RECORD=0     1: after the counts, a perf record -g profile of each run in
@@ -78,6 +80,8 @@ HAP_H2=${HAP_H2:-23182}
 H2_STREAMS=${H2_STREAMS:-10}
 FUL_TLS=${FUL_TLS:-23085}
 HAP_TLS=${HAP_TLS:-23185}
+FUL_TLSF=${FUL_TLSF:-23086}
+HAP_TLSF=${HAP_TLSF:-23186}
 TLS_KEY=${TLS_KEY:-ecdsa}
 FUL_ENV=${FUL_ENV:-}
 FUL_NETIO=${FUL_NETIO:-}
@@ -90,7 +94,7 @@ die() { log "ERROR: $*"; exit 2; }
 for t in haproxy nginx wrk socat perf; do
   command -v "$t" >/dev/null || die "missing $t: apt-get install -y haproxy nginx wrk socat linux-perf"
 done
-for v in DUR CONNS WARM UP_BASE FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP HAP_NBTHREAD FUL_T FUL_P HAP_T HAP_P PEER_BASE FUL_H2 HAP_H2 H2_STREAMS FUL_TLS HAP_TLS; do
+for v in DUR CONNS WARM UP_BASE FUL_HTTP FUL_TCP HAP_HTTP HAP_TCP HAP_NBTHREAD FUL_T FUL_P HAP_T HAP_P PEER_BASE FUL_H2 HAP_H2 H2_STREAMS FUL_TLS HAP_TLS FUL_TLSF HAP_TLSF; do
   case ${!v} in ''|*[!0-9]*) die "$v must be a non-negative integer";; esac
 done
 for m in $MODES; do case $m in http-ka|http-close|tcp-ka|track|peers) ;;
@@ -125,7 +129,7 @@ WANT_TLS=0
 case " $MODES " in *" tls-"*) WANT_TLS=1;; esac
 case $TLS_KEY in ecdsa|rsa) ;; *) die "TLS_KEY must be ecdsa or rsa";; esac
 TLS_PORTS=""
-[ "$WANT_TLS" = 1 ] && TLS_PORTS="$FUL_TLS $HAP_TLS"
+[ "$WANT_TLS" = 1 ] && TLS_PORTS="$FUL_TLS $HAP_TLS $FUL_TLSF $HAP_TLSF"
 for p in $UP_PORTS $FUL_HTTP $FUL_TCP $HAP_HTTP $HAP_TCP $FUL_T $FUL_P $HAP_T $HAP_P $FUL_H2 $HAP_H2 $TLS_PORTS $(seq "$PEER_BASE" $((PEER_BASE + 3))); do port_open "$p" && die "127.0.0.1:$p is in use"; done
 
 # ------------------------------------------------------------------ configs
@@ -158,6 +162,7 @@ global
     nbthread $HAP_NBTHREAD
     stats socket $D/haproxy.sock level admin
     maxconn 4000
+$([ "$WANT_TLS" = 1 ] && printf '    # no session cache: tls-close (no-tls-tickets bind) is a full handshake each time\n    tune.ssl.cachesize 0')
 defaults
     timeout connect 5s
     timeout client 60s
@@ -200,6 +205,10 @@ EOF
 frontend fe_tls
     mode http
     bind 127.0.0.1:$HAP_TLS ssl crt $D/bench.pem alpn http/1.1
+    default_backend be_http
+frontend fe_tlsf
+    mode http
+    bind 127.0.0.1:$HAP_TLSF ssl crt $D/bench.pem alpn http/1.1 no-tls-tickets
     default_backend be_http
 EOF
 cat > "$D/haproxy-sink.cfg" <<EOF
@@ -273,6 +282,11 @@ name = "fe_tls"
 bind = ["127.0.0.1:$FUL_TLS ssl crt $D/bench.pem alpn http/1.1"]
 mode = "http"
 default_backend = "be_http"
+[[frontend]]
+name = "fe_tlsf"
+bind = ["127.0.0.1:$FUL_TLSF ssl crt $D/bench.pem alpn http/1.1 no-tls-tickets"]
+mode = "http"
+default_backend = "be_http"
 EOF
 cat > "$D/fulcrum-sink.toml" <<EOF
 [global]
@@ -316,7 +330,7 @@ start() { # name cmd... -> START_PID
 start nginx nginx -p "$D" -e "$D/nginx.err" -c "$D/nginx.conf"
 for p in $UP_PORTS; do wait_port "$p" || die "nginx did not start (see $D/nginx.err)"; done
 declare -A PID HPORT TPORT H2PORT
-declare -A TLSPORT=([haproxy]=$HAP_TLS [fulcrum]=$FUL_TLS)
+declare -A TLSPORT=([haproxy]=$HAP_TLS [fulcrum]=$FUL_TLS) TLSFPORT=([haproxy]=$HAP_TLSF [fulcrum]=$FUL_TLSF)
 HPORT=([haproxy]=$HAP_HTTP [fulcrum]=$FUL_HTTP)
 H2PORT=([haproxy]=$HAP_H2 [fulcrum]=$FUL_H2)
 TPORT=([haproxy]=$HAP_TCP [fulcrum]=$FUL_TCP)
@@ -365,7 +379,7 @@ peer_fd() {
       if (match($0, pid "fd=[0-9]+")) { print substr($0, RSTART + length(pid) + 3, RLENGTH - length(pid) - 3); exit } }'
 }
 sched_runs() { [ "$1" = fulcrum ] || { echo 0; return; }; echo "show activity" | socat -t 2 stdio "unix-connect:$SOCK" 2>/dev/null | awk -F': ' '$1=="sched_runs"{print $2}'; }
-url() { case $1 in tcp-ka) echo "http://127.0.0.1:${TPORT[$2]}/";; tls-ka|tls-close) echo "https://127.0.0.1:${TLSPORT[$2]}/";; h2c) echo "http://127.0.0.1:${H2PORT[$2]}/";; track) echo "http://127.0.0.1:${TRACK_PORT[$2]}/";;
+url() { case $1 in tcp-ka) echo "http://127.0.0.1:${TPORT[$2]}/";; tls-ka) echo "https://127.0.0.1:${TLSPORT[$2]}/";; tls-close) echo "https://127.0.0.1:${TLSFPORT[$2]}/";; h2c) echo "http://127.0.0.1:${H2PORT[$2]}/";; track) echo "http://127.0.0.1:${TRACK_PORT[$2]}/";;
   peers) echo "http://127.0.0.1:${PEERS_PORT[$2]}/";; *) echo "http://127.0.0.1:${HPORT[$2]}/";; esac; }
 load() { # mode target secs outfile
   if [ "$1" = h2c ]; then
