@@ -404,6 +404,13 @@ func TestAccessLogAsHAProxy(t *testing.T) {
 		fulAddr: func() bool { return p.Frontends[0].Counters.Scur.Load() == 1 },
 		hapAddr: func() bool { return hapStat("www", "FRONTEND", 4) == "1" },
 	}
+	// idle reports whether the frontend has no client connection left:
+	// each case starts from there, so that a line's actconn and feconn do
+	// not depend on when a previous case's close was seen.
+	idle := map[string]func() bool{
+		fulAddr: func() bool { return p.Frontends[0].Counters.Scur.Load() == 0 },
+		hapAddr: func() bool { return hapStat("www", "FRONTEND", 4) == "0" },
+	}
 
 	get := func(path, extra string) string {
 		return fmt.Sprintf("GET %s HTTP/1.1\r\nHost: example.com\r\n%sConnection: close\r\n\r\n", path, extra)
@@ -464,8 +471,10 @@ func TestAccessLogAsHAProxy(t *testing.T) {
 			if strings.HasPrefix(tc.name, "queue") {
 				n = 2
 			}
-			tc.run(hapAddr)
-			tc.run(fulAddr)
+			for _, a := range []string{hapAddr, fulAddr} {
+				testutil.WaitFor(t, 5*time.Second, "no client connection left from the previous case", idle[a])
+				tc.run(a)
+			}
 			states := ""
 			for line := range n {
 				want := hapSink.next(t, hapLines)
