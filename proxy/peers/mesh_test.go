@@ -2,6 +2,8 @@ package peers
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -250,5 +252,30 @@ func TestAggregateRestart(t *testing.T) {
 	count(fresh, 4)
 	for i, tb := range []*stick.Table{tabs[0], tabs[1], fresh} {
 		waitFor(t, 15*time.Second, fmt.Sprintf("the new sum on member %d", i), func() bool { return value(tb, k, stick.HTTPReqCnt) == 7 })
+	}
+}
+
+// After the error message that ends a session, the writer's next flush
+// writes nothing (a resync request once followed the size error on the
+// wire, written by the writer goroutine while the reader sent the error).
+func TestNothingAfterErrorMessage(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	s := newSession(&Mesh{}, nil, a, false)
+	got := make(chan []byte)
+	go func() {
+		all, _ := io.ReadAll(b)
+		got <- all
+	}()
+	s.writeLast([]byte{classError, errSizeLimit})
+	s.bw.Write([]byte{classControl, ctrlResyncRequest})
+	if err := s.bw.Flush(); !errors.Is(err, errSessionEnded) {
+		t.Errorf("flush after the error message: %v, want errSessionEnded", err)
+	}
+	s.writeLast([]byte{classError, errProtocol})
+	a.Close()
+	if all := <-got; !bytes.Equal(all, []byte{classError, errSizeLimit}) {
+		t.Fatalf("on the wire: % x, want 01 01 alone", all)
 	}
 }

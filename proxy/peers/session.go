@@ -45,6 +45,9 @@ type session struct {
 	once sync.Once
 
 	wmu sync.Mutex // serialises writes to c (the writer's flushes, an error message)
+	// last is set, under wmu, once the error message that ends the
+	// session is written: nothing may follow it on the wire.
+	last bool
 	br  *bufio.Reader
 	bw  *bufio.Writer
 
@@ -79,9 +82,17 @@ type connWriter struct{ s *session }
 func (w connWriter) Write(b []byte) (int, error) {
 	w.s.wmu.Lock()
 	defer w.s.wmu.Unlock()
-	w.s.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
-	n, err := w.s.c.Write(b)
-	if p := w.s.p; p != nil {
+	if w.s.last {
+		return 0, errSessionEnded
+	}
+	return w.s.writeLocked(b)
+}
+
+// writeLocked writes b to the connection, counting it; wmu is held.
+func (s *session) writeLocked(b []byte) (int, error) {
+	s.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	n, err := s.c.Write(b)
+	if p := s.p; p != nil {
 		p.bytesSent.Add(uint64(n))
 		p.writes.Add(1)
 	}
@@ -155,6 +166,21 @@ func (s *session) close(err error) {
 	})
 }
 
+// writeLast writes b, the error message that ends the session, and
+// stops every later write (the writer's next flush fails instead of
+// putting a message after it).
+func (s *session) writeLast(b []byte) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if !s.last {
+		s.writeLocked(b)
+		s.last = true
+	}
+}
+
+// errSessionEnded is a write after the session's error message.
+var errSessionEnded = errors.New("peers: the session's error message was sent")
+
 // errPeerError is a peer's error message: it closes the session.
 var errPeerError = errors.New("the peer reported an error")
 
@@ -179,7 +205,7 @@ func (s *session) run() {
 		if errors.Is(err, errTooLarge) {
 			code = errSizeLimit
 		}
-		connWriter{s}.Write([]byte{classError, code})
+		s.writeLast([]byte{classError, code})
 	case errors.Is(err, io.EOF):
 		err = errors.New("closed by the peer")
 	}
