@@ -23,9 +23,12 @@ agents:
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out ./cmd/fulcrum-agent; \
 	done
 
-# Every test, under the race detector.
+# Every test, under the race detector; then the proxy's suite again on
+# the connection layer that is not the default on Linux (Go's poller,
+# tune_netio = "go").
 test:
 	$(GO) test -race -count=1 -timeout 8m ./...
+	FULCRUM_TUNE_NETIO=go $(GO) test -race -count=1 -timeout 8m ./proxy/
 
 demo: build
 	./bin/fulcrum demo

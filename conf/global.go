@@ -94,12 +94,13 @@ type globalSection struct {
 	// TuneNetIO is the connection layer of client connections (HTTP/1,
 	// HTTP/2 and TCP, plaintext or TLS) and plaintext HTTP/1 and TCP
 	// server connections: "go", Go's own network poller, or "epoll"
-	// (experimental, Linux only), fulcrum's edge-triggered epoll
-	// instances, which keep each connection's readiness so that a read
-	// that would find the socket empty is not made, and accept on them
-	// (proxy/netio/epoll; bench/README.md says what it saves). TLS and
-	// HTTP/2 server connections stay on Go's poller either way. A listener kept across a reload keeps the layer it was
-	// opened with. No HAProxy equivalent. Default "go".
+	// (Linux only), fulcrum's edge-triggered epoll instances, which keep
+	// each connection's readiness so that a read that would find the
+	// socket empty is not made, and accept on them (proxy/netio/epoll;
+	// bench/README.md says what it saves). TLS and HTTP/2 server
+	// connections stay on Go's poller either way. A listener kept across
+	// a reload keeps the layer it was opened with. No HAProxy
+	// equivalent. Default DefaultNetIO: "epoll" on Linux, "go" elsewhere.
 	TuneNetIO *string `toml:"tune_netio"`
 }
 
@@ -117,7 +118,7 @@ func (g *globalSection) setDefaults() {
 		l.setDefaults()
 	}
 	orDefault(&g.TuneH2MaxConcurrentStreams, 100)
-	orDefault(&g.TuneNetIO, "go")
+	orDefault(&g.TuneNetIO, DefaultNetIO)
 	for _, ss := range g.StatsSocket {
 		ss.setDefaults()
 	}

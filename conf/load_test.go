@@ -188,7 +188,7 @@ address = "127.0.0.1:50051"
 	}
 }
 
-// TestTuneNetIO: tune_netio defaults to "go", takes "epoll", and refuses
+// TestTuneNetIO: tune_netio defaults to DefaultNetIO ("epoll" on Linux), takes "go" and "epoll", and refuses
 // anything else with the file and line.
 func TestTuneNetIO(t *testing.T) {
 	const rest = `
@@ -197,7 +197,7 @@ name = "f"
 bind = ["127.0.0.1:8080"]
 `
 	for _, tc := range []struct{ global, want string }{
-		{"", "go"},
+		{"", DefaultNetIO},
 		{`tune_netio = "go"`, "go"},
 		{`tune_netio = "epoll"`, "epoll"},
 	} {

@@ -1,19 +1,19 @@
 package proxy
 
-// The connection layer of HTTP/1 and TCP binds, plaintext or TLS: Go's
-// netpoller (the default) or fulcrum's own epoll instances (global
-// tune_netio = "epoll", proxy/netio/epoll). Only where the bytes are read
-// and written changes (a TLS connection is crypto/tls over the layer's
-// net.Conn):
-// the accepted and dialled connections are net.Conns either way, and the
-// rest of the path (rules, balancing, queues, counters, logs, reloads)
-// does not know which layer serves them.
+// The connection layer of HTTP/1, HTTP/2 and TCP binds, plaintext or TLS:
+// fulcrum's own epoll instances (tune_netio = "epoll", proxy/netio/epoll,
+// the default on Linux) or Go's netpoller (tune_netio = "go"). Only where
+// the bytes are read and written changes (a TLS connection is crypto/tls
+// over the layer's net.Conn): the accepted and dialled connections are
+// net.Conns either way, and the rest of the path (rules, balancing,
+// queues, counters, logs, reloads) does not know which layer serves them.
 
 import (
 	"crypto/tls"
 	"net"
 	"os"
 
+	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio/epoll"
 )
 
@@ -27,11 +27,15 @@ const NetIOEnv = "FULCRUM_TUNE_NETIO"
 // (http2.EngineOwn, the default): for comparison only (bench/README.md).
 const H2EngineEnv = "FULCRUM_H2_ENGINE"
 
-// netIOMode returns the layer cfg asks for, after NetIOEnv.
+// netIOMode returns the layer cfg asks for, after NetIOEnv; an unset
+// tune_netio (a Config not made by conf.Parse) is conf.DefaultNetIO.
 func (p *Proxy) netIOMode() string {
 	switch v := os.Getenv(NetIOEnv); v {
 	case "go", "epoll":
 		return v
+	}
+	if p.Conf.Global.NetIO == "" {
+		return conf.DefaultNetIO
 	}
 	return p.Conf.Global.NetIO
 }

@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -136,14 +138,16 @@ func TestNetIOEpollTCPHalfClose(t *testing.T) {
 	waitFor(t, 5*time.Second, "the session's connections to close", func() bool { return p.group.Conns() == 0 })
 }
 
-// A TLS-less proxy on tune_netio = "go" (the default) has no epoll group
-// and serves Go's connections.
-func TestNetIOGoDefault(t *testing.T) {
+// A proxy on tune_netio = "go" has no epoll group and serves Go's
+// connections.
+func TestNetIOGo(t *testing.T) {
 	t.Setenv(NetIOEnv, "")
 	u := newUpstream(t, "s1")
-	p, addr := startProxy(t, testConfig(conf.ModeHTTP, []string{u.addr()}, nil))
+	cfg := testConfig(conf.ModeHTTP, []string{u.addr()}, nil)
+	cfg.Global.NetIO = "go"
+	p, addr := startProxy(t, cfg)
 	if p.group != nil || p.epoll {
-		t.Fatal("an epoll group on the default layer")
+		t.Fatal("an epoll group on Go's layer")
 	}
 	rc := dialRaw(t, addr)
 	if got := bodyOf(rc.do(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")); got != "s1\n" {
@@ -153,5 +157,54 @@ func TestNetIOGoDefault(t *testing.T) {
 		if _, ok := c.(*net.TCPConn); !ok {
 			t.Errorf("client connection is a %T, want *net.TCPConn", c)
 		}
+	}
+}
+
+// A proxy whose tune_netio is unset serves its clients on the epoll layer
+// on Linux (conf.DefaultNetIO), from the parsed default and the zero value
+// alike.
+func TestNetIODefaultIsEpollOnLinux(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the epoll layer is Linux only")
+	}
+	t.Setenv(NetIOEnv, "")
+	u := newUpstream(t, "s1")
+	parsed, err := conf.Parse("d.toml", []byte(fmt.Sprintf(`
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+mode = "http"
+default_backend = "web"
+[[backend]]
+name = "web"
+[[backend.server]]
+name = "s1"
+address = %q
+`, u.addr())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parsed.Global.NetIO != "epoll" {
+		t.Fatalf("parsed tune_netio %q, want epoll", parsed.Global.NetIO)
+	}
+	for name, cfg := range map[string]*conf.Config{
+		"parsed": parsed,
+		"zero":   testConfig(conf.ModeHTTP, []string{u.addr()}, nil),
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, addr := startProxy(t, cfg)
+			if p.group == nil || !p.epoll {
+				t.Fatal("no epoll group on the default layer")
+			}
+			rc := dialRaw(t, addr)
+			if got := bodyOf(rc.do(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")); got != "s1\n" {
+				t.Fatalf("body %q", got)
+			}
+			for _, c := range clientConns(p.Frontends[0]) {
+				if _, ok := c.(*epoll.Conn); !ok {
+					t.Errorf("client connection is a %T, want *epoll.Conn", c)
+				}
+			}
+		})
 	}
 }

@@ -23,9 +23,10 @@
 // same pollers, with one accept4 per connection and one failing accept4
 // per burst.
 //
-// The proxy uses it with `tune_netio = "epoll"` (proxy/netiolayer.go) for
-// HTTP/1 and TCP binds, plaintext or TLS (crypto/tls over a Conn);
-// bench/README.md has what it saves and costs.
+// The proxy uses it with `tune_netio = "epoll"`, its default on Linux
+// (proxy/netiolayer.go), for HTTP/1, HTTP/2 and TCP binds, plaintext or
+// TLS (crypto/tls over a Conn); bench/README.md has what it saves and
+// costs.
 //
 // Main types:
 //   - Group: the pollers of a process (one per GOMAXPROCS by default), the
