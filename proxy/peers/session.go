@@ -48,8 +48,8 @@ type session struct {
 	// last is set, under wmu, once the error message that ends the
 	// session is written: nothing may follow it on the wire.
 	last bool
-	br  *bufio.Reader
-	bw  *bufio.Writer
+	br   *bufio.Reader
+	bw   *bufio.Writer
 
 	// The writer's.
 	buf, scratch []byte
