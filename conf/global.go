@@ -100,7 +100,7 @@ type globalSection struct {
 	// bench/README.md says what it saves). TLS and HTTP/2 server
 	// connections stay on Go's poller either way. A listener kept across
 	// a reload keeps the layer it was opened with. No HAProxy
-	// equivalent. Default DefaultNetIO: "epoll" on Linux, "go" elsewhere.
+	// equivalent. Default "epoll" on Linux, "go" elsewhere (DefaultNetIO).
 	TuneNetIO *string `toml:"tune_netio"`
 }
 
