@@ -298,7 +298,7 @@ func (c *Conn) Read(b []byte) (int, error) {
 			return 0, c.opErr("read", os.ErrDeadlineExceeded)
 		}
 		if c.r.ready.Swap(0) != 0 {
-			n, err := ignoringEINTR(func() (int, error) { return unix.Read(c.fd, b) })
+			n, err := ignoringEINTR(func() (int, error) { return sysRead(c.fd, b) })
 			switch {
 			case err == nil && n == 0:
 				c.r.ready.Store(1) // the end of the stream stays readable
@@ -331,7 +331,7 @@ func (c *Conn) Write(b []byte) (int, error) {
 			return nn, c.opErr("write", os.ErrDeadlineExceeded)
 		}
 		c.w.ready.Store(0)
-		n, err := ignoringEINTR(func() (int, error) { return unix.Write(c.fd, b[nn:]) })
+		n, err := ignoringEINTR(func() (int, error) { return sysWrite(c.fd, b[nn:]) })
 		if n > 0 {
 			nn += n
 		}

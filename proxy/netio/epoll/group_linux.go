@@ -194,7 +194,7 @@ func (p *poller) run() {
 // ready list raise no new edge, so they must not be left there.
 func (p *poller) poll() {
 	for {
-		n, err := unix.EpollWait(p.epfd, p.events, 0)
+		n, err := rawEpollWait(p.epfd, p.events)
 		if err == unix.EINTR {
 			continue
 		}

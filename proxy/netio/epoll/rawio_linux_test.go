@@ -1,0 +1,84 @@
+package epoll
+
+import (
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// rawRead and rawWrite return what unix.Read and unix.Write return, on a
+// non-blocking socket pair: bytes, EAGAIN on an empty socket, 0 at the
+// end, and the errno of a bad descriptor.
+func TestRawReadWrite(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[0])
+	buf := make([]byte, 16)
+	if n, err := rawRead(fds[0], buf); n != -1 || err != unix.EAGAIN {
+		t.Fatalf("read of an empty socket: %d, %v; want -1, EAGAIN", n, err)
+	}
+	if n, err := rawWrite(fds[1], []byte("hello")); n != 5 || err != nil {
+		t.Fatalf("write: %d, %v", n, err)
+	}
+	if n, err := rawWrite(fds[1], nil); n != 0 || err != nil {
+		t.Fatalf("empty write: %d, %v", n, err)
+	}
+	if n, err := rawRead(fds[0], buf[:3]); n != 3 || err != nil || string(buf[:3]) != "hel" {
+		t.Fatalf("read: %d, %v, %q", n, err, buf[:n])
+	}
+	if n, err := rawRead(fds[0], buf); n != 2 || err != nil || string(buf[:2]) != "lo" {
+		t.Fatalf("read: %d, %v, %q", n, err, buf[:n])
+	}
+	if n, err := rawRead(fds[0], nil); n != 0 || err != nil {
+		t.Fatalf("empty read: %d, %v", n, err)
+	}
+	unix.Close(fds[1])
+	if n, err := rawRead(fds[0], buf); n != 0 || err != nil {
+		t.Fatalf("read at the end: %d, %v; want 0, nil", n, err)
+	}
+	if n, err := rawWrite(fds[0], []byte("x")); n != -1 || err != unix.EPIPE {
+		t.Fatalf("write to a closed peer: %d, %v; want -1, EPIPE", n, err)
+	}
+	if n, err := rawRead(-1, buf); n != -1 || err != unix.EBADF {
+		t.Fatalf("read of fd -1: %d, %v; want -1, EBADF", n, err)
+	}
+	if n, err := rawWrite(-1, buf); n != -1 || err != unix.EBADF {
+		t.Fatalf("write to fd -1: %d, %v; want -1, EBADF", n, err)
+	}
+}
+
+// rawEpollWait returns nothing on an idle instance, the event of a
+// readable descriptor, and the errno of a bad one.
+func TestRawEpollWait(t *testing.T) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(epfd)
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fds[0])}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, fds[0], &ev); err != nil {
+		t.Fatal(err)
+	}
+	events := make([]unix.EpollEvent, 4)
+	if n, err := rawEpollWait(epfd, events); n != 0 || err != nil {
+		t.Fatalf("idle: %d, %v", n, err)
+	}
+	if _, err := rawWrite(fds[1], []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	n, err := rawEpollWait(epfd, events)
+	if n != 1 || err != nil || events[0].Fd != int32(fds[0]) || events[0].Events&unix.EPOLLIN == 0 {
+		t.Fatalf("readable: %d, %v, %+v", n, err, events[0])
+	}
+	if n, err := rawEpollWait(-1, events); n != -1 || err != unix.EBADF {
+		t.Fatalf("fd -1: %d, %v; want -1, EBADF", n, err)
+	}
+}
