@@ -14,6 +14,7 @@ import (
 	"github.com/fulcrum-proxy/fulcrum/proxy/h2mux"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http2"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio/epoll"
 	"github.com/fulcrum-proxy/fulcrum/proxy/tlsx"
 )
 
@@ -167,6 +168,23 @@ func (fe *Frontend) Addrs() []net.Addr {
 	var out []net.Addr
 	for _, a := range fe.listeners {
 		out = append(out, a.l.Addr())
+	}
+	return out
+}
+
+// NetIOs returns, for each address of Addrs (same order), the connection
+// layer that accepts on it: "epoll" (proxy/netio/epoll) or "go" (Go's
+// poller; tune_netio).
+func (fe *Frontend) NetIOs() []string {
+	fe.mu.Lock()
+	defer fe.mu.Unlock()
+	var out []string
+	for _, a := range fe.listeners {
+		layer := "go"
+		if _, ok := a.l.(*epoll.Listener); ok {
+			layer = "epoll"
+		}
+		out = append(out, layer)
 	}
 	return out
 }

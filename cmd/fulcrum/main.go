@@ -288,8 +288,9 @@ func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serve
 	}
 	defer stopRuntime() // after the proxy's graceful stop: the drain stays observable
 	for _, fe := range p.Frontends {
-		for _, a := range fe.Addrs() {
-			log.Info().Str("frontend", fe.Name).Str("bind", a.String()).Str("mode", string(fe.Conf.Mode)).Msg("listening")
+		layers := fe.NetIOs()
+		for i, a := range fe.Addrs() {
+			log.Info().Str("frontend", fe.Name).Str("bind", a.String()).Str("mode", string(fe.Conf.Mode)).Str("netio", layers[i]).Msg("listening")
 		}
 	}
 	watchCtx, stopWatch := context.WithCancel(ctx)

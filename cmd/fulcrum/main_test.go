@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/cli"
+	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy"
 	"go.uber.org/goleak"
 )
@@ -205,20 +206,29 @@ address = %q
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	// The bound address is in the "listening" log line.
-	addrc := make(chan string, 1)
+	// The bound address is in the "listening" log line, with the
+	// connection layer that accepts on it.
+	addrc := make(chan map[string]any, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			var m map[string]any
 			if json.Unmarshal(sc.Bytes(), &m) == nil && m["message"] == "listening" {
-				addrc <- m["bind"].(string)
+				addrc <- m
 			}
 		}
 	}()
 	var addr string
 	select {
-	case addr = <-addrc:
+	case m := <-addrc:
+		addr, _ = m["bind"].(string)
+		want := conf.DefaultNetIO
+		if v := os.Getenv(proxy.NetIOEnv); v != "" {
+			want = v
+		}
+		if m["netio"] != want {
+			t.Errorf("listening line: netio %v, want %s", m["netio"], want)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("fulcrum did not report listening")
 	}
