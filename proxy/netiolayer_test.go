@@ -138,35 +138,11 @@ func TestNetIOEpollTCPHalfClose(t *testing.T) {
 	waitFor(t, 5*time.Second, "the session's connections to close", func() bool { return p.group.Conns() == 0 })
 }
 
-// A proxy on tune_netio = "go" has no epoll group and serves Go's
-// connections.
-func TestNetIOGo(t *testing.T) {
-	t.Setenv(NetIOEnv, "")
-	u := newUpstream(t, "s1")
-	cfg := testConfig(conf.ModeHTTP, []string{u.addr()}, nil)
-	cfg.Global.NetIO = "go"
-	p, addr := startProxy(t, cfg)
-	if p.group != nil || p.epoll {
-		t.Fatal("an epoll group on Go's layer")
-	}
-	rc := dialRaw(t, addr)
-	if got := bodyOf(rc.do(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")); got != "s1\n" {
-		t.Fatalf("body %q", got)
-	}
-	for _, c := range clientConns(p.Frontends[0]) {
-		if _, ok := c.(*net.TCPConn); !ok {
-			t.Errorf("client connection is a %T, want *net.TCPConn", c)
-		}
-	}
-}
-
-// A proxy whose tune_netio is unset serves its clients on the epoll layer
-// on Linux (conf.DefaultNetIO), from the parsed default and the zero value
-// alike.
-func TestNetIODefaultIsEpollOnLinux(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the epoll layer is Linux only")
-	}
+// TestNetIOLayerChoice: tune_netio = "go" serves Go's connections with no
+// epoll group; an unset tune_netio, parsed or the zero value, serves the
+// clients on the epoll layer on Linux (conf.DefaultNetIO); the listening
+// sockets say the same (Frontend.NetIOs).
+func TestNetIOLayerChoice(t *testing.T) {
 	t.Setenv(NetIOEnv, "")
 	u := newUpstream(t, "s1")
 	parsed, err := conf.Parse("d.toml", []byte(fmt.Sprintf(`
@@ -184,25 +160,37 @@ address = %q
 	if err != nil {
 		t.Fatal(err)
 	}
-	if parsed.Global.NetIO != "epoll" {
-		t.Fatalf("parsed tune_netio %q, want epoll", parsed.Global.NetIO)
-	}
-	for name, cfg := range map[string]*conf.Config{
-		"parsed": parsed,
-		"zero":   testConfig(conf.ModeHTTP, []string{u.addr()}, nil),
+	goCfg := testConfig(conf.ModeHTTP, []string{u.addr()}, nil)
+	goCfg.Global.NetIO = "go"
+	for _, tc := range []struct {
+		name  string
+		cfg   *conf.Config
+		layer string
+	}{
+		{"go", goCfg, "go"},
+		{"parsed default", parsed, conf.DefaultNetIO},
+		{"zero value", testConfig(conf.ModeHTTP, []string{u.addr()}, nil), conf.DefaultNetIO},
 	} {
-		t.Run(name, func(t *testing.T) {
-			p, addr := startProxy(t, cfg)
-			if p.group == nil || !p.epoll {
-				t.Fatal("no epoll group on the default layer")
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.layer == "epoll" && runtime.GOOS != "linux" {
+				t.Fatal("the default is epoll off Linux")
+			}
+			p, addr := startProxy(t, tc.cfg)
+			if onEpoll := p.group != nil && p.epoll; onEpoll != (tc.layer == "epoll") {
+				t.Fatalf("epoll group in use: %v, want layer %s", onEpoll, tc.layer)
+			}
+			if got := p.Frontends[0].NetIOs(); len(got) != 1 || got[0] != tc.layer {
+				t.Errorf("NetIOs: %v, want [%s]", got, tc.layer)
 			}
 			rc := dialRaw(t, addr)
 			if got := bodyOf(rc.do(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")); got != "s1\n" {
 				t.Fatalf("body %q", got)
 			}
 			for _, c := range clientConns(p.Frontends[0]) {
-				if _, ok := c.(*epoll.Conn); !ok {
-					t.Errorf("client connection is a %T, want *epoll.Conn", c)
+				_, isEpoll := c.(*epoll.Conn)
+				_, isTCP := c.(*net.TCPConn)
+				if tc.layer == "epoll" && !isEpoll || tc.layer == "go" && !isTCP {
+					t.Errorf("client connection is a %T, want the %s layer's", c, tc.layer)
 				}
 			}
 		})
