@@ -320,15 +320,15 @@ func (fe *Frontend) acceptLoop(a *acceptor) {
 
 // serve runs one client connection and releases its slots. The slots,
 // the session count and the stop's wait belong to the connection's owner,
-// which a reload may change (handoff.go).
-func (fe *Frontend) serve(cc *clientConn) {
+// which a reload may change (handoff.go). It returns true when the
+// connection hibernated (httpconn.go): it keeps all that, and resume
+// serves it on.
+func (fe *Frontend) serve(cc *clientConn) (hibernated bool) {
 	cc.owner.Store(fe)
 	defer func() {
-		cc.c.Close()
-		o := cc.owner.Load()
-		o.track(cc, false)
-		o.p.releaseSlots(o)
-		o.p.wg.Done()
+		if !hibernated {
+			cc.closed()
+		}
 	}()
 	e := fe.edgeOf(cc)
 	if e != nil && e.acceptProxy && !fe.readProxyHeader(cc) { // edge.go
@@ -338,7 +338,11 @@ func (fe *Frontend) serve(cc *clientConn) {
 		return
 	}
 	fe.Counters.sessionStart(cc.accepted)
-	defer cc.endSession()
+	defer func() {
+		if !hibernated {
+			cc.endSession()
+		}
+	}()
 	if e != nil && e.tls != nil {
 		defer fe.p.ssl.Cur.Add(-1)
 		if !fe.handshake(cc, e) { // edge.go
@@ -348,15 +352,25 @@ func (fe *Frontend) serve(cc *clientConn) {
 	if fe.Conf.Mode == conf.ModeTCP {
 		cc.state.Store(connActive)
 		fe.serveTCP(cc)
-		return
+		return false
 	}
 	// HTTP/2: a bind with proto h2 (prior knowledge, or forced over TLS),
 	// or a TLS handshake whose ALPN chose h2.
 	if fe.h2Binds[cc.bind] || (cc.tls != nil && cc.tls.ALPN == "h2") {
 		fe.serveH2(cc) // h2conn.go
-		return
+		return false
 	}
-	fe.serveHTTP(cc)
+	return fe.serveHTTP(cc)
+}
+
+// closed closes cc and releases what it held (the end of serve): its
+// place in its owner's set, its slots and the stop's wait.
+func (cc *clientConn) closed() {
+	cc.c.Close()
+	o := cc.owner.Load()
+	o.track(cc, false)
+	o.p.releaseSlots(o)
+	o.p.wg.Done()
 }
 
 // endSession ends the connection's frontend session (scur) once: when the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio/epoll"
 )
 
 // The core's side of a client connection in http mode: clientConn is the
@@ -19,8 +20,12 @@ import (
 // httpState is what a client connection in http mode adds to clientConn.
 type httpState struct {
 	fe  *Frontend      // the frontend serving it now (its owner, once settled)
-	x   *Stream        // its current request
+	x   *Stream        // its current request (nil while it hibernates)
 	set http1.Settings // fe's settings, with this client's X-Forwarded-For
+	// What the engine needs to resume a hibernating connection
+	// (http1.Resume): the requests it served and when it became idle.
+	nreq      int
+	idleStart time.Time
 }
 
 // idleKeepBuffers is how long a keep-alive client connection waiting for
@@ -35,12 +40,70 @@ const idleKeepBuffers = 100 * time.Millisecond
 // for this package variable).
 var streamPool = sync.Pool{New: func() any { return new(Stream) }}
 
-// serveHTTP serves cc, accepted by fe, with the HTTP/1 engine.
-func (fe *Frontend) serveHTTP(cc *clientConn) {
+// serveHTTP serves cc, accepted by fe, with the HTTP/1 engine; true when
+// the connection hibernated.
+func (fe *Frontend) serveHTTP(cc *clientConn) bool {
 	cc.x = streamPool.Get().(*Stream)
 	cc.setFrontend(fe)
 	cc.x.trk.inherit(&cc.st) // entries tracked at the connection stage
-	http1.Serve(cc)
+	return http1.Serve(cc)
+}
+
+// Hibernation (http1.Hibernator): a plaintext keep-alive connection of
+// the epoll layer that waits for its next request longer than IdleKeep
+// gives its goroutine, session, Stream and buffers back, and is only its
+// clientConn and its socket until the socket is readable, its keep-alive
+// (or request) deadline passes, or a stop, a reload's end, `shutdown
+// session` closes it: the layer then calls wake, and a worker goroutine
+// resumes it where its goroutine would have gone on (http1.Resume). While
+// it hibernates the connection is still its owner's: in its set (`show
+// sess`, closeIdle), its session count (scur), its slots (maxconn) and
+// the stop's wait, all released by the goroutine that resumes it when it
+// closes. TLS connections do not hibernate (crypto/tls keeps its own
+// state and buffered records over the socket).
+
+// CanHibernate implements http1.Hibernator: a connection of the epoll
+// layer, neither TLS nor wrapped.
+func (cc *clientConn) CanHibernate() bool {
+	_, ok := cc.c.(*epoll.Conn)
+	return ok
+}
+
+// Hibernate implements http1.Hibernator: the Stream goes back to its pool
+// (an idle connection's holds nothing but its connection-stage entries,
+// cc.st's, inherited again on resume) and the socket waits for wake.
+func (cc *clientConn) Hibernate(nreq int, idleStart time.Time) {
+	cc.nreq, cc.idleStart = nreq, idleStart
+	x := cc.x
+	cc.x = nil
+	x.flushLog() // none waits after a request: Release wrote it
+	*x = Stream{edits: x.edits, ans: x.ans[:0]}
+	streamPool.Put(x)
+	cc.c.(*epoll.Conn).Hibernate(cc.wake)
+}
+
+// wake resumes cc on a worker of its owner's proxy; it does not block (it
+// runs on the epoll layer's reaper, a timer, or a goroutine closing cc).
+func (cc *clientConn) wake() {
+	cc.owner.Load().p.run(work{cc: cc, resume: true})
+}
+
+// resume serves cc, which comes out of hibernation, until it closes (it
+// then releases what serve would have) or hibernates again (true).
+func (cc *clientConn) resume() (hibernated bool) {
+	if ec := cc.c.(*epoll.Conn); !ec.Readable() {
+		ec.Hibernate(cc.wake) // woken by an event or a timer handled late
+		return true
+	}
+	cc.x = streamPool.Get().(*Stream)
+	cc.x.bind(cc.fe, cc) // Active moves it to its owner if a reload did
+	cc.x.trk.inherit(&cc.st)
+	if http1.Resume(cc, cc.nreq, cc.idleStart) {
+		return true
+	}
+	cc.endSession()
+	cc.closed()
+	return false
 }
 
 // setFrontend makes fe the connection's frontend: at the start, and when
@@ -128,4 +191,5 @@ func (cc *clientConn) Done() {
 }
 
 var _ http1.Client = (*clientConn)(nil)
+var _ http1.Hibernator = (*clientConn)(nil)
 var _ http1.Stream = (*Stream)(nil)

@@ -37,10 +37,14 @@ func startProxyKeep(tb testing.TB, cfg *conf.Config, keep time.Duration) (*Proxy
 	return p, p.Frontends[0].Addrs()[0].String()
 }
 
-// parkedWithoutBuffers counts the sessions waiting for a request in the
-// read without buffers (awaitRequest), and those waiting with them (a
-// bufio Peek), from the goroutines' stacks.
-func parkedWithoutBuffers() (without, with int) {
+// parkedWithoutBuffers counts p's sessions waiting for a request without
+// buffers: in the read without buffers (awaitRequest, from the goroutines'
+// stacks) or hibernating (the epoll layer, no goroutine); and those
+// waiting with them (a bufio Peek).
+func parkedWithoutBuffers(p *Proxy) (without, with int) {
+	if p.group != nil {
+		without = int(p.group.Hibernating())
+	}
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -64,12 +68,13 @@ func parkedWithoutBuffers() (without, with int) {
 	return without, with
 }
 
-// waitReleased waits until n sessions wait for a request without buffers.
-func waitReleased(tb testing.TB, n int) {
+// waitReleased waits until n of p's sessions wait for a request without
+// buffers.
+func waitReleased(tb testing.TB, p *Proxy, n int) {
 	tb.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		without, _ := parkedWithoutBuffers()
+		without, _ := parkedWithoutBuffers(p)
 		if without == n {
 			return
 		}
@@ -99,19 +104,19 @@ func wantBody(t *testing.T, resp *http.Response, want string) {
 
 func TestIdleWithoutBuffersNextRequest(t *testing.T) {
 	u := echoUpstream(t)
-	_, addr := startProxyKeep(t, testConfig(conf.ModeHTTP, []string{u.addr()}, nil), 0)
+	p, addr := startProxyKeep(t, testConfig(conf.ModeHTTP, []string{u.addr()}, nil), 0)
 	rc := dialRaw(t, addr)
 	wantBody(t, rc.do(t, "GET /first HTTP/1.1\r\nHost: x\r\n\r\n"), "/first  0")
 
 	// A head longer than the first read (128 bytes): the rest comes through
 	// the buffers taken back.
-	waitReleased(t, 1)
+	waitReleased(t, p, 1)
 	pad := strings.Repeat("p", 300)
 	wantBody(t, rc.do(t, "GET /long HTTP/1.1\r\nHost: x\r\nX-Pad: "+pad+"\r\n\r\n"), "/long "+pad+" 0")
 
 	// Three pipelined requests in one write: the first read ends inside the
 	// second one.
-	waitReleased(t, 1)
+	waitReleased(t, p, 1)
 	var reqs string
 	for i := range 3 {
 		reqs += fmt.Sprintf("GET /pipe%d HTTP/1.1\r\nHost: x\r\nX-Pad: %s\r\n\r\n", i, strings.Repeat("q", 40+i))
@@ -129,18 +134,18 @@ func TestIdleWithoutBuffersNextRequest(t *testing.T) {
 	}
 
 	// A head split across two writes: the first read has its start only.
-	waitReleased(t, 1)
+	waitReleased(t, p, 1)
 	if _, err := io.WriteString(rc.c, "GET /split HTTP/1.1\r\nHo"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the first read to take the first part", func() bool {
-		without, _ := parkedWithoutBuffers()
+		without, _ := parkedWithoutBuffers(p)
 		return without == 0
 	})
 	wantBody(t, rc.do(t, "st: x\r\n\r\n"), "/split  0")
 
 	// A request with a body.
-	waitReleased(t, 1)
+	waitReleased(t, p, 1)
 	body := strings.Repeat("b", 1000)
 	wantBody(t, rc.do(t, "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n"+body), "/body  1000")
 }
@@ -149,7 +154,7 @@ func TestIdleWithoutBuffersNextRequest(t *testing.T) {
 // answers (no byte crosses to another connection through the pools).
 func TestIdleWithoutBuffersManyConnections(t *testing.T) {
 	u := echoUpstream(t)
-	_, addr := startProxyKeep(t, testConfig(conf.ModeHTTP, []string{u.addr()}, nil), 0)
+	p, addr := startProxyKeep(t, testConfig(conf.ModeHTTP, []string{u.addr()}, nil), 0)
 	const n = 16
 	rcs := make([]*rawClient, n)
 	for i := range rcs {
@@ -157,7 +162,7 @@ func TestIdleWithoutBuffersManyConnections(t *testing.T) {
 		wantBody(t, rcs[i].do(t, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"), "/hello  0")
 	}
 	for round := range 3 {
-		waitReleased(t, n)
+		waitReleased(t, p, n)
 		var wg sync.WaitGroup
 		errs := make(chan error, n)
 		for i, rc := range rcs {
@@ -190,20 +195,20 @@ func TestIdleWithoutBuffersManyConnections(t *testing.T) {
 // A connection gives its buffers back once IdleKeep has passed, not before.
 func TestIdleKeepThenRelease(t *testing.T) {
 	u := echoUpstream(t)
-	_, addr := startProxyKeep(t, testConfig(conf.ModeHTTP, []string{u.addr()}, nil), time.Hour)
+	p, addr := startProxyKeep(t, testConfig(conf.ModeHTTP, []string{u.addr()}, nil), time.Hour)
 	rc := dialRaw(t, addr)
 	wantBody(t, rc.do(t, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), "/a  0")
 	waitFor(t, 10*time.Second, "a session waiting with its buffers", func() bool {
-		without, with := parkedWithoutBuffers()
+		without, with := parkedWithoutBuffers(p)
 		return with == 1 && without == 0
 	})
 	wantBody(t, rc.do(t, "GET /b HTTP/1.1\r\nHost: x\r\n\r\n"), "/b  0")
 
 	u2 := echoUpstream(t)
-	_, addr2 := startProxyKeep(t, testConfig(conf.ModeHTTP, []string{u2.addr()}, nil), 20*time.Millisecond)
+	p2, addr2 := startProxyKeep(t, testConfig(conf.ModeHTTP, []string{u2.addr()}, nil), 20*time.Millisecond)
 	rc2 := dialRaw(t, addr2)
 	wantBody(t, rc2.do(t, "GET /c HTTP/1.1\r\nHost: x\r\n\r\n"), "/c  0")
-	waitReleased(t, 1)
+	waitReleased(t, p2, 1)
 	wantBody(t, rc2.do(t, "GET /d HTTP/1.1\r\nHost: x\r\n\r\n"), "/d  0")
 }
 
@@ -232,20 +237,29 @@ func TestIdleWithoutBuffersRequestTimeout(t *testing.T) {
 // connection costs the proxy (heap in use plus goroutine stacks, after a
 // GC, per connection): 1,000 connections through the whole proxy, each
 // having made one request, waiting without their buffers (the steady
-// state past IdleKeep) and, for comparison, with them. The clients are raw
+// state past IdleKeep) and, for comparison, with them, on the layer
+// NetIOEnv (or the configuration's default) says; "hibernated" is the
+// first on the epoll layer whatever NetIOEnv says, where such connections
+// hibernate (no goroutine, session or Stream). The clients are raw
 // sockets, so that they add nothing to the process's Go memory.
 func BenchmarkIdleKeepAliveMemory(b *testing.B) {
 	for _, c := range []struct {
-		name string
-		keep time.Duration
-	}{{"released", time.Millisecond}, {"kept", time.Hour}} {
-		b.Run(c.name, func(b *testing.B) { benchIdleMemory(b, c.keep, 1000) })
+		name  string
+		keep  time.Duration
+		netio string
+	}{{"released", time.Millisecond, ""}, {"kept", time.Hour, ""}, {"hibernated", time.Millisecond, "epoll"}} {
+		b.Run(c.name, func(b *testing.B) {
+			if c.netio != "" {
+				b.Setenv(NetIOEnv, c.netio)
+			}
+			benchIdleMemory(b, c.keep, 1000)
+		})
 	}
 }
 
 func benchIdleMemory(b *testing.B, keep time.Duration, n int) {
 	up := fastUpstream(b)
-	var perConn, stackPerConn float64
+	var perConn, stackPerConn, goroutinesPerConn float64
 	for range b.N {
 		// A fresh proxy each time: a previous one's worker goroutines (and
 		// their stacks) would otherwise serve these connections.
@@ -275,7 +289,7 @@ func benchIdleMemory(b *testing.B, keep time.Duration, n int) {
 		}
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			without, with := parkedWithoutBuffers()
+			without, with := parkedWithoutBuffers(p)
 			if (keep < time.Minute && without == n) || (keep >= time.Minute && with == n) {
 				break
 			}
@@ -286,6 +300,7 @@ func benchIdleMemory(b *testing.B, keep time.Duration, n int) {
 		}
 		perConn = float64(memInUse()-before) / float64(n)
 		stackPerConn = float64(stackInUse()-stack0) / float64(n)
+		goroutinesPerConn = float64(runtime.NumGoroutine()-g0) / float64(n)
 		for _, fd := range fds {
 			syscall.Close(fd)
 		}
@@ -296,6 +311,7 @@ func benchIdleMemory(b *testing.B, keep time.Duration, n int) {
 	}
 	b.ReportMetric(perConn, "B/idle-conn")
 	b.ReportMetric(stackPerConn, "stack-B/idle-conn")
+	b.ReportMetric(goroutinesPerConn, "goroutines/idle-conn")
 }
 
 // memInUse is the heap in use plus the goroutine stacks, after a GC (the
@@ -336,6 +352,9 @@ func rawRequest(sa *syscall.SockaddrInet4) (int, error) {
 	have := 0
 	for !bytes.HasSuffix(buf[:have], []byte("\r\n\r\nok\n")) {
 		m, err := syscall.Read(fd, buf[have:])
+		if err == syscall.EINTR {
+			continue // the runtime's preemption signal
+		}
 		if err != nil || m <= 0 {
 			syscall.Close(fd)
 			return -1, fmt.Errorf("read response: %v (%q)", err, buf[:have])

@@ -7,28 +7,40 @@ import "time"
 // goroutine starts with a small stack that the request path then grows,
 // copying it; a reused one keeps its grown stack. This is per connection,
 // never per request: a connection stays on one goroutine from accept to
-// close.
+// close, or to its hibernation (httpconn.go) and from its resumption.
 
 // workerIdle is how long an idle connection goroutine waits for work.
 const workerIdle = 10 * time.Second
 
-// work is one accepted connection for a worker goroutine.
+// work is one accepted connection for a worker goroutine, or one that
+// comes out of hibernation (resume: fe is nil).
 type work struct {
-	fe *Frontend
-	cc *clientConn
+	fe     *Frontend
+	cc     *clientConn
+	resume bool
 }
 
 // dispatch hands cc to an idle worker goroutine, or starts a new one.
 func (p *Proxy) dispatch(fe *Frontend, cc *clientConn) {
+	p.run(work{fe: fe, cc: cc})
+}
+
+// run hands w to an idle worker goroutine, or starts a new one; it never
+// blocks (the epoll layer's reaper resumes hibernating connections
+// through it).
+func (p *Proxy) run(w work) {
 	select {
-	case p.work <- work{fe, cc}:
+	case p.work <- w:
 	default:
-		go p.worker(work{fe, cc})
+		go p.worker(w)
 	}
 }
 
 // worker serves w, then further connections handed over by dispatch, until
-// it has been idle for workerIdle or the proxy stops.
+// it has been idle for workerIdle or the proxy stops, or its connection
+// hibernated (httpconn.go): the goroutine then ends at once, its stack
+// being most of what hibernation saves (a connection resumes on an idle
+// worker when there is one, else on a new goroutine).
 func (p *Proxy) worker(w work) {
 	var idle *time.Timer // made when the first connection ends: a long one does not hold it
 	defer func() {
@@ -37,7 +49,15 @@ func (p *Proxy) worker(w work) {
 		}
 	}()
 	for {
-		w.fe.serve(w.cc)
+		var hibernated bool
+		if w.resume {
+			hibernated = w.cc.resume()
+		} else {
+			hibernated = w.fe.serve(w.cc)
+		}
+		if hibernated {
+			return
+		}
 		if idle == nil {
 			idle = time.NewTimer(workerIdle)
 		} else {

@@ -88,14 +88,45 @@ func (s *session) recycle() {
 }
 
 // Serve serves the client connection cl until the client closes, a
-// timeout fires, an error forces a close, or the proxy stops.
-func Serve(cl Client) {
+// timeout fires, an error forces a close, or the proxy stops; or until
+// it hibernates (a Hibernator's connection, idle past IdleKeep: see
+// awaitRequest), when it returns true: the connection is then not closed,
+// and Resume serves it from its next request on.
+func Serve(cl Client) (hibernated bool) {
+	s := newSession(cl)
+	s.br, s.bw = netio.GetReader(s.c), netio.GetWriter(s.c)
+	return s.serve(time.Time{}, false)
+}
+
+// Resume serves a connection that hibernated (Hibernator.Hibernate) after
+// nreq requests, idle since idleStart, as Serve would have gone on: it
+// reads the connection (the next request's first bytes, the end of the
+// stream, the expired deadline or the close that ended the hibernation)
+// and serves it until it closes or hibernates again (true).
+func Resume(cl Client, nreq int, idleStart time.Time) (hibernated bool) {
+	s := newSession(cl)
+	s.nreq = nreq
+	return s.serve(idleStart, true)
+}
+
+// newSession returns a session for cl, without its buffers.
+func newSession(cl Client) *session {
 	s := sessionPool.Get().(*session)
 	s.cl, s.c, s.dl, s.x = cl, cl.Conn(), cl.Deadlines(), cl.Stream()
-	s.br, s.bw = netio.GetReader(s.c), netio.GetWriter(s.c)
 	s.wait = s.waitQueue
 	s.settings()
+	return s
+}
+
+// serve is the loop of Serve and Resume; resumed says the connection
+// comes out of hibernation, idle since idleStart: its first wait is the
+// read hibernation stood for.
+func (s *session) serve(idleStart time.Time, resumed bool) (hibernated bool) {
+	cl := s.cl
 	defer func() {
+		if hibernated {
+			return // everything went back in hibernate
+		}
 		if s.owned != nil {
 			s.owned.close()
 		}
@@ -108,9 +139,20 @@ func Serve(cl Client) {
 		s.recycle()
 	}()
 	for {
-		idleStart := time.Now()
-		s.dl.ArmRead(s.c, idleStart, s.set.TimeoutHTTPRequest)
-		if err := s.awaitRequest(idleStart); err != nil {
+		var err error
+		if resumed {
+			resumed = false
+			err = s.readFirst()
+		} else {
+			idleStart = time.Now()
+			s.dl.ArmRead(s.c, idleStart, s.set.TimeoutHTTPRequest)
+			err = s.awaitRequest(idleStart)
+		}
+		if err == errHibernate {
+			s.hibernate(idleStart)
+			return true
+		}
+		if err != nil {
 			// Nothing received: a keep-alive connection going idle or away is
 			// closed silently; a first request that never comes gets 408, as
 			// HAProxy without http-ignore-probes (counted as a request and a
@@ -119,20 +161,20 @@ func Serve(cl Client) {
 				s.x.Begin(idleStart, time.Time{})
 				s.fail(stream.IdleTimeout)
 			}
-			return
+			return false
 		}
 		ok, moved := cl.Active()
 		if !ok {
-			return
+			return false
 		}
 		if moved {
 			s.settings() // moved by a reload while idle
 		}
 		if !s.handle(idleStart) {
-			return
+			return false
 		}
 		if ok, moved = cl.Idle(); !ok {
-			return
+			return false
 		}
 		if moved {
 			s.settings() // moved to the configuration a reload started
@@ -140,15 +182,61 @@ func Serve(cl Client) {
 	}
 }
 
+// Hibernator is a Client whose connection can wait for its next request
+// with no goroutine, session, Stream or buffer (the epoll layer's
+// plaintext connections): a keep-alive connection idle past IdleKeep
+// "hibernates", and costs its connection alone until it is readable
+// again, as HAProxy's idle connections.
+type Hibernator interface {
+	// CanHibernate reports whether the connection can hibernate now.
+	CanHibernate() bool
+	// Hibernate is Serve's (or Resume's) last call on a connection that
+	// hibernates: the engine has given back everything but the Client,
+	// which gives back its Stream and arranges for Resume(cl, nreq,
+	// idleStart) to be called from another goroutine when the
+	// connection becomes readable, its read deadline passes or it is
+	// closed (possibly before Hibernate returns).
+	Hibernate(nreq int, idleStart time.Time)
+}
+
+// errHibernate is awaitRequest's answer when the connection is to
+// hibernate (its buffers are back in their pools already).
+var errHibernate = errors.New("hibernate")
+
+// hibernate gives back the session of a connection idle since idleStart
+// that hibernates (awaitRequest said so), and hands the connection to its
+// Client, last: the connection may resume on another goroutine at once.
+func (s *session) hibernate(idleStart time.Time) {
+	cl, nreq := s.cl.(Hibernator), s.nreq
+	s.recycle()
+	cl.Hibernate(nreq, idleStart)
+}
+
+// canHibernate reports whether the connection may hibernate rather than
+// wait in a read: a keep-alive connection (a first request that never
+// comes gets its 408 from a waiting goroutine, as before) with nothing
+// private to it (a server connection under http_reuse never) whose
+// Client can.
+func (s *session) canHibernate() bool {
+	if s.nreq == 0 || s.owned != nil || s.h2own != nil {
+		return false
+	}
+	h, ok := s.cl.(Hibernator)
+	return ok && h.CanHibernate()
+}
+
 // awaitRequest waits, under the read deadline armed at idleStart, until
 // the next request's first byte is there (in br). Bytes already buffered
 // (pipelined requests) need no wait. A connection that waits longer than
 // IdleKeep gives its read and write buffers back to their pools (the
 // writer holds nothing: every answer was flushed) and waits in a read of
-// firstReadSize bytes into the session; the buffers come back when that
-// read returns, with the bytes it read put before the connection's (so no
-// byte is lost or reordered, and none leaves the session). br and bw are
-// set when it returns, whatever the outcome.
+// firstReadSize bytes into the session (readFirst); the buffers come back
+// when that read returns, with the bytes it read put before the
+// connection's (so no byte is lost or reordered, and none leaves the
+// session). A keep-alive connection that can hibernate (canHibernate)
+// does not wait in that read: awaitRequest returns errHibernate, and the
+// read is Resume's. br and bw are set when it returns, whatever the
+// outcome, except with errHibernate (both nil).
 func (s *session) awaitRequest(idleStart time.Time) error {
 	if s.br.Buffered() > 0 {
 		return nil
@@ -174,6 +262,17 @@ func (s *session) awaitRequest(idleStart time.Time) error {
 	netio.PutReader(s.br)
 	netio.PutWriter(s.bw)
 	s.br, s.bw = nil, nil
+	if s.canHibernate() {
+		return errHibernate
+	}
+	return s.readFirst()
+}
+
+// readFirst is the wait of a connection without buffers: a read of
+// firstReadSize bytes into the session, after which the buffers come back
+// with the bytes it read put before the connection's. br and bw are set
+// when it returns, whatever the outcome.
+func (s *session) readFirst() error {
 	n, err := s.c.Read(s.firstSpace[:])
 	s.first = firstBytes{b: s.firstSpace[:n], c: s.c}
 	if n > 0 {

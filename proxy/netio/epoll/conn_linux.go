@@ -75,6 +75,18 @@ type side struct {
 
 	tmu   sync.Mutex
 	timer *time.Timer // wakes the waiter at the deadline
+
+	// hib is the connection's hibernation (Conn.Hibernate, read side
+	// only): set while nothing waits on the connection, taken (once) by
+	// whatever would have woken a waiter.
+	hib atomic.Pointer[hibernation]
+}
+
+// hibernation is what wakes a hibernating connection: resume, called once,
+// and the group whose count of hibernating connections it is in.
+type hibernation struct {
+	g      *Group
+	resume func()
 }
 
 func newConn(fd int, p *poller, gen int32) *Conn {
@@ -96,6 +108,9 @@ func (s *side) signal() {
 	if s.waiting.Load() {
 		s.wake()
 	}
+	if s.hib.Load() != nil && s.ready.Load() != 0 {
+		s.rouse()
+	}
 }
 
 // wake unblocks the waiter (or the next one) without blocking.
@@ -103,6 +118,31 @@ func (s *side) wake() {
 	select {
 	case s.ch <- struct{}{}:
 	default:
+	}
+}
+
+// expire is the deadline timer's: it wakes the waiter, or ends the
+// hibernation of a connection whose deadline has passed.
+func (s *side) expire() {
+	s.wake()
+	if s.hib.Load() != nil && s.expired() {
+		s.rouse()
+	}
+}
+
+// rouse ends the side's hibernation, if it has one: its resume is called
+// here, once. Setting hib before looking at the side's state (Hibernate)
+// and changing that state before looking at hib (signal, expire, Close),
+// all sequentially consistent, means one of them sees the other; the swap
+// makes sure only one of them calls resume. Those that look at hib check
+// again that the state they changed still says the connection is to be
+// read: an event or a timer handled late (its waiter already woken by
+// it, the bytes read, the connection gone back to sleep) ends no
+// hibernation.
+func (s *side) rouse() {
+	if h := s.hib.Swap(nil); h != nil {
+		h.g.sleeping.Add(-1)
+		h.resume()
 	}
 }
 
@@ -184,6 +224,48 @@ func (c *Conn) arm(want uint32) error {
 	return nil
 }
 
+// Hibernate lets c wait for its next bytes with no goroutine: resume is
+// called once, from the poller's reaper, a deadline's timer, the
+// goroutine that closes c, or this one, as soon as a Read would not block
+// (bytes or the end of the stream are there, the socket failed, the read
+// deadline passed, or c was closed), possibly before Hibernate returns;
+// rarely when it would (Readable then says so).
+// resume must not block (it starts the goroutine that reads c). Until
+// then no goroutine, timer or buffer of c's waits: what a hibernating
+// connection costs is its Conn (HAProxy's idle connections cost their
+// connection structure alone). The caller must not use c after calling
+// Hibernate, until resume runs; one read or RawConn.Read must not be in
+// progress. A spurious resume is possible (the first Read then waits as
+// usual, or the caller hibernates c again).
+func (c *Conn) Hibernate(resume func()) {
+	c.p.g.sleeping.Add(1)
+	c.r.hib.Store(&hibernation{g: c.p.g, resume: resume})
+	// A socket that never waited is not in the epoll instance yet: no
+	// event would end the hibernation.
+	if c.reg.Load() == regNone && c.incref() {
+		err := c.arm(regIn)
+		c.decref()
+		if err != nil {
+			c.r.ready.Store(1) // the Read that resume leads to fails as its wait would
+		}
+	}
+	if c.Readable() {
+		c.r.rouse()
+	}
+}
+
+// Readable reports whether a Read of c would not wait: an event (or a
+// read that did not drain the socket) says bytes or the end may be there,
+// its read deadline has passed, or c is closed. A hibernating connection
+// resumed by a late event or timer is not (Hibernate it again).
+func (c *Conn) Readable() bool {
+	return c.r.ready.Load() != 0 || c.state.Load()&closedBit != 0 || c.r.expired()
+}
+
+// Hibernating returns how many of g's connections hibernate (Conn.Hibernate)
+// now.
+func (g *Group) Hibernating() int64 { return g.sleeping.Load() }
+
 // setDeadline sets the side's deadline (zero: none) and arms or stops its
 // timer; a deadline already past wakes the waiter now (the queue's
 // dispatcher wakes a waiting reader this way).
@@ -206,11 +288,11 @@ func (s *side) setDeadline(t time.Time) {
 		if s.timer != nil {
 			s.timer.Stop()
 		}
-		s.wake()
+		s.expire()
 		return
 	}
 	if s.timer == nil {
-		s.timer = time.AfterFunc(d, s.wake)
+		s.timer = time.AfterFunc(d, s.expire)
 	} else {
 		s.timer.Reset(d)
 	}
@@ -274,6 +356,7 @@ func (c *Conn) Close() error {
 		}
 	}
 	c.r.wake()
+	c.r.rouse()
 	c.w.wake()
 	if c.state.Load() == closedBit {
 		c.destroy()

@@ -28,6 +28,8 @@ type Group struct {
 	gen   atomic.Uint32 // generations of registrations
 	conns table
 	live  atomic.Int64 // connections registered and not yet closed
+	// sleeping counts the connections that hibernate (Conn.Hibernate).
+	sleeping atomic.Int64
 
 	mu     sync.Mutex
 	refs   int  // users (Ref/Unref); the pollers close at 0

@@ -46,3 +46,12 @@ func (c *Conn) Idle() bool { return true }
 
 // Quiet reports true.
 func (c *Conn) Quiet() bool { return true }
+
+// Hibernate calls resume at once: there is no poller to wait on.
+func (c *Conn) Hibernate(resume func()) { resume() }
+
+// Hibernating returns 0.
+func (g *Group) Hibernating() int64 { return 0 }
+
+// Readable reports true.
+func (c *Conn) Readable() bool { return true }

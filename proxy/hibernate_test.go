@@ -1,0 +1,308 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
+)
+
+// Hibernation (httpconn.go): on the epoll layer, a keep-alive client
+// connection idle past IdleKeep has no goroutine, session or Stream; it is
+// resumed when its socket is readable, its deadline passes or it is closed.
+
+// fixedUpstream is a keep-alive HTTP/1.1 server answering every request
+// with the same response, whose body is body; it returns its address and
+// that response's bytes.
+func fixedUpstream(t *testing.T, body string) (addr, resp string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp = "HTTP/1.1 200 OK\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\nContent-Type: text/plain\r\n\r\n" + body
+	done := make(chan struct{})
+	conns := make(chan net.Conn, 64)
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns <- c
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				var h http1.Head
+				for h.Read(br, false) == nil {
+					if _, err := io.WriteString(c, resp); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+		close(conns)
+		for c := range conns {
+			c.Close()
+		}
+	})
+	return l.Addr().String(), resp
+}
+
+// hibernatingProxy starts a proxy on the epoll layer in front of an
+// upstream answering body, whose connections hibernate as soon as they
+// are idle (IdleKeep 0); edit changes the configuration first.
+func hibernatingProxy(t *testing.T, body string, edit func(*conf.Config)) (p *Proxy, addr, resp string) {
+	t.Helper()
+	up, resp := fixedUpstream(t, body)
+	cfg := epollConfig(t, conf.ModeHTTP, []string{up})
+	cfg.Backends[0].HTTPReuse = "always"
+	if edit != nil {
+		edit(cfg)
+	}
+	p, addr = startProxyKeep(t, cfg, 0)
+	if p.group == nil {
+		t.Skip("the epoll layer is not available here")
+	}
+	return p, addr, resp
+}
+
+// exchangeRaw writes req on c and reads exactly len(want) bytes, which must
+// be want.
+func exchangeRaw(t *testing.T, c net.Conn, req, want string) {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatalf("read: %v (%q)", err, got)
+	}
+	if string(got) != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func waitHibernating(t *testing.T, p *Proxy, n int) {
+	t.Helper()
+	g := p.group
+	deadline := time.Now().Add(10 * time.Second)
+	for g.Hibernating() != int64(n) {
+		if time.Now().After(deadline) {
+			without, with := parkedWithoutBuffers(p)
+			t.Fatalf("%d hibernating connections, want %d (waiting with buffers %d, without %d)", g.Hibernating(), n, with, without)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// A connection that hibernated is served as before on its next requests:
+// a short one, one longer than the first read, pipelined ones; meanwhile
+// it is still counted (scur) and listed (show sess), idle.
+func TestHibernateNextRequest(t *testing.T) {
+	p, addr, resp := hibernatingProxy(t, "hello\n", nil)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	get := "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+	exchangeRaw(t, c, get, resp)
+	waitHibernating(t, p, 1)
+	if without, with := parkedWithoutBuffers(p); without != 1 || with != 0 {
+		t.Fatalf("sessions without buffers %d (hibernating included), with %d; want 1, 0", without, with)
+	}
+	if n := p.Frontends[0].Counters.Scur.Load(); n != 1 {
+		t.Errorf("scur %d while hibernating, want 1", n)
+	}
+	if ss := p.Sessions(); len(ss) != 1 || ss[0].Active || ss[0].Frontend != p.Frontends[0].Name {
+		t.Errorf("show sess while hibernating: %+v, want one idle session of %s", ss, p.Frontends[0].Name)
+	}
+
+	exchangeRaw(t, c, get, resp)
+	waitHibernating(t, p, 1)
+	long := "GET /long HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("p", 300) + "\r\n\r\n"
+	exchangeRaw(t, c, long, resp)
+	waitHibernating(t, p, 1)
+	exchangeRaw(t, c, get+long+get, resp+resp+resp)
+	waitHibernating(t, p, 1)
+	if n := p.Frontends[0].Counters.ReqTot.Load(); n != 6 {
+		t.Errorf("req_tot %d, want 6", n)
+	}
+	c.Close()
+	waitFor(t, 10*time.Second, "the connection to end", func() bool {
+		return p.Frontends[0].Counters.Scur.Load() == 0 && p.group.Hibernating() == 0
+	})
+}
+
+// With N idle connections past IdleKeep the proxy runs no more goroutines
+// than before they opened, whatever N: none waits for them.
+func TestHibernateNoGoroutines(t *testing.T) {
+	p, addr, resp := hibernatingProxy(t, "ok\n", func(cfg *conf.Config) {
+		cfg.Frontends[0].TimeoutHTTPRequest = time.Minute // a slow machine must not end the test's connections
+	})
+	// The upstream's connection (and its goroutine) and the pool's are
+	// made by a first request, closed before the count starts.
+	first, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exchangeRaw(t, first, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", resp)
+	waitHibernating(t, p, 1)
+	first.Close()
+	waitHibernating(t, p, 0)
+	var g0 int
+	waitFor(t, 10*time.Second, "the first connection's worker to end", func() bool {
+		g0 = runtime.NumGoroutine()
+		without, with := parkedWithoutBuffers(p)
+		return without == 0 && with == 0
+	})
+	const n = 200
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		exchangeRaw(t, c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", resp)
+		conns[i] = c
+	}
+	waitHibernating(t, p, n)
+	// The workers of the last connections end just after they hibernated.
+	waitFor(t, 10*time.Second, "as many goroutines as before the connections opened", func() bool {
+		return runtime.NumGoroutine() <= g0
+	})
+	if got := p.Frontends[0].Counters.Scur.Load(); got != n {
+		t.Errorf("scur %d, want %d", got, n)
+	}
+	for _, c := range conns {
+		exchangeRaw(t, c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", resp)
+	}
+	waitHibernating(t, p, n)
+}
+
+// The keep-alive timeout (timeout_http_request) closes a hibernating
+// connection, silently, not before the timeout has passed since the
+// connection was last armed (netio.Deadlines: at the earliest when it
+// opened), and it is counted out.
+func TestHibernateKeepAliveTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	p, addr, resp := hibernatingProxy(t, "ok\n", func(cfg *conf.Config) {
+		cfg.Frontends[0].TimeoutHTTPRequest = timeout
+	})
+	dialed := time.Now()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	exchangeRaw(t, c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", resp)
+	waitFor(t, 10*time.Second, "the connection to hibernate or close", func() bool {
+		return p.group.Hibernating() == 1 || p.Frontends[0].Counters.Scur.Load() == 0
+	})
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := c.Read(make([]byte, 64))
+	closed := time.Now()
+	if n != 0 || err != io.EOF {
+		t.Fatalf("read %d bytes, %v; want the end of the stream", n, err)
+	}
+	if closed.Before(dialed.Add(timeout)) {
+		t.Fatalf("closed %v after the dial, before the %v timeout", closed.Sub(dialed), timeout)
+	}
+	waitFor(t, 10*time.Second, "the connection to be counted out", func() bool {
+		return p.Frontends[0].Counters.Scur.Load() == 0 && p.group.Hibernating() == 0
+	})
+}
+
+// A stop closes hibernating connections (their clients read the end) and
+// returns; a reload moves one to the new proxy, which serves its next
+// request, and closes one whose bind the new configuration dropped.
+func TestHibernateStopAndReload(t *testing.T) {
+	t.Run("stop", func(t *testing.T) {
+		p, addr, resp := hibernatingProxy(t, "ok\n", nil)
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		exchangeRaw(t, c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", resp)
+		waitHibernating(t, p, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := p.Shutdown(ctx); err != nil {
+			t.Fatalf("Shutdown: %v (the hibernating connection held it)", err)
+		}
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if n, err := c.Read(make([]byte, 64)); n != 0 || err != io.EOF {
+			t.Fatalf("read %d bytes, %v after the stop; want the end of the stream", n, err)
+		}
+		if n := p.Frontends[0].Counters.Scur.Load(); n != 0 {
+			t.Errorf("scur %d after the stop, want 0", n)
+		}
+	})
+
+	t.Run("reload", func(t *testing.T) {
+		p, addr, resp := hibernatingProxy(t, "old\n", nil)
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		exchangeRaw(t, c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", resp)
+		waitHibernating(t, p, 1)
+		g := p.group
+		up2, resp2 := fixedUpstream(t, "new\n")
+		p2 := reloadTo(t, p, keepBind(epollConfig(t, conf.ModeHTTP, []string{up2}), p))
+		t.Cleanup(func() { p2.Shutdown(contextBackground()) })
+		if err := p2.Retire(contextBackground(), p); err != nil {
+			t.Fatalf("Retire: %v", err)
+		}
+		if n := g.Hibernating(); n != 1 {
+			t.Fatalf("hibernating %d after the hand-over, want 1 (moved, still asleep)", n)
+		}
+		if n := p2.Frontends[0].Counters.Scur.Load(); n != 1 {
+			t.Errorf("the new proxy's scur %d, want 1 (the moved connection)", n)
+		}
+		exchangeRaw(t, c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", resp2)
+	})
+
+	t.Run("reload without the bind", func(t *testing.T) {
+		p, addr, resp := hibernatingProxy(t, "old\n", nil)
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		exchangeRaw(t, c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", resp)
+		waitHibernating(t, p, 1)
+		g := p.group
+		up2, _ := fixedUpstream(t, "new\n")
+		p2 := reloadTo(t, p, epollConfig(t, conf.ModeHTTP, []string{up2}))
+		t.Cleanup(func() { p2.Shutdown(contextBackground()) })
+		if err := p2.Retire(contextBackground(), p); err != nil {
+			t.Fatalf("Retire: %v", err)
+		}
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if n, err := c.Read(make([]byte, 64)); n != 0 || err != io.EOF {
+			t.Fatalf("read %d bytes, %v after the reload; want the end of the stream", n, err)
+		}
+		if n := g.Hibernating(); n != 0 {
+			t.Errorf("hibernating %d, want 0", n)
+		}
+	})
+}

@@ -1,0 +1,152 @@
+package epoll
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// registered returns an accepted connection that has read the peer's
+// first bytes and is in the epoll instance (as after a wait), its socket
+// empty.
+func registered(t *testing.T, g *Group) (*Conn, net.Conn) {
+	t.Helper()
+	c, peer := accepted(t, g)
+	if _, err := peer.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustRead(t, c, make([]byte, 8)); got != "x" {
+		t.Fatalf("read %q, want x", got)
+	}
+	if err := c.arm(regIn); err != nil { // as the first wait does
+		t.Fatal(err)
+	}
+	return c, peer
+}
+
+// hibernated hibernates a registered connection; the returned channel
+// receives once when resume runs.
+func hibernated(t *testing.T, g *Group) (*Conn, net.Conn, chan struct{}) {
+	t.Helper()
+	c, peer := registered(t, g)
+	resumed := make(chan struct{}, 2)
+	c.Hibernate(func() { resumed <- struct{}{} })
+	return c, peer, resumed
+}
+
+// resumedOnce waits (up to 10 s) for resume, then checks that it ran once
+// and that the group's count is back to 0.
+func resumedOnce(t *testing.T, g *Group, resumed chan struct{}) {
+	t.Helper()
+	select {
+	case <-resumed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("resume was not called")
+	}
+	if n := g.Hibernating(); n != 0 {
+		t.Fatalf("hibernating: %d after resume, want 0", n)
+	}
+	select {
+	case <-resumed:
+		t.Fatal("resume was called twice")
+	default:
+	}
+}
+
+// A hibernating connection costs no goroutine: it is resumed by what
+// would have woken a read (bytes, the peer's close, the read deadline,
+// Close), once, and the read that follows sees what woke it.
+func TestHibernate(t *testing.T) {
+	g := newGroup(t, 1)
+
+	t.Run("bytes", func(t *testing.T) {
+		c, peer, resumed := hibernated(t, g)
+		if n := g.Hibernating(); n != 1 {
+			t.Fatalf("hibernating: %d, want 1", n)
+		}
+		select {
+		case <-resumed:
+			t.Fatal("resumed with nothing to read")
+		default:
+		}
+		peer.Write([]byte("next"))
+		resumedOnce(t, g, resumed)
+		if got := mustRead(t, c, make([]byte, 8)); got != "next" {
+			t.Fatalf("read %q after resume, want next", got)
+		}
+	})
+
+	t.Run("peer close", func(t *testing.T) {
+		c, peer, resumed := hibernated(t, g)
+		peer.Close()
+		resumedOnce(t, g, resumed)
+		if _, err := c.Read(make([]byte, 8)); err != io.EOF {
+			t.Fatalf("read after resume: %v, want EOF", err)
+		}
+	})
+
+	t.Run("deadline", func(t *testing.T) {
+		c, _, resumed := hibernated(t, g)
+		c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		// The deadline is set before hibernating in the proxy; here after:
+		// its timer resumes the connection either way.
+		resumedOnce(t, g, resumed)
+		if _, err := c.Read(make([]byte, 8)); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("read after resume: %v, want a deadline error", err)
+		}
+	})
+
+	t.Run("deadline armed before", func(t *testing.T) {
+		c, _ := registered(t, g)
+		dl := time.Now().Add(50 * time.Millisecond)
+		c.SetReadDeadline(dl)
+		resumed := make(chan struct{}, 2)
+		c.Hibernate(func() { resumed <- struct{}{} })
+		resumedOnce(t, g, resumed)
+		if now := time.Now(); now.Before(dl) {
+			t.Fatalf("resumed %v before the deadline", dl.Sub(now))
+		}
+	})
+
+	t.Run("close", func(t *testing.T) {
+		c, _, resumed := hibernated(t, g)
+		c.Close()
+		resumedOnce(t, g, resumed)
+		if _, err := c.Read(make([]byte, 8)); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("read after resume: %v, want net.ErrClosed", err)
+		}
+	})
+
+	t.Run("already readable", func(t *testing.T) {
+		c, peer := registered(t, g)
+		peer.Write([]byte("y"))
+		waitFor(t, "the event", func() bool { return c.r.ready.Load() != 0 })
+		resumed := make(chan struct{}, 2)
+		c.Hibernate(func() { resumed <- struct{}{} })
+		resumedOnce(t, g, resumed)
+		if got := mustRead(t, c, make([]byte, 8)); got != "y" {
+			t.Fatalf("read %q after resume, want y", got)
+		}
+	})
+
+	t.Run("never waited", func(t *testing.T) {
+		// Not in the epoll instance yet: Hibernate registers it.
+		c, peer := accepted(t, g)
+		c.r.ready.Store(0) // as a socket found drained
+		resumed := make(chan struct{}, 2)
+		c.Hibernate(func() { resumed <- struct{}{} })
+		select {
+		case <-resumed:
+			t.Fatal("resumed with nothing to read")
+		default:
+		}
+		peer.Write([]byte("z"))
+		resumedOnce(t, g, resumed)
+		if got := mustRead(t, c, make([]byte, 8)); got != "z" {
+			t.Fatalf("read %q after resume, want z", got)
+		}
+	})
+}
