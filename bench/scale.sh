@@ -30,7 +30,8 @@
 # Knobs (defaults): COUNTS="1000 5000 9000 10000 50000" WS=4000 STORM_C=64
 #   STORM_DUR=5 ACTIVE="1000 5000 10000" DUR=10 WARM=1 WRK_TIMEOUT=10 SETTLE=5 SRCS=4
 #   TESTS="idle ws storm active" ONLY="haproxy fulcrum" FULCRUM=./bin/fulcrum
-#   FUL_GOMAXPROCS=2 HAP_NBTHREAD=2 UP_BASE=24901 WS_PORT=24910
+#   FUL_GOMAXPROCS=2 FUL_NETIO= (fulcrum's tune_netio, "go" or "epoll"; empty: the
+#   default) HAP_NBTHREAD=2 UP_BASE=24901 WS_PORT=24910
 #   FUL_HTTP=24080 FUL_WS=24081 HAP_HTTP=24180 HAP_WS=24181 WORKDIR=$(mktemp -d)
 # Needs: haproxy nginx wrk socat go (to build bench/scale).
 # Everything listens on 127.0.0.1; every process is stopped at exit; every
@@ -54,6 +55,7 @@ TESTS=${TESTS:-"idle ws storm active"}
 ONLY=${ONLY:-"haproxy fulcrum"}
 FULCRUM=${FULCRUM:-./bin/fulcrum}
 FUL_GOMAXPROCS=${FUL_GOMAXPROCS-2}
+FUL_NETIO=${FUL_NETIO:-}
 HAP_NBTHREAD=${HAP_NBTHREAD:-2}
 UP_BASE=${UP_BASE:-24901}
 WS_PORT=${WS_PORT:-24910}
@@ -176,6 +178,7 @@ cat > "$D/fulcrum.toml" <<EOF
 [global]
 log_level = "error"
 maxconn = $MAXCONN
+${FUL_NETIO:+tune_netio = \"$FUL_NETIO\"}
 [[global.stats_socket]]
 path = "$D/ful.sock"
 level = "admin"
@@ -365,7 +368,7 @@ done
 # ------------------------------------------------------------------ report
 {
   echo
-  echo "cost as the work grows: fulcrum ($BIN, GOMAXPROCS=${FUL_GOMAXPROCS:-default}) vs haproxy $(haproxy -v | awk 'NR==1{print $3}') (nbthread $HAP_NBTHREAD)"
+  echo "cost as the work grows: fulcrum ($BIN, GOMAXPROCS=${FUL_GOMAXPROCS:-default}${FUL_NETIO:+, tune_netio $FUL_NETIO}) vs haproxy $(haproxy -v | awk 'NR==1{print $3}') (nbthread $HAP_NBTHREAD)"
   echo "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), ulimit -n $FDS; $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo
   echo "memory: RSS growth over the proxy's RSS before the connections opened, per open connection"

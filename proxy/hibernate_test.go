@@ -13,6 +13,7 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
+	"github.com/rs/zerolog"
 )
 
 // Hibernation (httpconn.go): on the epoll layer, a keep-alive client
@@ -305,4 +306,58 @@ func TestHibernateStopAndReload(t *testing.T) {
 			t.Errorf("hibernating %d, want 0", n)
 		}
 	})
+}
+
+// The request that resumes a hibernated connection has its access log
+// line, whose idle time (Ti) runs from the end of the previous response,
+// not from the resumption.
+func TestHibernateAccessLog(t *testing.T) {
+	up, resp := fixedUpstream(t, "ok\n")
+	cfg := epollConfig(t, conf.ModeHTTP, []string{up})
+	buf := &syncBuffer{}
+	p, err := New(cfg, zerolog.New(buf).Level(zerolog.InfoLevel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Frontends[0].idleKeep = 0
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Shutdown(contextBackground()) })
+	if p.group == nil {
+		t.Skip("the epoll layer is not available here")
+	}
+	c, err := net.Dial("tcp", p.Frontends[0].Addrs()[0].String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	exchangeRaw(t, c, "GET /first HTTP/1.1\r\nHost: x\r\n\r\n", resp)
+	answered := time.Now()
+	waitHibernating(t, p, 1)
+	// Idle long enough that the time the proxy spends after the answer
+	// (its log line, Idle) cannot hide a Ti counted from the resumption.
+	const idle = 200 * time.Millisecond
+	waitFor(t, 10*time.Second, "the connection to be idle for "+idle.String(), func() bool {
+		return time.Since(answered) >= idle
+	})
+	exchangeRaw(t, c, "GET /second HTTP/1.1\r\nHost: x\r\n\r\n", resp)
+	var line map[string]any
+	waitFor(t, 10*time.Second, "the second request's log line", func() bool {
+		for _, l := range buf.lines() {
+			if l["request"] == "GET /second HTTP/1.1" {
+				line = l
+				return true
+			}
+		}
+		return false
+	})
+	for k, v := range map[string]any{"frontend": "www", "status": 200.0, "termination_state": "--"} {
+		if line[k] != v {
+			t.Errorf("%s: got %v, want %v (line %v)", k, line[k], v, line)
+		}
+	}
+	if ti := line["Ti"].(float64); ti < float64(idle.Milliseconds()/2) {
+		t.Errorf("Ti %v ms, want at least half the %v the connection was idle (line %v)", ti, idle, line)
+	}
 }
