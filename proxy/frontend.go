@@ -344,6 +344,7 @@ func (fe *Frontend) serve(cc *clientConn) (hibernated bool) {
 		}
 	}()
 	if e != nil && e.tls != nil {
+		// Unconditional: a TLS connection never hibernates (CanHibernate).
 		defer fe.p.ssl.Cur.Add(-1)
 		if !fe.handshake(cc, e) { // edge.go
 			return

@@ -3,6 +3,8 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"runtime"
@@ -360,4 +362,43 @@ func TestHibernateAccessLog(t *testing.T) {
 	if ti := line["Ti"].(float64); ti < float64(idle.Milliseconds()/2) {
 		t.Errorf("Ti %v ms, want at least half the %v the connection was idle (line %v)", ti, idle, line)
 	}
+}
+
+// A TLS connection of the epoll layer does not hibernate (crypto/tls
+// keeps its own state over the socket): past IdleKeep it waits without
+// its buffers on its goroutine, as on Go's layer, and is served after.
+func TestHibernateNotTLS(t *testing.T) {
+	t.Setenv(NetIOEnv, "")
+	e := newTLSEnv(t)
+	up, resp := fixedUpstream(t, "ok\n")
+	p := e.start(t, fmt.Sprintf(`
+[global]
+tune_netio = "epoll"
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0 ssl crt a.pem alpn http/1.1"]
+default_backend = "web"
+[[backend]]
+name = "web"
+[[backend.server]]
+name = "s1"
+address = "%s"
+`, up), nil)
+	if p.group == nil {
+		t.Skip("the epoll layer is not available here")
+	}
+	c, err := tls.Dial("tcp", p.Frontends[0].Addrs()[0].String(), e.clientTLS("a.test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	exchangeRaw(t, c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", resp)
+	waitFor(t, 10*time.Second, "the TLS session to wait without its buffers", func() bool {
+		without, with := parkedWithoutBuffers(p)
+		return without == 1 && with == 0
+	})
+	if n := p.group.Hibernating(); n != 0 {
+		t.Fatalf("hibernating: %d, want 0 (TLS)", n)
+	}
+	exchangeRaw(t, c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", resp)
 }
