@@ -24,7 +24,7 @@ func newGroup(t *testing.T, n int) *Group {
 }
 
 // accepted returns a Conn accepted by g and the net.Conn that dialled it.
-func accepted(t *testing.T, g *Group) (*Conn, net.Conn) {
+func accepted(t testing.TB, g *Group) (*Conn, net.Conn) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -171,7 +171,7 @@ func TestReadDeadline(t *testing.T) {
 	}
 }
 
-func mustRead(t *testing.T, c net.Conn, b []byte) string {
+func mustRead(t testing.TB, c net.Conn, b []byte) string {
 	t.Helper()
 	n, err := c.Read(b)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 // registered returns an accepted connection that has read the peer's
 // first bytes and is in the epoll instance (as after a wait), its socket
 // empty.
-func registered(t *testing.T, g *Group) (*Conn, net.Conn) {
+func registered(t testing.TB, g *Group) (*Conn, net.Conn) {
 	t.Helper()
 	c, peer := accepted(t, g)
 	if _, err := peer.Write([]byte("x")); err != nil {
@@ -149,4 +149,33 @@ func TestHibernate(t *testing.T) {
 			t.Fatalf("read %q after resume, want z", got)
 		}
 	})
+}
+
+// BenchmarkHibernate measures a hibernation and its end by the peer's
+// next bytes: Hibernate, the peer writes 8 bytes, the reaper calls resume,
+// which hands the connection back to this goroutine, and a Read takes the
+// bytes (what a keep-alive client idle past IdleKeep costs per request
+// beyond a busy one's, less the worker's start). One op is one cycle.
+func BenchmarkHibernate(b *testing.B) {
+	g, err := NewGroup(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Unref()
+	c, peer := registered(b, g)
+	resumed := make(chan struct{}, 1)
+	resume := func() { resumed <- struct{}{} }
+	msg := []byte("12345678")
+	buf := make([]byte, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Hibernate(resume)
+		if _, err := peer.Write(msg); err != nil {
+			b.Fatal(err)
+		}
+		<-resumed
+		if n, err := c.Read(buf); n != len(msg) || err != nil {
+			b.Fatalf("read %d, %v", n, err)
+		}
+	}
 }
