@@ -289,19 +289,20 @@ func TestGRPC(t *testing.T) {
 		// deadline it was given passes, racing the DeadlineExceeded status
 		// its handler returns (internal/transport/http2_server.go, "close
 		// the stream on reaching the deadline"); the deadline it got is a
-		// little earlier than the client's. A reset before any response
-		// head is a 502 from the proxy (SH), which the client then reads
-		// as Unavailable. Either outcome shows the deadline reached the
+		// little earlier than the client's. A server's reset before any
+		// response head reaches the client as REFUSED_STREAM (as HAProxy
+		// 2.6 relays it), which grpc-go retries transparently or reads as
+		// Unavailable. Either outcome shows the deadline reached the
 		// server; nothing else is right.
 		code := status.Code(err)
-		if code != codes.DeadlineExceeded && !(code == codes.Unavailable && strings.Contains(err.Error(), "502")) {
-			t.Errorf("got %v, want DeadlineExceeded (or the 502 of a server reset at the deadline)", err)
+		if code != codes.DeadlineExceeded && !(code == codes.Unavailable && strings.Contains(err.Error(), "REFUSED_STREAM")) {
+			t.Errorf("got %v, want DeadlineExceeded (or the REFUSED_STREAM of a server reset at the deadline)", err)
 		}
 		if !s1.sawDL.Load() {
 			t.Errorf("the server saw no deadline: grpc-timeout was not forwarded")
 		}
 	})
-	waitFor(t, 5*time.Second, "6 log lines", func() bool { return len(logLines(t, logs)) == 6 })
+	waitFor(t, 5*time.Second, "5 log lines", func() bool { return len(logLines(t, logs)) >= 5 })
 	lines := logLines(t, logs)
 	for i, want := range []struct{ grpc, flags string }{
 		{"0", "--"}, {"5", "--"}, {"0", "--"}, {"0", "--"}, {"0", "--"},
@@ -313,10 +314,13 @@ func TestGRPC(t *testing.T) {
 	// The deadline's stream ends one way or another: the server's own
 	// deadline answers DEADLINE_EXCEEDED (4), or the client's reset comes
 	// first (a client abort, CD), or grpc-go's server resets the stream
-	// (CANCEL) at its deadline before any head (SH).
-	last := lines[5]
-	if !(last["grpc_status"] == "4" || last["termination_state"] == "CD" || last["termination_state"] == "SH") {
-		t.Errorf("deadline log line: got %v, want grpc_status 4 or flags CD or SH", last)
+	// (CANCEL) at its deadline before any head: no line then, as HAProxy
+	// logs none for a stream it refuses (a transparent retry by the
+	// client may add a line of its own).
+	for _, last := range lines[5:] {
+		if !(last["grpc_status"] == "4" || last["termination_state"] == "CD") {
+			t.Errorf("deadline log line: got %v, want grpc_status 4 or flags CD", last)
+		}
 	}
 }
 

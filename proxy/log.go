@@ -283,7 +283,7 @@ func (x *Stream) closeLog(o stream.Outcome, tw int64) {
 	}
 	e := &x.lg
 	null := (x.tcp && x.bytesIn == 0) || o == stream.IdleTimeout
-	if !x.fe.logWanted() || (x.fe.log.dontLogNull && null) {
+	if !x.fe.logWanted() || (x.fe.log.dontLogNull && null) || o.Row().Silent {
 		return
 	}
 	e.pending, e.end, e.flags, e.tw = true, now, o.Row().Flags, tw

@@ -211,6 +211,16 @@ func IsProtocolError(err error) bool {
 	return strings.Contains(err.Error(), "PROTOCOL_ERROR")
 }
 
+// IsServerReset reports whether err is the server's RST_STREAM of the
+// stream (any code), as opposed to a reset the client side decided (a
+// malformed response) or the loss of the connection.
+func IsServerReset(err error) bool {
+	var se http2.StreamError
+	// x/net/http2 marks a reset received from the peer with its
+	// errFromPeer cause, whose text is stable.
+	return errors.As(err, &se) && se.Cause != nil && se.Cause.Error() == "received from peer"
+}
+
 // HopByHop reports whether a field named name (any case) is
 // connection-specific and must not cross into or out of an HTTP/2
 // message (RFC 9113 section 8.2.2). TE is hop-by-hop unless it is

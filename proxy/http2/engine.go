@@ -1026,6 +1026,9 @@ type respWriter struct {
 	sentHeader  bool
 	head        bool // a response to HEAD: no body
 	declared    []string
+	// rstCode is the code of the RST_STREAM an aborted response sends
+	// (0: INTERNAL_ERROR).
+	rstCode xh2.ErrCode
 }
 
 func (w *respWriter) Header() http.Header {
@@ -1118,7 +1121,11 @@ func (w *respWriter) finish(aborted bool) {
 		return
 	}
 	if aborted {
-		c.writeRST(es.id, xh2.ErrCodeInternal)
+		code := xh2.ErrCodeInternal
+		if w.rstCode != 0 {
+			code = w.rstCode
+		}
+		c.writeRST(es.id, code)
 		return
 	}
 	if !w.wroteHeader {

@@ -165,6 +165,21 @@ func (st *h2stream) fail(o stream.Outcome) {
 	st.x.End(o)
 }
 
+// refuse ends a stream the server reset before its response head: the
+// client's stream is reset with REFUSED_STREAM (nothing was processed
+// for it: the client may retry), without an error page or a log line,
+// as HAProxy 2.6 answers an HTTP/2 client (measured on loopback with a
+// server resetting with NO_ERROR, PROTOCOL_ERROR, INTERNAL_ERROR,
+// REFUSED_STREAM and CANCEL: REFUSED_STREAM each time). x/net/http2's
+// engine (EngineXNet) can only reset with INTERNAL_ERROR.
+func (st *h2stream) refuse() {
+	st.x.End(stream.ServerReset)
+	if rw, ok := st.w.(*respWriter); ok {
+		rw.rstCode = xh2.ErrCodeRefusedStream
+	}
+	panic(http.ErrAbortHandler)
+}
+
 // local answers with the frontend's own handler (stats page, /metrics),
 // buffered whole as the HTTP/1 engine does.
 func (st *h2stream) local(h http.Handler) {
@@ -639,6 +654,8 @@ func (st *h2stream) toH2(cc *xh2.ClientConn) {
 			st.fail(stream.ClientAbortUpload)
 		case call.TimedOut():
 			st.fail(stream.ServerTimeoutHead)
+		case h2mux.IsServerReset(err):
+			st.refuse()
 		case h2mux.IsProtocolError(err):
 			st.fail(stream.ServerProtocolError)
 		default:

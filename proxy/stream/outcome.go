@@ -86,6 +86,11 @@ const (
 	// ServerProtocolError: an HTTP/2 server reset the stream or the
 	// connection with PROTOCOL_ERROR before its response head.
 	ServerProtocolError
+	// ServerReset: an HTTP/2 server reset the stream (RST_STREAM, any
+	// code) before its response head, for an HTTP/2 client: the client's
+	// stream is reset with REFUSED_STREAM (it may retry), no error page,
+	// no log line, as HAProxy 2.6 does.
+	ServerReset
 
 	numOutcomes
 )
@@ -137,6 +142,9 @@ type Row struct {
 	// Timed says the stream ran its course: its total time goes into the
 	// backend's and server's ttime average.
 	Timed bool
+	// Silent says no access-log line is written (HAProxy's logwait 0, as
+	// for a request it aborts so that the client retries it).
+	Silent bool
 }
 
 // Outcomes is the table of outcomes, indexed by Outcome.
@@ -177,6 +185,7 @@ var Outcomes = [numOutcomes]Row{
 	TCPServerTimeout:    {Name: "tcp server timeout", Flags: "sD", Counts: BeSrvAbrt | SrvSrvAbrt, Timed: true},
 	ClientReset:         {Name: "client reset (h2)", Flags: "CD", Counts: FeCliAbrt | BeCliAbrt | SrvCliAbrt},
 	ServerProtocolError: {Name: "server protocol error (h2)", Status: 502, Flags: "PH", Counts: BeEresp | SrvEresp, Observe: 502},
+	ServerReset:         {Name: "server reset (h2)", Flags: "SH", Counts: BeEresp | SrvEresp | BeSrvAbrt | SrvSrvAbrt, Observe: 502, Silent: true},
 }
 
 // Row returns o's row.
