@@ -56,5 +56,12 @@ func (p *Proxy) CurrConns() int {
 
 // CloseIdle closes s's idle pooled connections. The Runtime API calls it
 // when s enters maintenance: a server taken down for a deploy would leave
-// them dead in the pool.
-func (s *Server) CloseIdle() { s.up.Pool.CloseAll() }
+// them dead in the pool. Its HTTP/2 connections leave the pool too: those
+// without a stream close at once, the others are sent GOAWAY and close
+// when their streams end (none is cut).
+func (s *Server) CloseIdle() {
+	s.up.Pool.CloseAll()
+	if s.up.H2 != nil {
+		s.up.H2.CloseIdle()
+	}
+}

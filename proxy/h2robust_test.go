@@ -1,7 +1,11 @@
 package proxy
 
 import (
+	"io"
+	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,4 +65,109 @@ func TestH2ServerResetRefused(t *testing.T) {
 	if len(lines) != 1 || lines[0]["request"] != "GET /h1 HTTP/1.1" || lines[0]["termination_state"] != "SH" {
 		t.Errorf("log lines: got %v, want only GET /h1's, flags SH", lines)
 	}
+}
+
+// countedH2Server is an HTTP/2 (h2c, prior knowledge) server announcing
+// maxStreams concurrent streams, counting the connections it accepted and
+// those that ended.
+type countedH2Server struct {
+	addr           string
+	opened, closed atomic.Int64
+}
+
+func startCountedH2(t *testing.T, maxStreams uint32, h http.Handler) *countedH2Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &countedH2Server{addr: ln.Addr().String()}
+	h2s := &http2.Server{MaxConcurrentStreams: maxStreams}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.opened.Add(1)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				h2s.ServeConn(c, &http2.ServeConnOpts{Handler: h})
+				c.Close()
+				s.closed.Add(1)
+			}()
+		}
+	}()
+	// Registered before the proxy's: runs after its stop closed its
+	// connections.
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	return s
+}
+
+// TestH2CloseIdleDrains: a server entering maintenance (Server.CloseIdle)
+// has its idle HTTP/2 connection closed at once, while the one carrying a
+// request in flight is sent GOAWAY: that request ends whole, then the
+// connection closes, long before pool_purge_delay; a later request opens
+// a new connection.
+func TestH2CloseIdleDrains(t *testing.T) {
+	release := make(chan struct{})
+	srv := startCountedH2(t, 1, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			io.WriteString(w, "x")
+			w.(http.Flusher).Flush()
+			<-release
+			io.WriteString(w, "done")
+			return
+		}
+		io.WriteString(w, "quick")
+	}))
+	cfg := h2Config([]string{srv.addr}, "h2")
+	cfg.Backends[0].HTTPReuse = "always"
+	cfg.Backends[0].Servers[0].PoolPurgeDelay = time.Minute
+	p, addr := startProxy(t, cfg)
+	tr := h2cTransport()
+	defer tr.CloseIdleConnections()
+	resp, err := tr.RoundTrip(mustReq(t, "http://"+addr+"/hold"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var first [1]byte
+	if _, err := io.ReadFull(resp.Body, first[:]); err != nil {
+		t.Fatal(err)
+	}
+	// The first connection's SETTINGS (one stream) came before the head
+	// relayed: the next request dials a second connection, idle after.
+	get := func(path string) {
+		t.Helper()
+		r, err := tr.RoundTrip(mustReq(t, "http://"+addr+path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != 200 || string(b) != "quick" {
+			t.Fatalf("GET %s: got %d %q", path, r.StatusCode, b)
+		}
+	}
+	get("/quick")
+	if n := srv.opened.Load(); n != 2 {
+		t.Fatalf("server connections: got %d, want 2", n)
+	}
+	p.Backends[0].Servers()[0].CloseIdle()
+	waitFor(t, 5*time.Second, "the idle connection closed", func() bool { return srv.closed.Load() == 1 })
+	get("/after")
+	if n := srv.opened.Load(); n != 3 {
+		t.Errorf("server connections after CloseIdle: got %d, want 3 (the busy one takes no new stream)", n)
+	}
+	close(release)
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil || string(first[:])+string(rest) != "xdone" {
+		t.Errorf("the request in flight: got %q, %v; want \"xdone\" whole", string(first[:])+string(rest), err)
+	}
+	waitFor(t, 5*time.Second, "the drained connection closed", func() bool { return srv.closed.Load() == 2 })
 }

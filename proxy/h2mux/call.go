@@ -28,16 +28,18 @@ type Call struct {
 	resp     *http.Response
 	received int64       // response body bytes read
 	body     *clientBody // the request body (BodyReader), nil without
-	cs       *Counters   // where the stream is counted (Counted), nil: nowhere
+	cs       *Counters   // where the stream is counted (Pooled), nil: nowhere
+	pool     *Pool       // the pool of the connection (Pooled), nil: none
 	open     bool        // the stream is counted open in cs
 }
 
-// Counted makes the call count its stream in cs, the backend's h2
-// counters (h2_backend_open_streams while it lasts, and
+// Pooled makes the call count its stream in p's counters, the backend's
+// h2 counters (h2_backend_open_streams while it lasts, and
 // h2_backend_total_streams), as HAProxy 2.6 counts every stream of a
-// server connection. It returns c.
-func (c *Call) Counted(cs *Counters) *Call {
-	c.cs = cs
+// server connection, and tell p once its stream started (a connection p
+// drains sends its GOAWAY then). It returns c.
+func (c *Call) Pooled(p *Pool) *Call {
+	c.cs, c.pool = p.c, p
 	return c
 }
 
@@ -89,6 +91,9 @@ func (c *Call) RoundTrip(cc *http2.ClientConn, req *http.Request) (*http.Respons
 		c.open = true
 	}
 	resp, err := cc.RoundTrip(req.WithContext(c.ctx))
+	if c.pool != nil {
+		c.pool.Drain() // the reservation is used
+	}
 	if err != nil {
 		c.endStream()
 		return nil, err

@@ -1,8 +1,10 @@
 package h2mux
 
 import (
+	"context"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -23,6 +25,20 @@ type Pool struct {
 	conns []pooled
 	tr    *http2.Transport
 	c     *Counters // the backend's
+
+	// draining are the connections CloseIdle took out of the pool while
+	// streams were in flight on them (under mu); ndrain counts those that
+	// still wait for their reserved streams to start before their GOAWAY
+	// (read without mu on the request path).
+	draining []draining
+	ndrain   atomic.Int32
+}
+
+// draining is a connection leaving the pool: GOAWAY is sent (goaway) once
+// no stream is reserved on it, and it closes when its streams end.
+type draining struct {
+	cc     *http2.ClientConn
+	goaway bool
 }
 
 // pooled is a connection of a Pool and the key it was made with.
@@ -133,7 +149,6 @@ func (p *Pool) Streams() int {
 // the idle timeout). The core calls it with the HTTP/1 pools' sweep.
 func (p *Pool) Sweep() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for i := 0; i < len(p.conns); {
 		if p.conns[i].cc.State().Closed {
 			p.conns = append(p.conns[:i], p.conns[i+1:]...)
@@ -141,17 +156,91 @@ func (p *Pool) Sweep() {
 		}
 		i++
 	}
+	p.mu.Unlock()
+	p.drain()
 }
 
-// CloseAll closes every connection (at stop, at an address change, when
-// the server enters maintenance): streams in flight on them fail.
+// CloseAll closes every connection (at stop, at an address change),
+// those CloseIdle is draining included: streams in flight on them fail.
 func (p *Pool) CloseAll() {
 	p.mu.Lock()
-	conns := p.conns
-	p.conns = nil
+	conns, drained := p.conns, p.draining
+	p.conns, p.draining = nil, nil
+	p.ndrain.Store(0)
 	p.mu.Unlock()
 	for _, e := range conns {
 		e.cc.Close()
+	}
+	for _, d := range drained {
+		d.cc.Close()
+	}
+}
+
+// CloseIdle empties the pool without cutting a request (the server
+// enters maintenance): the connections without a stream close at once;
+// the others take no new stream and are sent GOAWAY(NO_ERROR), closing
+// when their last stream ends. A connection holding a stream reserved
+// but not yet sent gets its GOAWAY once the stream has started (Drain),
+// as x/net/http2 would refuse the stream on a connection that sent one.
+func (p *Pool) CloseIdle() {
+	p.mu.Lock()
+	var idle []*http2.ClientConn
+	for _, e := range p.conns {
+		st := e.cc.State()
+		switch {
+		case st.Closed:
+		case st.StreamsActive+st.StreamsReserved+st.StreamsPending == 0:
+			idle = append(idle, e.cc)
+		default:
+			p.draining = append(p.draining, draining{cc: e.cc})
+			p.ndrain.Add(1)
+		}
+	}
+	clear(p.conns)
+	p.conns = p.conns[:0]
+	p.mu.Unlock()
+	for _, cc := range idle {
+		cc.Close()
+	}
+	p.Drain()
+}
+
+// Drain sends GOAWAY on the connections CloseIdle is draining that no
+// longer hold a reserved stream. A call calls it once its stream
+// started: a load of a counter when no GOAWAY waits.
+func (p *Pool) Drain() {
+	if p.ndrain.Load() > 0 {
+		p.drain()
+	}
+}
+
+// drain is Drain, forgetting the draining connections that closed.
+func (p *Pool) drain() {
+	p.mu.Lock()
+	var ready []*http2.ClientConn
+	kept := p.draining[:0]
+	for _, d := range p.draining {
+		st := d.cc.State()
+		if st.Closed {
+			if !d.goaway {
+				p.ndrain.Add(-1)
+			}
+			continue
+		}
+		if !d.goaway && st.StreamsReserved == 0 {
+			d.goaway = true
+			p.ndrain.Add(-1)
+			ready = append(ready, d.cc)
+		}
+		kept = append(kept, d)
+	}
+	clear(p.draining[len(kept):])
+	p.draining = kept
+	p.mu.Unlock()
+	for _, cc := range ready {
+		// Shutdown sends the GOAWAY, then waits for the streams to end
+		// and closes the connection (CloseAll cuts the wait).
+		go cc.Shutdown(context.Background())
 	}
 }
 

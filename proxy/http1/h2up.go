@@ -70,7 +70,7 @@ func (s *session) forwardH2(c net.Conn) bool {
 			return s.fail(stream.SendFailed)
 		}
 	}
-	call := h2mux.NewCall(context.Background(), up.TimeoutServer).Counted(up.H2.Counters())
+	call := h2mux.NewCall(context.Background(), up.TimeoutServer).Pooled(up.H2)
 	defer call.Close()
 	x.Connected(CallConn(call), reused)
 	defer x.Unbind()

@@ -616,7 +616,7 @@ func (st *h2stream) toH2(cc *xh2.ClientConn) {
 			}
 		}
 	}
-	call := h2mux.NewCall(r.Context(), up.TimeoutServer).Counted(up.H2.Counters())
+	call := h2mux.NewCall(r.Context(), up.TimeoutServer).Pooled(up.H2)
 	defer call.Close()
 	x.Connected(http1.CallConn(call), reused)
 	defer x.Unbind()
