@@ -185,7 +185,7 @@ var Outcomes = [numOutcomes]Row{
 	TCPServerTimeout:    {Name: "tcp server timeout", Flags: "sD", Counts: BeSrvAbrt | SrvSrvAbrt, Timed: true},
 	ClientReset:         {Name: "client reset (h2)", Flags: "CD", Counts: FeCliAbrt | BeCliAbrt | SrvCliAbrt},
 	ServerProtocolError: {Name: "server protocol error (h2)", Status: 502, Flags: "PH", Counts: BeEresp | SrvEresp, Observe: 502},
-	ServerReset:         {Name: "server reset (h2)", Flags: "SH", Counts: BeEresp | SrvEresp | BeSrvAbrt | SrvSrvAbrt, Observe: 502, Silent: true},
+	ServerReset:         {Name: "server reset (h2)", Flags: "SH", Counts: BeEresp | SrvEresp | BeSrvAbrt | SrvSrvAbrt, Silent: true},
 }
 
 // Row returns o's row.
