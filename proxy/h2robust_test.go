@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
 )
@@ -170,4 +171,69 @@ func TestH2CloseIdleDrains(t *testing.T) {
 		t.Errorf("the request in flight: got %q, %v; want \"xdone\" whole", string(first[:])+string(rest), err)
 	}
 	waitFor(t, 5*time.Second, "the drained connection closed", func() bool { return srv.closed.Load() == 2 })
+}
+
+// TestH2WriteTimeout: an HTTP/2 client that stops reading while its
+// stream has data to send is cut after timeout_client, as HAProxy applies
+// timeout client to a connection whose output is blocked: the stream is
+// logged as a client timeout (cD, as the HTTP/1 engine logs a client that
+// stops reading) and its server side is freed. Two ways to stop: leave
+// the flow-control window exhausted (the proxy's writes wait for credit;
+// the connection then ends with GOAWAY(NO_ERROR)), or open the windows
+// wide and not read the socket (the proxy's writes block).
+func TestH2WriteTimeout(t *testing.T) {
+	for _, blocked := range []bool{false, true} {
+		t.Run(map[bool]string{false: "window", true: "socket"}[blocked], func(t *testing.T) {
+			freed := make(chan struct{}, 1)
+			chunk := make([]byte, 32<<10)
+			up := newUpstream(t, "s1")
+			up.handler = func(w http.ResponseWriter, r *http.Request) {
+				defer func() { freed <- struct{}{} }()
+				for range 2048 { // 64 MiB at most
+					if _, err := w.Write(chunk); err != nil {
+						return
+					}
+				}
+			}
+			cfg := h2Config([]string{up.addr()}, "")
+			cfg.Frontends[0].TimeoutClient = 400 * time.Millisecond
+			p, addr, logs := startLogged(t, cfg)
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if blocked {
+				c.(*net.TCPConn).SetReadBuffer(4 << 10)
+			}
+			f := &framer{c: c, fr: http2.NewFramer(c, c)}
+			f.enc = hpack.NewEncoder(&f.buf)
+			c.SetDeadline(time.Now().Add(20 * time.Second))
+			io.WriteString(c, http2.ClientPreface)
+			if blocked {
+				f.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1})
+				f.fr.WriteWindowUpdate(0, 1<<31-1-65535)
+			} else {
+				f.fr.WriteSettings()
+			}
+			f.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: f.headers("/big"), EndStream: true, EndHeaders: true})
+			// The client reads nothing from now on.
+			select {
+			case <-freed:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the server side was not freed after the client stopped reading")
+			}
+			waitFor(t, 5*time.Second, "the stream's log line", func() bool { return len(logLines(t, logs)) == 1 })
+			if l := logLines(t, logs)[0]; l["termination_state"] != "cD" || l["request"] != "GET /big HTTP/2.0" {
+				t.Errorf("log line: got %v, want GET /big with flags cD", l)
+			}
+			waitFor(t, 5*time.Second, "the client connection closed", func() bool { return p.Frontends[0].H2.OpenConns.Load() == 0 })
+			if !blocked {
+				// What was written before the stall, then GOAWAY(NO_ERROR).
+				if code := f.goAway(t); code != http2.ErrCodeNo {
+					t.Errorf("GOAWAY code: got %v, want NO_ERROR", code)
+				}
+			}
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"testing"
+	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -174,6 +175,20 @@ func BenchmarkStreamFramer(b *testing.B) {
 // phases of a local answer).
 func BenchmarkStreamOwn(b *testing.B) {
 	e := startEngine(b, 0, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	bc := newBenchClient(b, e.addr)
+	defer bc.c.Close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		bc.stream(b)
+	}
+}
+
+// BenchmarkStreamOwnTimeout is BenchmarkStreamOwn with a client timeout
+// (10 s), as most frontends have: the engine's writes re-arm the write
+// timeout.
+func BenchmarkStreamOwnTimeout(b *testing.B) {
+	e := startEngine(b, 0, 10*time.Second, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 	bc := newBenchClient(b, e.addr)
 	defer bc.c.Close()
 	b.ReportAllocs()

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/h2mux"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 )
 
 // The own engine: the server side of an HTTP/2 client connection as one
@@ -45,6 +46,15 @@ import (
 // under mu and writes under wmu, never holding both. The receive windows
 // are given back with WINDOW_UPDATE as the stream reads its body: half a
 // window at a time.
+//
+// Write timeout: a client that stops reading while its streams have data
+// to send is cut after timeout_client without progress, as HAProxy
+// applies timeout client to a connection whose output is blocked. Each
+// write to the socket re-arms the write deadline (timedWriter), so a write
+// that stays blocked fails; a writer waiting for send credit that no
+// WINDOW_UPDATE brings is watched by one timer per connection (stall),
+// which wakes the reader to end the connection with GOAWAY(NO_ERROR). The
+// streams it ends with a response under way are client timeouts (cD).
 //
 // Lock order: mu, then a stream's bmu; wmu is never taken with mu held.
 
@@ -77,6 +87,16 @@ var (
 	errBadLength   = errors.New("http2: request body length differs from content-length")
 )
 
+// writeTimeout is what the streams of a connection cut by its write
+// timeout see: a net.Error whose Timeout is true.
+type writeTimeout struct{}
+
+func (writeTimeout) Error() string   { return "http2: client write timeout" }
+func (writeTimeout) Timeout() bool   { return true }
+func (writeTimeout) Temporary() bool { return false }
+
+var errWriteTimeout error = writeTimeout{}
+
 // connError is a connection error found by the reader: GOAWAY with code.
 type connError xh2.ErrCode
 
@@ -90,6 +110,7 @@ type econn struct {
 	br  *bufio.Reader // under the guard: raw's bytes
 	rfr *xh2.Framer   // reads, through the guard
 	adv int           // SETTINGS_MAX_CONCURRENT_STREAMS announced
+	wto time.Duration // the write timeout (timeout_client; 0: none)
 
 	// The write side, under wmu.
 	wmu         sync.Mutex
@@ -103,6 +124,9 @@ type econn struct {
 	flushWanted bool
 	goawaySent  bool
 	werr        error
+	wdl         netio.Deadlines // the write deadline armed (timedWriter)
+	// lingering: the connection ends, its write deadline is fixed.
+	lingering atomic.Bool
 
 	// The connection's state, under mu.
 	mu         sync.Mutex
@@ -117,6 +141,12 @@ type econn struct {
 	goingAway  bool   // a graceful GOAWAY was decided
 	closed     bool   // the connection is ending: streams see a client gone
 	armed      bool   // a read deadline is set (idle, or the reader woken)
+	// The stall of the writers waiting for send credit: how many wait,
+	// since when no credit came, and the timer that checks them.
+	waiters    int
+	stallFrom  time.Time
+	stallTimer *time.Timer
+	stallArmed bool
 
 	wg sync.WaitGroup // the streams' goroutines
 }
@@ -165,6 +195,7 @@ func serveOwn(cl Client, srv *Server, raw net.Conn, br *bufio.Reader, g *h2mux.G
 		raw:       raw,
 		br:        br,
 		adv:       adv,
+		wto:       srv.idle,
 		wMaxFrame: 16384,
 		streams:   map[uint32]*estream{},
 		sendWin:   65535,
@@ -173,7 +204,7 @@ func serveOwn(cl Client, srv *Server, raw net.Conn, br *bufio.Reader, g *h2mux.G
 		recvWin:   connWindow,
 	}
 	c.cond.L = &c.mu
-	c.bw = bufio.NewWriterSize(g, writeBufSize)
+	c.bw = bufio.NewWriterSize(timedWriter{c}, writeBufSize)
 	c.wfr = xh2.NewFramer(c.bw, nil)
 	c.enc = hpack.NewEncoder(&c.hbuf)
 	c.rfr = xh2.NewFramer(nil, frameReader{c})
@@ -217,6 +248,70 @@ func (r frameReader) Read(p []byte) (int, error) {
 		c.unlockW(flushIfWanted)
 	}
 	return r.c.g.Read(p)
+}
+
+// timedWriter is the connection as its buffered writer writes to it:
+// every write re-arms the write timeout (netio.Deadlines: a timer update
+// once an eighth of it went by), so a write fails once the client read
+// nothing for about wto.
+type timedWriter struct{ c *econn }
+
+func (w timedWriter) Write(p []byte) (int, error) {
+	c := w.c
+	if c.wto > 0 && !c.lingering.Load() {
+		c.wdl.ArmWrite(c.raw, time.Now(), c.wto)
+	}
+	n, err := c.g.Write(p)
+	if err != nil && netio.IsTimeout(err) && !c.lingering.Load() {
+		c.wtimeout.Store(true)
+	}
+	return n, err
+}
+
+// stallWait counts a writer about to wait for send credit (mu held) and
+// arms the stall timer.
+func (c *econn) stallWait() {
+	if c.wto <= 0 {
+		return
+	}
+	c.waiters++
+	if c.waiters == 1 {
+		c.stallFrom = time.Now()
+	}
+	if !c.stallArmed {
+		c.stallArmed = true
+		if c.stallTimer == nil {
+			c.stallTimer = time.AfterFunc(c.wto, c.stallCheck)
+		} else {
+			c.stallTimer.Reset(c.wto)
+		}
+	}
+}
+
+// stallDone uncounts a writer that waited for send credit (mu held).
+func (c *econn) stallDone() {
+	if c.wto > 0 {
+		c.waiters--
+	}
+}
+
+// stallCheck is the stall timer: writers waiting for credit that none
+// came for wto end the connection (the reader, woken, ends it).
+func (c *econn) stallCheck() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.waiters == 0 {
+		c.stallArmed = false
+		return
+	}
+	if left := c.wto - time.Since(c.stallFrom); left > 0 {
+		c.stallTimer.Reset(left)
+		return
+	}
+	c.stallArmed = false
+	c.wtimeout.Store(true)
+	c.raw.SetReadDeadline(time.Now())
+	c.armed = true
 }
 
 // serve reads the preface and then frames until the connection ends; it
@@ -278,6 +373,8 @@ func (c *econn) readError(err error) error {
 		return connError(ce)
 	case errors.Is(err, xh2.ErrFrameTooLarge):
 		return connError(xh2.ErrCodeFrameSize)
+	case c.wtimeout.Load():
+		return errWriteTimeout
 	}
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		c.mu.Lock()
@@ -398,7 +495,7 @@ func (c *econn) headers(f *xh2.MetaHeadersFrame) error {
 	}
 	// A GOAWAY sent meanwhile named this stream as the last: it is served.
 	c.streams[id] = es
-	if c.armed {
+	if c.armed && !c.wtimeout.Load() {
 		c.raw.SetReadDeadline(time.Time{})
 		c.armed = false
 	}
@@ -609,7 +706,7 @@ func (c *econn) remove(es *estream) {
 		return
 	}
 	switch {
-	case c.goingAway:
+	case c.goingAway || c.wtimeout.Load():
 		c.raw.SetReadDeadline(time.Now())
 		c.armed = true
 	case c.srv.idle > 0:
@@ -836,6 +933,7 @@ func (c *econn) windowUpdate(f *xh2.WindowUpdateFrame) error {
 			return connError(xh2.ErrCodeFlowControl)
 		}
 		c.sendWin += inc
+		c.credited()
 		c.cond.Broadcast()
 		return nil
 	}
@@ -851,8 +949,17 @@ func (c *econn) windowUpdate(f *xh2.WindowUpdateFrame) error {
 		return nil
 	}
 	es.sendWin += inc
+	c.credited()
 	c.cond.Broadcast()
 	return nil
+}
+
+// credited notes send credit given while writers wait for it (mu held):
+// progress, for the stall timer.
+func (c *econn) credited() {
+	if c.waiters > 0 {
+		c.stallFrom = time.Now()
+	}
 }
 
 // goAway starts the graceful end of the connection: GOAWAY(NO_ERROR) with
@@ -884,9 +991,13 @@ func (c *econn) goAway() {
 func (c *econn) end(err error) {
 	// A writer blocked on a client that does not read gives up within
 	// lingerTime, and so does the GOAWAY below.
+	c.lingering.Store(true)
 	c.raw.SetWriteDeadline(time.Now().Add(lingerTime))
 	c.mu.Lock()
 	c.closed = true
+	if c.stallTimer != nil {
+		c.stallTimer.Stop()
+	}
 	for _, es := range c.streams {
 		c.drop(es, errConnGone)
 	}
@@ -894,7 +1005,9 @@ func (c *econn) end(err error) {
 	c.cond.Broadcast()
 	c.mu.Unlock()
 	var ce connError
-	code, goaway := xh2.ErrCodeNo, err == nil
+	// A write timeout tries a GOAWAY(NO_ERROR) as HAProxy's connection
+	// timeout does (it does not leave when the output is stuck).
+	code, goaway := xh2.ErrCodeNo, err == nil || err == errWriteTimeout
 	if errors.As(err, &ce) {
 		code, goaway = xh2.ErrCode(ce), true
 	}
@@ -992,6 +1105,9 @@ func (c *econn) reserve(es *estream, want int) (int, error) {
 	for {
 		if es.reset || c.closed {
 			c.mu.Unlock()
+			if c.wtimeout.Load() {
+				return 0, errWriteTimeout
+			}
 			return 0, errStreamGone
 		}
 		if want == 0 || es.sendWin > 0 && c.sendWin > 0 {
@@ -1005,7 +1121,9 @@ func (c *econn) reserve(es *estream, want int) (int, error) {
 		if es.reset || c.closed || es.sendWin > 0 && c.sendWin > 0 {
 			continue
 		}
+		c.stallWait()
 		c.cond.Wait()
+		c.stallDone()
 	}
 	n := int64(min(want, c.maxFrame))
 	n = min(n, es.sendWin, c.sendWin)

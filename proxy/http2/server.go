@@ -158,6 +158,9 @@ type connBase struct {
 	// own are the server connections private to this client connection
 	// (http_reuse never), closed with it.
 	own h2mux.Owned
+	// wtimeout: the connection was cut by its write timeout (the own
+	// engine): its streams end as client timeouts.
+	wtimeout atomic.Bool
 }
 
 // conn is the client connection as x/net/http2's server reads it: the

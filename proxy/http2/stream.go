@@ -543,6 +543,8 @@ func (c *cutter) end() bool {
 func (st *h2stream) end(werr, rerr error, timedOut bool) {
 	x := st.x
 	switch {
+	case (werr != nil || (rerr != nil && st.clientGone())) && (netio.IsTimeout(werr) || st.c.wtimeout.Load()):
+		x.End(stream.ClientTimeoutData) // the client stopped reading (timeout_client)
 	case werr != nil || (rerr != nil && st.clientGone()):
 		x.End(stream.ClientAbortData)
 	case rerr != nil && (timedOut || netio.IsTimeout(rerr)):
