@@ -326,9 +326,8 @@ func TestGRPC(t *testing.T) {
 
 // TestGRPCThousandStreams sends 1,000 concurrent calls on one client
 // connection, held until all have arrived: roundrobin spreads them over
-// three servers exactly (334/333/333), on few connections per server (a
-// new connection counts 100 streams until the server's SETTINGS raise
-// the limit, so a burst opens a handful).
+// three servers exactly (334/333/333), on few connections per server (the
+// calls that arrive while a connection is dialed wait for it).
 func TestGRPCThousandStreams(t *testing.T) {
 	b := &grpcBarrier{n: 1000, all: make(chan struct{})}
 	servers := []*grpcServer{startGRPC(t, "s1", b), startGRPC(t, "s2", b), startGRPC(t, "s3", b)}
@@ -369,12 +368,15 @@ func TestGRPCThousandStreams(t *testing.T) {
 	if n := p.Frontends[0].H2.TotalConns.Load(); n != 1 {
 		t.Errorf("client connections: got %d, want 1", n)
 	}
-	// Streams that start together may each dial before a connection's
-	// SETTINGS arrive (100 streams until then), and with the own HTTP/2
-	// engine they start faster: a few dozen connections, up to a hundred
-	// and more on a loaded machine (121 seen once), never one per stream.
-	if n := p.Backends[0].H2.TotalConns.Load(); n < 3 || n > 250 {
-		t.Errorf("server connections: got %d, want 3 to 250 for 1,000 streams (multiplexed)", n)
+	// Streams that find no free stream while a dial to their server is
+	// under way wait for it and share it once its SETTINGS came (pool
+	// dial coalescing): one connection per server, 3 in 10 runs of 10
+	// under -race (5 seen once); without it, 58 to 121. The bound leaves
+	// room for a loaded machine, where a wait may pass the connect
+	// timeout and dial on its own.
+	t.Logf("server connections: %d", p.Backends[0].H2.TotalConns.Load())
+	if n := p.Backends[0].H2.TotalConns.Load(); n < 3 || n > 15 {
+		t.Errorf("server connections: got %d, want 3 to 15 for 1,000 streams (a burst shares the dials under way)", n)
 	}
 }
 

@@ -117,6 +117,12 @@ type Guard struct {
 	dataSent  atomic.Int64  // DATA frames written
 	kill      atomic.Uint32 // an error code + 1: the next Read fails with it
 	closed    atomic.Bool
+
+	// settled is closed (a server connection's guard) once the server's
+	// SETTINGS were applied, which the acknowledgement written tells, or
+	// the connection closed.
+	settled     chan struct{}
+	settledDone atomic.Bool
 }
 
 // NewClientGuard wraps c, a connection from a client whose first bytes
@@ -139,7 +145,7 @@ func NewClientGuard(c net.Conn, cs *Counters, lim Limits) *Guard {
 // NewServerGuard wraps c, a connection to a server, to which the preface
 // is written first, counting into cs.
 func NewServerGuard(c net.Conn, cs *Counters) *Guard {
-	g := &Guard{Conn: c, c: cs}
+	g := &Guard{Conn: c, c: cs, settled: make(chan struct{})}
 	g.wr.skip = len(http2.ClientPreface)
 	cs.OpenConns.Add(1)
 	cs.TotalConns.Add(1)
@@ -182,8 +188,20 @@ func (g *Guard) Write(p []byte) (int, error) {
 func (g *Guard) Close() error {
 	if g.closed.CompareAndSwap(false, true) {
 		g.c.OpenConns.Add(-1)
+		g.settle()
 	}
 	return g.Conn.Close()
+}
+
+// Settled returns a channel closed once the server's first SETTINGS were
+// applied by the http2 client (it writes their acknowledgement after), or
+// the connection closed; nil for a client connection's guard.
+func (g *Guard) Settled() <-chan struct{} { return g.settled }
+
+func (g *Guard) settle() {
+	if g.settled != nil && g.settledDone.CompareAndSwap(false, true) {
+		close(g.settled)
+	}
 }
 
 // violate fails the connection with code at the next read, counting ctr.
@@ -293,9 +311,13 @@ func (g *Guard) checkControl() {
 }
 
 // onWrite accounts for one frame sent: DATA, and the errors it reports.
-func (g *Guard) onWrite(typ, _ byte, _ int, payload []byte) {
+func (g *Guard) onWrite(typ, flags byte, _ int, payload []byte) {
 	c := g.c
 	switch typ {
+	case frameSettings:
+		if flags&flagAck != 0 {
+			g.settle()
+		}
 	case frameData:
 		g.dataSent.Add(1)
 	case frameRSTStream:

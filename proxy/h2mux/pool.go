@@ -32,6 +32,22 @@ type Pool struct {
 	// (read without mu on the request path).
 	draining []draining
 	ndrain   atomic.Int32
+
+	// dials are the dials under way, by key (ReserveOrDial), under mu;
+	// waiting counts the requests waiting for one.
+	dials   map[string]*Dial
+	waiting atomic.Int32
+}
+
+// Dial is a connection to the pool's server being dialed for requests of
+// one key: the requests that find no free stream meanwhile wait for it
+// (ReserveOrDial) rather than dial their own. The dialer ends it with
+// Done.
+type Dial struct {
+	p       *Pool
+	key     string
+	done    chan struct{}
+	settled <-chan struct{} // the new connection's SETTINGS applied; nil: no connection
 }
 
 // draining is a connection leaving the pool: GOAWAY is sent (goaway) once
@@ -41,10 +57,12 @@ type draining struct {
 	goaway bool
 }
 
-// pooled is a connection of a Pool and the key it was made with.
+// pooled is a connection of a Pool, the key it was made with and its
+// guard.
 type pooled struct {
 	cc  *http2.ClientConn
 	key string
+	g   *Guard
 }
 
 // NewPool returns an empty pool whose connections count their frames in
@@ -74,6 +92,11 @@ func NewPool(c *Counters, idle time.Duration) *Pool {
 func (p *Pool) Reserve(key string, idleOK bool) *http2.ClientConn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.reserve(key, idleOK)
+}
+
+// reserve is Reserve with mu held.
+func (p *Pool) reserve(key string, idleOK bool) *http2.ClientConn {
 	for i := 0; i < len(p.conns); {
 		cc := p.conns[i].cc
 		if p.conns[i].key != key {
@@ -96,29 +119,122 @@ func (p *Pool) Reserve(key string, idleOK bool) *http2.ClientConn {
 	return nil
 }
 
+// ReserveOrDial is Reserve for a request that would otherwise dial: when
+// no connection made with key has a free stream but a dial for key is
+// under way, it waits for that dial to end and the new connection's
+// SETTINGS to be applied (so that its stream limit is the server's),
+// then tries again; a burst of requests to a cold server thus shares few
+// connections instead of dialing one each. It returns a connection with
+// a stream reserved; or nil and a Dial when the caller is to dial (it
+// must then call Dial.Done); or nil and nil when the caller is to dial
+// on its own: the dial it waited for failed, ctx ended, or wait (the
+// connect timeout) passed.
+func (p *Pool) ReserveOrDial(ctx context.Context, key string, idleOK bool, wait time.Duration) (*http2.ClientConn, *Dial) {
+	var timeout <-chan time.Time
+	for {
+		p.mu.Lock()
+		if cc := p.reserve(key, idleOK); cc != nil {
+			p.mu.Unlock()
+			return cc, nil
+		}
+		d := p.dials[key]
+		if d == nil {
+			d = &Dial{p: p, key: key, done: make(chan struct{})}
+			if p.dials == nil {
+				p.dials = map[string]*Dial{}
+			}
+			p.dials[key] = d
+			p.mu.Unlock()
+			return nil, d
+		}
+		p.mu.Unlock()
+		if timeout == nil {
+			if wait <= 0 {
+				return nil, nil
+			}
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		if !p.waitDial(ctx, d, timeout) {
+			return nil, nil
+		}
+	}
+}
+
+// waitDial waits for d to end and its connection's SETTINGS to be
+// applied; false when the dial failed, ctx ended or timeout came.
+func (p *Pool) waitDial(ctx context.Context, d *Dial, timeout <-chan time.Time) bool {
+	p.waiting.Add(1)
+	defer p.waiting.Add(-1)
+	select {
+	case <-d.done:
+	case <-timeout:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+	if d.settled == nil {
+		return false // the dial failed: each tries on its own
+	}
+	select {
+	case <-d.settled:
+		return true
+	case <-timeout:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// Done ends the dial: cc is the connection it made and added to the pool
+// (Add), nil when it failed or the request went elsewhere. Calls after
+// the first do nothing.
+func (d *Dial) Done(cc *http2.ClientConn) {
+	if d == nil {
+		return
+	}
+	p := d.p
+	p.mu.Lock()
+	if p.dials[d.key] != d {
+		p.mu.Unlock()
+		return
+	}
+	delete(p.dials, d.key)
+	if cc != nil {
+		for _, e := range p.conns {
+			if e.cc == cc {
+				d.settled = e.g.Settled()
+			}
+		}
+	}
+	p.mu.Unlock()
+	close(d.done) // d.settled is read by the waiters after this
+}
+
 // Add makes c, newly connected to the pool's server for requests of key,
 // an HTTP/2 connection (the preface and SETTINGS are sent), shared by the
 // pool, and returns it with one stream reserved. On error c is closed.
 func (p *Pool) Add(key string, c net.Conn) (*http2.ClientConn, error) {
-	cc, err := p.open(c)
+	cc, g, err := p.open(c)
 	if err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
-	p.conns = append(p.conns, pooled{cc, key})
+	p.conns = append(p.conns, pooled{cc, key, g})
 	p.mu.Unlock()
 	return cc, nil
 }
 
 // open makes c an HTTP/2 connection with one stream reserved.
-func (p *Pool) open(c net.Conn) (*http2.ClientConn, error) {
-	cc, err := p.tr.NewClientConn(NewServerGuard(c, p.c))
+func (p *Pool) open(c net.Conn) (*http2.ClientConn, *Guard, error) {
+	g := NewServerGuard(c, p.c)
+	cc, err := p.tr.NewClientConn(g)
 	if err != nil {
 		c.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	cc.ReserveNewRequest()
-	return cc, nil
+	return cc, g, nil
 }
 
 // Counters returns the counters the pool's connections count in (the
@@ -290,7 +406,7 @@ func (o *Owned) Reserve(p *Pool, key string) *http2.ClientConn {
 // HTTP/2 connection private to o, and returns it with one stream
 // reserved. On error, or once o is closed, c is closed.
 func (o *Owned) Add(p *Pool, key string, c net.Conn) (*http2.ClientConn, error) {
-	cc, err := p.open(c)
+	cc, _, err := p.open(c)
 	if err != nil {
 		return nil, err
 	}

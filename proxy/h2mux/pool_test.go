@@ -86,3 +86,103 @@ func TestPoolCloseIdleReserved(t *testing.T) {
 		t.Errorf("pool: %d connections left, want 0", n)
 	}
 }
+
+// startH2Server serves HTTP/2 (prior knowledge) on a loopback listener
+// with h, counting the connections accepted; it stops at the end of t.
+func startH2Server(t *testing.T, h http.Handler) (addr string, accepted *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted = new(atomic.Int64)
+	var wg sync.WaitGroup
+	h2s := &http2.Server{}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				h2s.ServeConn(c, &http2.ServeConnOpts{Handler: h})
+				c.Close()
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	return ln.Addr().String(), accepted
+}
+
+// TestPoolReserveOrDial: requests that find no free stream while a dial
+// is under way wait for it and share the connection it made (one dial
+// for all); when the dial fails they are told to dial on their own at
+// once, and a wait is bounded.
+func TestPoolReserveOrDial(t *testing.T) {
+	addr, accepted := startH2Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	var cs Counters
+	p := NewPool(&cs, time.Minute)
+	defer p.CloseAll()
+	ctx := context.Background()
+
+	// A failed dial: the waiter is sent to dial on its own.
+	cc, d := p.ReserveOrDial(ctx, "", true, time.Minute)
+	if cc != nil || d == nil {
+		t.Fatalf("first request: got %v, %v; want a dial to make", cc, d)
+	}
+	got := make(chan *Dial)
+	go func() {
+		cc, d := p.ReserveOrDial(ctx, "", true, time.Minute)
+		if cc != nil {
+			t.Error("a reservation on no connection")
+		}
+		got <- d
+	}()
+	testutil.WaitFor(t, 5*time.Second, "a request waiting for the dial", func() bool { return p.waiting.Load() == 1 })
+	d.Done(nil)
+	if d2 := <-got; d2 != nil {
+		t.Errorf("after a failed dial: got a dial registered, want nil (dial on its own)")
+	}
+	// A bounded wait: nobody ends this dial.
+	if _, d = p.ReserveOrDial(ctx, "", true, time.Minute); d == nil {
+		t.Fatal("no dial to make after the failed one")
+	}
+	if cc, d2 := p.ReserveOrDial(ctx, "", true, 10*time.Millisecond); cc != nil || d2 != nil {
+		t.Errorf("after the wait: got %v, %v; want nil, nil", cc, d2)
+	}
+	// The dial succeeds: 20 requests waiting for it share its connection.
+	const n = 20
+	results := make(chan *http2.ClientConn, n)
+	for range n {
+		go func() {
+			cc, d := p.ReserveOrDial(ctx, "", true, time.Minute)
+			if d != nil {
+				d.Done(nil)
+			}
+			results <- cc
+		}()
+	}
+	testutil.WaitFor(t, 5*time.Second, "20 requests waiting for the dial", func() bool { return p.waiting.Load() == n })
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err = p.Add("", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Done(cc)
+	for range n {
+		if got := <-results; got != cc {
+			t.Errorf("a waiting request got %p, want the dialed connection %p", got, cc)
+		}
+	}
+	if a := accepted.Load(); a != 1 {
+		t.Errorf("connections dialed: %d, want 1", a)
+	}
+}

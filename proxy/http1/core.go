@@ -124,6 +124,9 @@ type Upstream struct {
 	Pool          Pool
 	Reuse         Reuse         // the backend's http_reuse
 	TimeoutServer time.Duration // the backend's timeout_server
+	// TimeoutConnect is the backend's timeout_connect: how long a request
+	// waits for a dial to an HTTP/2 server under way (ReserveOrDialH2).
+	TimeoutConnect time.Duration
 	// Moved is the server's address after its last change at runtime (DNS
 	// resolution, `set server addr`), nil while it never changed: a
 	// connection to another address is not reused (the core sets it).

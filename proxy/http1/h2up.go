@@ -41,9 +41,10 @@ func (s *session) forwardH2(c net.Conn) bool {
 		s.h2own = new(h2mux.Owned)
 	}
 	var cc *xh2.ClientConn
+	var dial *h2mux.Dial
 	reused := false
 	if c == nil {
-		if cc = ReserveH2(up, x.ConnKey(), s.nreq <= 1, s.h2own); cc != nil {
+		if cc, dial = ReserveOrDialH2(context.Background(), up, x.ConnKey(), s.nreq <= 1, s.h2own); cc != nil {
 			reused = true
 		} else if uc := s.reuseByALPN(up); uc != nil {
 			x.Connected(uc.c, true)
@@ -52,6 +53,7 @@ func (s *session) forwardH2(c net.Conn) bool {
 		} else {
 			var o stream.Outcome
 			if c, o = x.Connect(); o != stream.Served {
+				dial.Done(nil)
 				return s.fail(o)
 			}
 		}
@@ -60,13 +62,16 @@ func (s *session) forwardH2(c net.Conn) bool {
 		if up = x.Upstream(); !up.SpeaksH2(c) {
 			// HTTP/1.1: a server whose ALPN chose it (or none), or a
 			// redispatch to a server speaking HTTP/1.1.
+			dial.Done(nil)
 			uc := newUpConn(c, up, x.ConnKey())
 			x.Connected(c, false)
 			defer x.Unbind()
 			return s.forwardOn(uc, false)
 		}
 		var err error
-		if cc, err = AddH2(up, x.ConnKey(), c, s.h2own); err != nil {
+		cc, err = AddH2(up, x.ConnKey(), c, s.h2own)
+		dial.Done(cc) // nil on error
+		if err != nil {
 			return s.fail(stream.SendFailed)
 		}
 	}
@@ -139,6 +144,20 @@ func ReserveH2(up *Upstream, key string, first bool, own *h2mux.Owned) *xh2.Clie
 		return up.H2.Reserve(key, !first)
 	}
 	return up.H2.Reserve(key, true)
+}
+
+// ReserveOrDialH2 is ReserveH2 for a request that dials when it finds no
+// free stream: to a server whose connections are shared (http_reuse other
+// than never) and speak HTTP/2 by configuration (not ByALPN), a request
+// arriving while a dial to it is under way waits for that dial (at most
+// up.TimeoutConnect) and takes a stream on it if the server's SETTINGS
+// allow, rather than dial its own (h2mux.Pool.ReserveOrDial). A non-nil
+// Dial is the caller's to make: it must end it with Done.
+func ReserveOrDialH2(ctx context.Context, up *Upstream, key string, first bool, own *h2mux.Owned) (*xh2.ClientConn, *h2mux.Dial) {
+	if up.Reuse == ReuseNever || up.ByALPN {
+		return ReserveH2(up, key, first, own), nil
+	}
+	return up.H2.ReserveOrDial(ctx, key, up.Reuse != ReuseSafe || !first, up.TimeoutConnect)
 }
 
 // AddH2 makes c, newly connected to up's HTTP/2 server for requests of

@@ -596,23 +596,31 @@ func (st *h2stream) toH2(cc *xh2.ClientConn) {
 	up := x.Upstream()
 	reused := false
 	if cc == nil {
-		if cc = http1.ReserveH2(up, x.ConnKey(), st.first, &st.c.own); cc != nil {
+		var dial *h2mux.Dial
+		if cc, dial = http1.ReserveOrDialH2(r.Context(), up, x.ConnKey(), st.first, &st.c.own); cc != nil {
 			reused = true
 		} else if ex := http1.ReuseByALPN(up, st.first, x.ConnKey()); ex != nil {
 			st.toH1(ex)
 			return
+		} else if dial == nil && st.clientGone() {
+			st.fail(stream.ClientReset) // reset while it waited for a dial
+			return
 		} else {
 			c, o := x.Connect()
 			if o != stream.Served {
+				dial.Done(nil)
 				st.fail(o)
 				return
 			}
 			if up = x.Upstream(); !up.SpeaksH2(c) {
+				dial.Done(nil)
 				st.toH1(http1.NewExchange(c, up, x.ConnKey()))
 				return
 			}
 			var err error
-			if cc, err = http1.AddH2(up, x.ConnKey(), c, &st.c.own); err != nil {
+			cc, err = http1.AddH2(up, x.ConnKey(), c, &st.c.own)
+			dial.Done(cc) // nil on error
+			if err != nil {
 				st.fail(stream.SendFailed)
 				return
 			}
