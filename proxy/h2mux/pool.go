@@ -14,12 +14,14 @@ import (
 // requests, from any client connection, share them as streams, each
 // connection carrying at most the server's SETTINGS_MAX_CONCURRENT_STREAMS
 // at once; a new connection is dialed (by the core, with its retries and
-// redispatch) only when none can take another stream. A connection is
-// dialed to the Pool's server and only ever serves that server, and only
-// requests of the key it was made with (the SNI its TLS handshake sent,
-// "" in clear): the pool is the server's and its HTTP/2's, so a
-// connection is keyed by server, protocol and SNI. Lock: mu, held only
-// to scan or change the list; no system call is made under it.
+// redispatch) only when none can take another stream, and the requests
+// that find none while a dial is under way wait for it (ReserveOrDial).
+// A connection is dialed to the Pool's server and only ever serves that
+// server, and only requests of the key it was made with (the SNI its TLS
+// handshake sent, "" in clear): the pool is the server's and its
+// HTTP/2's, so a connection is keyed by server, protocol and SNI. Lock:
+// mu, held only to scan or change the lists; no system call is made
+// under it.
 type Pool struct {
 	mu    sync.Mutex
 	conns []pooled
