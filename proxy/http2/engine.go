@@ -148,7 +148,10 @@ type econn struct {
 	stallTimer *time.Timer
 	stallArmed bool
 
-	wg sync.WaitGroup // the streams' goroutines
+	idleW      []*streamWorker // workers waiting for a stream (workers.go)
+	workerIdle time.Duration   // how long they wait
+
+	wg sync.WaitGroup // the streams' workers
 }
 
 // estream is one stream of an econn.
@@ -222,6 +225,7 @@ func serveOwn(cl Client, srv *Server, raw net.Conn, br *bufio.Reader, g *h2mux.G
 	}
 	srv.conns[c] = struct{}{}
 	stopped := srv.stopped
+	c.workerIdle = srv.workerIdle
 	srv.mu.Unlock()
 
 	err := c.serve(stopped || cl.Stopping())
@@ -499,9 +503,9 @@ func (c *econn) headers(f *xh2.MetaHeadersFrame) error {
 		c.raw.SetReadDeadline(time.Time{})
 		c.armed = false
 	}
+	w := c.takeWorker()
 	c.mu.Unlock()
-	c.wg.Add(1)
-	go c.run(es)
+	c.startStream(w, es)
 	return nil
 }
 
@@ -643,9 +647,8 @@ func joinCookies(fs []field) []field {
 	return out
 }
 
-// run runs a stream's phases in its goroutine, then ends its response.
+// run runs a stream's phases on its worker, then ends its response.
 func (c *econn) run(es *estream) {
-	defer c.wg.Done()
 	cs := c.cl.Counters()
 	cs.OpenStreams.Add(1)
 	cs.TotalStreams.Add(1)
@@ -1001,6 +1004,7 @@ func (c *econn) end(err error) {
 	for _, es := range c.streams {
 		c.drop(es, errConnGone)
 	}
+	c.stopWorkers()
 	last := c.maxID
 	c.cond.Broadcast()
 	c.mu.Unlock()

@@ -64,6 +64,9 @@ type Server struct {
 	mu      sync.Mutex
 	conns   map[*econn]struct{}
 	stopped bool
+	// workerIdle is how long a connection's stream worker waits for the
+	// next stream (workers.go); under mu.
+	workerIdle time.Duration
 }
 
 // Engines, the values of EngineEnv.
@@ -103,6 +106,7 @@ func NewServer(maxStreams int, idle time.Duration, engine string) *Server {
 		maxStreams: maxStreams,
 		idle:       idle,
 		xnet:       engine == EngineXNet,
+		workerIdle: workerIdle,
 	}
 	http2.ConfigureServer(s.hs, s.h2)
 	return s
