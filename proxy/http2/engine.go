@@ -3,7 +3,6 @@ package http2
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -158,12 +157,14 @@ type econn struct {
 type estream struct {
 	c   *econn
 	id  uint32
-	req *http.Request
+	req *http.Request // &hreq
 	rw  respWriter
-	// cancel ends the request's context: a reset, the connection's end or
-	// the stream's end.
-	cancel context.CancelFunc
-	st     *h2stream // the stream's phases, its fields filled
+	st  *h2stream // the stream's phases, its fields filled
+	// The request's context (streamctx.go): cancel ends it on a reset,
+	// the connection's end or the stream's end.
+	cmu  sync.Mutex
+	cs   ctxState
+	hreq http.Request
 
 	// Under c.mu.
 	sendWin    int64
@@ -595,8 +596,6 @@ func (c *econn) newStream(f *xh2.MetaHeadersFrame) (*estream, xh2.ErrCode) {
 	}
 	st.fields[0] = field{hostName, sbytes(authority)}
 	st.headSize = size
-	ctx, cancel := context.WithCancel(context.Background())
-	es.cancel = cancel
 	r := &http.Request{
 		Method:     method,
 		RequestURI: path,
@@ -609,14 +608,16 @@ func (c *econn) newStream(f *xh2.MetaHeadersFrame) (*estream, xh2.ErrCode) {
 	if f.StreamEnded() {
 		es.remoteDone = true
 		if es.declLen > 0 {
-			cancel()
 			return fail()
 		}
 	} else {
 		r.ContentLength = es.declLen
 		r.Body = (*requestBody)(es)
 	}
-	es.req = r.WithContext(ctx)
+	// WithContext inlined: its copy does not escape, and the request
+	// is part of the stream.
+	es.hreq = *r.WithContext(es.ctx())
+	es.req = &es.hreq
 	es.bcond.L = &es.bmu
 	c.mu.Lock()
 	es.sendWin = c.initWin

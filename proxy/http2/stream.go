@@ -402,8 +402,13 @@ func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry bool) (o stream.Outc
 	// of the response is cut at once. The cut never reaches the
 	// connection once the exchange let it go (cut.done).
 	cut := &cutter{c: ex.Conn()}
-	stop := context.AfterFunc(r.Context(), cut.cut)
-	defer stop()
+	if w, ok := r.Context().(cutWatcher); ok {
+		w.watchCut(cut)
+		defer w.watchCut(nil)
+	} else {
+		stop := context.AfterFunc(r.Context(), cut.cut)
+		defer stop()
+	}
 	release := func(whole bool) {
 		if cut.end() && whole {
 			ex.Finish()
