@@ -1143,7 +1143,8 @@ func (c *econn) reserve(es *estream, want int) (int, error) {
 // Trailer field).
 type respWriter struct {
 	es          *estream
-	h           http.Header
+	h           http.Header // bufs.h
+	bufs        *respBufs
 	status      int
 	wroteHeader bool
 	sentHeader  bool
@@ -1156,7 +1157,8 @@ type respWriter struct {
 
 func (w *respWriter) Header() http.Header {
 	if w.h == nil {
-		w.h = make(http.Header, 8)
+		w.bufs = respBufPool.Get().(*respBufs)
+		w.h = w.bufs.h
 	}
 	return w.h
 }
@@ -1296,9 +1298,26 @@ func (w *respWriter) hasTrailers() bool {
 }
 
 func (w *respWriter) reset() {
-	clear(w.h)
-	*w = respWriter{es: w.es, h: w.h, declared: w.declared[:0]}
+	if b := w.bufs; b != nil && len(b.h) <= 32 && cap(b.vals) <= 64 {
+		clear(b.h)
+		clear(b.vals)
+		b.vals = b.vals[:0]
+		respBufPool.Put(b)
+	}
+	*w = respWriter{es: w.es, declared: w.declared[:0]}
 }
+
+// respBufs are a response's header map and the backing of its fields'
+// []string values (h2stream.writeHead), pooled: taken by the first
+// Header call, given back once the response ended (a large one is left
+// to the collector). Only these: the value strings go into the HPACK
+// encoder's dynamic table, and must stay as they are.
+type respBufs struct {
+	h    http.Header
+	vals []string
+}
+
+var respBufPool = sync.Pool{New: func() any { return &respBufs{h: make(http.Header, 8)} }}
 
 // writeHead writes the response head (wmu held).
 func (w *respWriter) writeHead(end bool) {

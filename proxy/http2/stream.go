@@ -41,9 +41,21 @@ type h2stream struct {
 	headSize int
 
 	view   stream.Request
-	fields []field      // the request's fields, "host" first
-	rf     h2mux.Fields // the response's fields (http_response rules)
+	fields []field         // the request's fields, "host" first
+	rf     h2mux.Fields    // the response's fields (http_response rules)
+	resp   stream.Response // the response as the http_response rules see it
 	out    fieldBuf
+	// wait is waitQueue as a func value, made once per pooled h2stream.
+	wait queue.WaitFunc
+}
+
+// respBufs returns the pooled buffers of the stream's response writer
+// (the own engine's, once its Header was asked for), or nil.
+func (st *h2stream) respBufs() *respBufs {
+	if w, ok := st.w.(*respWriter); ok {
+		return w.bufs
+	}
+	return nil
 }
 
 // field is one request field, aliasing the decoded request's strings.
@@ -56,7 +68,7 @@ func getStream() *h2stream { return streamPool.Get().(*h2stream) }
 func putStream(st *h2stream) {
 	clear(st.fields)
 	st.rf.Reset()
-	*st = h2stream{fields: st.fields[:0], rf: st.rf, out: fieldBuf{b: st.out.b[:0]}}
+	*st = h2stream{fields: st.fields[:0], rf: st.rf, out: fieldBuf{b: st.out.b[:0]}, wait: st.wait}
 	streamPool.Put(st)
 }
 
@@ -244,7 +256,10 @@ func (w *localWriter) WriteHeader(code int) {
 func (st *h2stream) forward() {
 	x := st.x
 	defer x.Release()
-	if o := x.Take(nil, st.waitQueue); o != stream.Served {
+	if st.wait == nil {
+		st.wait = st.waitQueue // kept with the pooled stream
+	}
+	if o := x.Take(nil, st.wait); o != stream.Served {
 		st.fail(o)
 		return
 	}
@@ -308,8 +323,9 @@ func (st *h2stream) requestFields(add func(name, value string)) {
 		}
 	}
 	if xff := st.c.cl.Settings().XFF; len(xff) > 0 {
-		name, value, _ := strings.Cut(strings.TrimRight(string(xff), "\r\n"), ": ")
-		add(name, value)
+		// The connection's line, never changed while it lives.
+		name, value, _ := bytes.Cut(bytes.TrimRight(xff, "\r\n"), []byte(": "))
+		add(bstr(name), bstr(value))
 	}
 }
 
@@ -485,7 +501,8 @@ func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry bool) (o stream.Outc
 		headBytes += int64(len(name) + len(value) + 4)
 		rf.Add(name, value)
 	})
-	if deny := x.ResponseRules(&stream.Response{Status: status, Version: version11, Headers: rf}); deny != 0 {
+	st.resp = stream.Response{Status: status, Version: version11, Headers: rf}
+	if deny := x.ResponseRules(&st.resp); deny != 0 {
 		release(false) // its response is not read
 		st.deny(deny)
 		return stream.Served, false
@@ -693,7 +710,8 @@ func (st *h2stream) toH2(cc *xh2.ClientConn) {
 			rf.Add(sbytes(name), sbytes(v))
 		}
 	}
-	if deny := x.ResponseRules(&stream.Response{Status: status, Version: version2, Headers: rf}); deny != 0 {
+	st.resp = stream.Response{Status: status, Version: version2, Headers: rf}
+	if deny := x.ResponseRules(&st.resp); deny != 0 {
 		st.endBody(call, body)
 		st.deny(deny)
 		return
@@ -736,10 +754,13 @@ func (st *h2stream) writeHead(h http.Header, status int) int {
 		shown = code
 	}
 	st.out.reset()
-	// The values share one string and the fields one []string: two
-	// allocations for the head instead of two per field, and common
-	// names are interned (headerKey). A Builder never changes the bytes
-	// it holds, so a value sliced from it stays as written.
+	// The values share one string and the fields one []string, and
+	// common names are interned (headerKey): two allocations for the
+	// head instead of two per field, one with the own engine (the
+	// []string is its response writer's, pooled: respBufs). A Builder
+	// never changes the bytes it holds, so a value sliced from it stays
+	// as written: the values must not alias reused memory, as the HPACK
+	// encoder keeps them in its dynamic table.
 	size := 0
 	for i := range rf.NumHeaders() {
 		_, value := rf.HeaderAt(i)
@@ -747,7 +768,13 @@ func (st *h2stream) writeHead(h http.Header, status int) int {
 	}
 	var sb strings.Builder
 	sb.Grow(size)
-	vals := make([]string, 0, rf.NumHeaders())
+	var vals []string
+	rb := st.respBufs()
+	if rb != nil {
+		vals = rb.vals[:0]
+	} else {
+		vals = make([]string, 0, rf.NumHeaders())
+	}
 	for i := range rf.NumHeaders() {
 		name, value := rf.HeaderAt(i)
 		if edits != nil && edits.Hidden(i) || x.FilterResponseField(&st.out, name, value) {
@@ -763,6 +790,9 @@ func (st *h2stream) writeHead(h http.Header, status int) int {
 		}
 		vals = append(vals, v)
 		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	if rb != nil {
+		rb.vals = vals
 	}
 	if edits != nil {
 		for i := range edits.NumAdded() {

@@ -51,12 +51,13 @@ func PutWriter(bw *bufio.Writer) {
 	writerPool.Put(bw)
 }
 
-// bufPool holds BufSize copy buffers (GetBuf); a pointer to a slice, so
-// that Put does not allocate.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, BufSize); return &b }}
+// bufPool holds BufSize copy buffers (GetBuf) as pointers to arrays: a
+// slice's array pointer is had back without allocating, so neither Get
+// nor Put allocates (a pointer to the slice itself would escape in Put).
+var bufPool = sync.Pool{New: func() any { return new([BufSize]byte) }}
 
 // GetBuf returns a pooled BufSize copy buffer.
-func GetBuf() []byte { return *bufPool.Get().(*[]byte) }
+func GetBuf() []byte { return bufPool.Get().(*[BufSize]byte)[:] }
 
 // PutBuf returns a buffer from GetBuf to the pool; b must not be used
 // after.
@@ -64,6 +65,5 @@ func PutBuf(b []byte) {
 	if cap(b) < BufSize {
 		return
 	}
-	b = b[:BufSize]
-	bufPool.Put(&b)
+	bufPool.Put((*[BufSize]byte)(b[:BufSize]))
 }
