@@ -172,15 +172,28 @@ func BenchmarkStreamFramer(b *testing.B) {
 
 // BenchmarkStreamOwn: fulcrum's own engine (engine.go), a local answer
 // writing "ok" (the core reduced to a stub: the engine and the stream's
-// phases of a local answer).
+// phases of a local answer). In "deep" the handler first uses about 32
+// KiB of stack, as the request path through the core does: a stream on
+// a new goroutine grows its stack each time (runtime.newstack in a CPU
+// profile), one on a worker of its connection (workers.go) does not.
 func BenchmarkStreamOwn(b *testing.B) {
-	e := startEngine(b, 0, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
-	bc := newBenchClient(b, e.addr)
-	defer bc.c.Close()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		bc.stream(b)
+	for _, bc := range []struct {
+		name  string
+		depth int
+	}{{"flat", 0}, {"deep", 32}} {
+		b.Run(bc.name, func(b *testing.B) {
+			e := startEngine(b, 0, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				stackUse(bc.depth)
+				io.WriteString(w, "ok")
+			}))
+			bc := newBenchClient(b, e.addr)
+			defer bc.c.Close()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				bc.stream(b)
+			}
+		})
 	}
 }
 
@@ -196,4 +209,16 @@ func BenchmarkStreamOwnTimeout(b *testing.B) {
 	for range b.N {
 		bc.stream(b)
 	}
+}
+
+// stackUse uses about n KiB of stack.
+//
+//go:noinline
+func stackUse(n int) byte {
+	var pad [1000]byte
+	if n <= 0 {
+		return 0
+	}
+	pad[n%len(pad)] = byte(n)
+	return stackUse(n-1) + pad[(n+1)%len(pad)]
 }

@@ -2,7 +2,8 @@
 // client that speaks HTTP/2 (a bind with "proto h2", prior knowledge, or
 // ALPN h2 on a TLS bind) is served by fulcrum's own frame loop on
 // golang.org/x/net/http2's Framer and hpack (engine.go: one goroutine
-// reading the connection's frames, one per stream) behind an h2mux.Guard,
+// reading the connection's frames, one per running stream, reused by the
+// connection's next streams) behind an h2mux.Guard,
 // and each of its streams is one request for the core, driven through the
 // same phases as an HTTP/1 request (Stream: route, take, connect, send,
 // relay, end), to an HTTP/1.1 server through the server's HTTP/1 pool

@@ -26,10 +26,13 @@ import (
 )
 
 // The own engine: the server side of an HTTP/2 client connection as one
-// goroutine that reads the frames (x/net/http2's Framer, HPACK through its
-// hpack decoder) and acts on each at once, and one goroutine per stream
-// running the stream's phases (stream.go), which writes its own frames.
-// Written from RFC 9113 (HTTP/2) and RFC 7541 (HPACK).
+// goroutine that reads the frames (x/net/http2's Framer; header blocks
+// decoded by the reader with x/net's hpack decoder, hblock.go) and acts on
+// each at once, and one goroutine per running stream, a worker of the
+// connection kept for its next streams (workers.go), running the stream's
+// phases (stream.go), which writes its own frames. The stream is its
+// request's context (streamctx.go). Written from RFC 9113 (HTTP/2) and
+// RFC 7541 (HPACK).
 //
 // Writing: every frame goes into one buffered writer under the write lock
 // (wmu), HPACK encoder included. A writer that wants its frames to leave
@@ -55,7 +58,8 @@ import (
 // which wakes the reader to end the connection with GOAWAY(NO_ERROR). The
 // streams it ends with a response under way are client timeouts (cD).
 //
-// Lock order: mu, then a stream's bmu; wmu is never taken with mu held.
+// Lock order: mu, then a stream's bmu or cmu; wmu is never taken with mu
+// held.
 
 const (
 	// streamWindow and connWindow are the receive windows announced
@@ -108,6 +112,7 @@ type econn struct {
 	raw net.Conn
 	br  *bufio.Reader // under the guard: raw's bytes
 	rfr *xh2.Framer   // reads, through the guard
+	blk *hblock       // the header block being read
 	adv int           // SETTINGS_MAX_CONCURRENT_STREAMS announced
 	wto time.Duration // the write timeout (timeout_client; 0: none)
 
@@ -214,11 +219,10 @@ func serveOwn(cl Client, srv *Server, raw net.Conn, br *bufio.Reader, g *h2mux.G
 	c.rfr = xh2.NewFramer(nil, frameReader{c})
 	c.rfr.SetMaxReadFrameSize(maxFrameSize)
 	c.rfr.SetReuseFrames() // DATA is copied into the stream's body at once
-	// The guard decodes every header block with a decoder of its own
-	// (4096-byte table): this one follows the same blocks.
-	c.rfr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	// Above the guard's limit: the guard refuses a larger list first.
-	c.rfr.MaxHeaderListSize = maxHeaderList + 1024
+	// Header blocks are decoded by the reader (hblock.go). The guard
+	// decodes every block with a decoder of its own (4096-byte table):
+	// this one follows the same blocks.
+	c.blk = newHblock()
 
 	srv.mu.Lock()
 	if srv.conns == nil {
@@ -397,8 +401,17 @@ func (c *econn) readError(err error) error {
 // frame acts on one frame read.
 func (c *econn) frame(f xh2.Frame) error {
 	switch f := f.(type) {
-	case *xh2.MetaHeadersFrame:
-		return c.headers(f)
+	case *xh2.HeadersFrame:
+		c.blk.start(f)
+		return c.block(f.HeaderBlockFragment(), f.HeadersEnded())
+	case *xh2.ContinuationFrame:
+		// The Framer checked that it follows a HEADERS or CONTINUATION
+		// without END_HEADERS; that HEADERS may have been refused (a
+		// stream error): its fragments are ignored, as with the Framer's
+		// own decoding.
+		if c.blk.open && c.blk.id == f.StreamID {
+			return c.block(f.HeaderBlockFragment(), f.HeadersEnded())
+		}
 	case *xh2.DataFrame:
 		return c.data(f)
 	case *xh2.SettingsFrame:
@@ -431,9 +444,24 @@ func (c *econn) frame(f xh2.Frame) error {
 	return nil
 }
 
+// block decodes the next fragment of a header block, and once it is
+// whole opens its stream or ends it with its trailers.
+func (c *econn) block(frag []byte, whole bool) error {
+	err := c.blk.fragment(frag, whole)
+	var se xh2.StreamError
+	switch {
+	case errors.As(err, &se):
+		c.resetByUs(se.StreamID, se.Code)
+		return nil
+	case err != nil || !whole:
+		return err
+	}
+	return c.headers(c.blk)
+}
+
 // headers opens a stream, or ends one with its trailers.
-func (c *econn) headers(f *xh2.MetaHeadersFrame) error {
-	id := f.StreamID
+func (c *econn) headers(f *hblock) error {
+	id := f.id
 	if id%2 == 0 {
 		return connError(xh2.ErrCodeProtocol)
 	}
@@ -445,7 +473,7 @@ func (c *econn) headers(f *xh2.MetaHeadersFrame) error {
 			c.resetByUs(id, xh2.ErrCodeStreamClosed)
 			return nil
 		}
-		if !f.StreamEnded() || len(f.PseudoFields()) > 0 {
+		if !f.end || len(f.pseudo()) > 0 {
 			c.mu.Unlock()
 			c.resetByUs(id, xh2.ErrCodeProtocol)
 			return nil
@@ -454,7 +482,7 @@ func (c *econn) headers(f *xh2.MetaHeadersFrame) error {
 		bad := es.declLen >= 0 && es.rcvd != es.declLen
 		es.bmu.Lock()
 		if tr := es.req.Trailer; tr != nil {
-			for _, hf := range f.RegularFields() {
+			for _, hf := range f.regular() {
 				k := headerKeyString(hf.Name)
 				if _, ok := tr[k]; ok {
 					tr[k] = append(tr[k], hf.Value)
@@ -512,12 +540,12 @@ func (c *econn) headers(f *xh2.MetaHeadersFrame) error {
 
 // newStream builds the stream of a request head, or returns the code to
 // reset it with when the head is malformed (RFC 9113 8.3).
-func (c *econn) newStream(f *xh2.MetaHeadersFrame) (*estream, xh2.ErrCode) {
-	if f.Truncated {
+func (c *econn) newStream(f *hblock) (*estream, xh2.ErrCode) {
+	if f.truncated {
 		return nil, xh2.ErrCodeProtocol
 	}
 	var method, scheme, path, authority string
-	for _, hf := range f.PseudoFields() {
+	for _, hf := range f.pseudo() {
 		switch hf.Name {
 		case ":method":
 			method = hf.Value
@@ -542,14 +570,14 @@ func (c *econn) newStream(f *xh2.MetaHeadersFrame) (*estream, xh2.ErrCode) {
 	} else if scheme == "" || path == "" {
 		return nil, xh2.ErrCodeProtocol
 	}
-	es := &estream{c: c, id: f.StreamID, declLen: -1}
+	es := &estream{c: c, id: f.id, declLen: -1}
 	st := getStream()
 	es.st = st
 	fail := func() (*estream, xh2.ErrCode) {
 		putStream(st)
 		return nil, xh2.ErrCodeProtocol
 	}
-	regular := f.RegularFields()
+	regular := f.regular()
 	st.fields = append(st.fields, field{})
 	size := len(method) + len(path) + 12
 	cookies := 0
@@ -605,7 +633,7 @@ func (c *econn) newStream(f *xh2.MetaHeadersFrame) (*estream, xh2.ErrCode) {
 		Body:       http.NoBody,
 		Trailer:    trailer,
 	}
-	if f.StreamEnded() {
+	if f.end {
 		es.remoteDone = true
 		if es.declLen > 0 {
 			return fail()

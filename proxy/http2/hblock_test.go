@@ -1,0 +1,74 @@
+package http2
+
+import (
+	"testing"
+
+	xh2 "golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// block encodes fields (name, value pairs) with rc's encoder.
+func (rc *rawClient) block(kv ...string) []byte {
+	rc.buf.Reset()
+	for i := 0; i+1 < len(kv); i += 2 {
+		rc.enc.WriteField(hpack.HeaderField{Name: kv[i], Value: kv[i+1]})
+	}
+	return append([]byte(nil), rc.buf.Bytes()...)
+}
+
+// TestEngineHeaderBlocks: the engine's own decoding of header blocks
+// (hblock.go) makes the Framer's checks: each malformed head resets its
+// stream with PROTOCOL_ERROR and is counted, the connection going on; a
+// head split over CONTINUATION frames is served; a CONTINUATION after a
+// malformed field, and a block that does not decode, end the connection
+// (GOAWAY PROTOCOL_ERROR, COMPRESSION_ERROR).
+func TestEngineHeaderBlocks(t *testing.T) {
+	e := startEngine(t, 0, 0, sizedHandler)
+	rc := dial(t, e.addr)
+	rc.handshake()
+	get := []string{":method", "GET", ":scheme", "http", ":authority", "x", ":path", "/2"}
+	bad := [][]string{
+		append(append([]string{}, get...), "X-Upper", "v"),
+		append(append([]string{}, get...), "x-ctl", "a\x00b"),
+		{":method", "GET", ":scheme", "http", "x-a", "b", ":authority", "x", ":path", "/2"},
+		append(append([]string{}, get...), ":path", "/3"),
+		append(append([]string{}, get...), ":foo", "1"),
+		append(append([]string{}, get...), ":status", "200"),
+		append(append([]string{}, get...), "", "v"),
+	}
+	id := uint32(1)
+	for i, kv := range bad {
+		rc.fr.WriteHeaders(xh2.HeadersFrameParam{StreamID: id, BlockFragment: rc.block(kv...), EndStream: true, EndHeaders: true})
+		f, ok := rc.next().(*xh2.RSTStreamFrame)
+		if !ok || f.StreamID != id || f.ErrCode != xh2.ErrCodeProtocol {
+			t.Fatalf("head %d %q: got %v, want RST_STREAM %d PROTOCOL_ERROR", i, kv, f, id)
+		}
+		id += 2
+	}
+	if n := e.cs.StrmProtoErr.Load(); n != int64(len(bad)) {
+		t.Errorf("stream errors counted: %d, want %d", n, len(bad))
+	}
+	// A good head in three frames, its body "xx".
+	b := rc.block(append(append([]string{}, get...), "x-long", "0123456789")...)
+	rc.fr.WriteHeaders(xh2.HeadersFrameParam{StreamID: id, BlockFragment: b[:3], EndStream: true})
+	rc.fr.WriteContinuation(id, false, b[3:10])
+	rc.fr.WriteContinuation(id, true, b[10:])
+	rc.whole(id, 2)
+	id += 2
+
+	// A CONTINUATION after a malformed field.
+	b = rc.block(append(append([]string{}, get...), "X-Upper", "v")...)
+	rc.fr.WriteHeaders(xh2.HeadersFrameParam{StreamID: id, BlockFragment: b, EndStream: true})
+	rc.fr.WriteContinuation(id, true, nil)
+	if ga, ok := rc.next().(*xh2.GoAwayFrame); !ok || ga.ErrCode != xh2.ErrCodeProtocol {
+		t.Fatalf("got %v, want GOAWAY PROTOCOL_ERROR", ga)
+	}
+
+	// A block that does not decode: index 200 is in neither table.
+	rc2 := dial(t, e.addr)
+	rc2.handshake()
+	rc2.fr.WriteHeaders(xh2.HeadersFrameParam{StreamID: 1, BlockFragment: []byte{0x80 | 0x7f, 200 - 127}, EndStream: true, EndHeaders: true})
+	if ga, ok := rc2.next().(*xh2.GoAwayFrame); !ok || ga.ErrCode != xh2.ErrCodeCompression {
+		t.Fatalf("got %v, want GOAWAY COMPRESSION_ERROR", ga)
+	}
+}
