@@ -48,7 +48,8 @@
 #   BUILD=0                     BUILD=1 runs `make build` first
 #   WORKDIR=$(mktemp -d)        configs, logs, raw wrk output, results.tsv
 #   KEEP=0                      KEEP=1 keeps the bulk file in WORKDIR at exit
-#   FUL_GOMAXPROCS=2            GOMAXPROCS for fulcrum (= haproxy nbthread); empty: unset
+#   FUL_GOMAXPROCS=             GOMAXPROCS for fulcrum; empty (the default): unset, fulcrum runs
+#                               its default thread count (one fewer than the CPUs, at least one)
 #   HAP_SPLICE=0                1 = option splice-request/-response in haproxy's tcp backend
 #   FUL_HTTP=8080 FUL_TCP=8081 HAP_HTTP=8180 HAP_TCP=8181   listen ports
 #   QCONNS=256 QMAXCONN=8 FUL_Q=8082 HAP_Q=8182             the queue mode
@@ -81,7 +82,7 @@ ONLY=${ONLY:-"haproxy fulcrum"}
 FULCRUM=${FULCRUM:-./bin/fulcrum}
 BUILD=${BUILD:-0}
 KEEP=${KEEP:-0}
-FUL_GOMAXPROCS=${FUL_GOMAXPROCS-2}   # match haproxy nbthread 2; empty = Go default
+FUL_GOMAXPROCS=${FUL_GOMAXPROCS-}   # empty: fulcrum's default thread count (issue 21: default settings)
 HAP_SPLICE=${HAP_SPLICE:-0}
 FUL_HTTP=${FUL_HTTP:-8080}
 FUL_TCP=${FUL_TCP:-8081}

@@ -18,9 +18,10 @@ type globalSection struct {
 	MaxConn int `toml:"maxconn"`
 
 	// NbThread is how many threads run Go code at once (GOMAXPROCS), as
-	// HAProxy's nbthread. 0 means one per available CPU. On a small machine
-	// shared with its servers, fewer threads than CPUs can give lower tail
-	// latency. Default 0.
+	// HAProxy's nbthread. 0 means one fewer than the available CPUs (the
+	// affinity mask or the cgroup's CPU limit), at least one, unless the
+	// GOMAXPROCS environment variable is set: the CPU left serves the
+	// kernel's network processing (cmd/fulcrum defaultThreads). Default 0.
 	NbThread int `toml:"nbthread"`
 
 	// HardStopAfter bounds a graceful stop (SIGTERM, SIGINT): listeners close

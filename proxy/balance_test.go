@@ -150,11 +150,15 @@ func TestLeastConnThroughProxy(t *testing.T) {
 	us := []*holdingUpstream{newHoldingUpstream(t, "s1"), newHoldingUpstream(t, "s2"), newHoldingUpstream(t, "s3")}
 	cfg := testConfig(conf.ModeHTTP, []string{us[0].addr(), us[1].addr(), us[2].addr()}, nil)
 	cfg.Backends[0].Balance = "leastconn"
-	_, addr := startProxy(t, cfg)
+	p, addr := startProxy(t, cfg)
 	releaseAtEnd(t, us...)
 	held := func() []int64 {
 		return []int64{us[0].held.Load(), us[1].held.Load(), us[2].held.Load()}
 	}
+	// cur is the proxy's own count of sessions on server i, what
+	// leastconn reads: a server's answer is held by the upstream's count
+	// before the proxy has finished relaying it.
+	cur := func(i int) int64 { return p.Backends[0].Servers()[i].lb.Cur.Load() }
 
 	holdRequests(t, addr, 3)
 	waitFor(t, 5*time.Second, "one request held on each server", func() bool {
@@ -165,14 +169,14 @@ func TestLeastConnThroughProxy(t *testing.T) {
 		return slices.Equal(held(), []int64{2, 2, 2})
 	})
 	us[1].release <- struct{}{} // s2 finishes one
-	waitFor(t, 5*time.Second, "s2 down to one", func() bool { return us[1].held.Load() == 1 })
+	waitFor(t, 5*time.Second, "s2 down to one", func() bool { return us[1].held.Load() == 1 && cur(1) == 1 })
 	holdRequests(t, addr, 1)
 	waitFor(t, 5*time.Second, "the new request on s2, the least loaded", func() bool {
 		return slices.Equal(held(), []int64{2, 2, 2})
 	})
 	us[0].release <- struct{}{}
 	us[0].release <- struct{}{}
-	waitFor(t, 5*time.Second, "s1 idle", func() bool { return us[0].held.Load() == 0 })
+	waitFor(t, 5*time.Second, "s1 idle", func() bool { return us[0].held.Load() == 0 && cur(0) == 0 })
 	holdRequests(t, addr, 2)
 	waitFor(t, 5*time.Second, "both new requests on s1, the idle one", func() bool {
 		return slices.Equal(held(), []int64{2, 2, 2})

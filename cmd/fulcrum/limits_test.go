@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -191,4 +192,48 @@ func concurrentGets(addr string, n int) map[int]int {
 	close(start)
 	wg.Wait()
 	return codes
+}
+
+// TestDefaultThreads: nbthread's default is one thread fewer than the CPUs
+// (at least one); the GOMAXPROCS environment variable and nbthread
+// override it. show info's Nbthread says what the process runs with.
+func TestDefaultThreads(t *testing.T) {
+	for cpus, want := range map[int]int{1: 1, 2: 1, 3: 2, 4: 3, 64: 63} {
+		if got := defaultThreads(cpus); got != want {
+			t.Errorf("defaultThreads(%d) = %d, want %d", cpus, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		name, shell, global string
+		want                int
+	}{
+		{"default", "unset GOMAXPROCS", "", defaultThreads(goruntime.NumCPU())},
+		{"GOMAXPROCS", "export GOMAXPROCS=3", "", 3},
+		{"nbthread", "unset GOMAXPROCS", "nbthread = 3", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sock := filepath.Join(t.TempDir(), "s.sock")
+			cfg := writeFile(t, "t.toml", fmt.Sprintf(`[global]
+%s
+[[global.stats_socket]]
+path = %q
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+mode = "tcp"
+default_backend = "b"
+[[backend]]
+name = "b"
+mode = "tcp"
+[[backend.server]]
+name = "s1"
+address = "127.0.0.1:1"
+`, tc.global, sock))
+			startLimited(t, tc.shell, cfg)
+			want := fmt.Sprintf("Nbthread: %d\n", tc.want)
+			if info := socketCmd(t, sock, "show info"); !strings.Contains(info, want) {
+				t.Errorf("show info has no %q:\n%s", strings.TrimSpace(want), info)
+			}
+		})
+	}
 }

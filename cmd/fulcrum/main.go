@@ -30,7 +30,18 @@ import (
 var version = ""
 
 func main() {
+	applyDefaultThreads()
 	os.Exit(run(os.Args, os.Stdout, os.Stderr))
+}
+
+// applyDefaultThreads sets the process's threads to nbthread's default
+// (defaultThreads), unless the GOMAXPROCS environment variable is set; a
+// configuration's nbthread overrides it when served (serveWith). It is
+// called once, by main (tests serving in their own process keep theirs).
+func applyDefaultThreads() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		goruntime.GOMAXPROCS(defaultThreads(goruntime.GOMAXPROCS(0)))
+	}
 }
 
 // run is main with its outputs injected, for tests. It returns the exit code.
@@ -206,6 +217,16 @@ type serveOptions struct {
 	// [[peers]] section ("" = the section's localpeer, else the host name).
 	localPeer string
 }
+
+// defaultThreads is nbthread's default for a process that Go gives cpus
+// threads (GOMAXPROCS's own default: the CPUs of the affinity mask, or the
+// cgroup's CPU limit): one fewer, at least one. The CPU left over serves
+// the kernel's network processing (softirqs) and whatever shares the host;
+// on the 2-CPU machine of bench/README.md ("The default thread count"),
+// one thread served more requests per CPU-second than two in every
+// keep-alive mode, with a shorter tail. nbthread, or the GOMAXPROCS
+// environment variable, overrides it.
+func defaultThreads(cpus int) int { return max(1, cpus-1) }
 
 // serveWith is serve with its options. SIGHUP, the Runtime API's reload
 // and opts.watch reload the configuration (reload.go).

@@ -31,6 +31,7 @@ import (
 // goroutine behind.
 func TestMain(m *testing.M) {
 	if os.Getenv("FULCRUM_TEST_MAIN") == "1" {
+		applyDefaultThreads() // as main
 		fallback := defaultConfig
 		if f := os.Getenv("FULCRUM_TEST_DEFAULT_CONFIG"); f != "" {
 			fallback = f
