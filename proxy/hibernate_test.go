@@ -232,19 +232,27 @@ func TestHibernateKeepAliveTimeout(t *testing.T) {
 	})
 }
 
+// asleep starts hibernatingProxy with body, and returns it with a client
+// connection that was served once and now hibernates.
+func asleep(t *testing.T, body string) (p *Proxy, c net.Conn, resp string) {
+	t.Helper()
+	p, addr, resp := hibernatingProxy(t, body, nil)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	exchangeRaw(t, c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", resp)
+	waitHibernating(t, p, 1)
+	return p, c, resp
+}
+
 // A stop closes hibernating connections (their clients read the end) and
 // returns; a reload moves one to the new proxy, which serves its next
 // request, and closes one whose bind the new configuration dropped.
 func TestHibernateStopAndReload(t *testing.T) {
 	t.Run("stop", func(t *testing.T) {
-		p, addr, resp := hibernatingProxy(t, "ok\n", nil)
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		exchangeRaw(t, c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", resp)
-		waitHibernating(t, p, 1)
+		p, c, _ := asleep(t, "ok\n")
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := p.Shutdown(ctx); err != nil {
@@ -260,14 +268,7 @@ func TestHibernateStopAndReload(t *testing.T) {
 	})
 
 	t.Run("reload", func(t *testing.T) {
-		p, addr, resp := hibernatingProxy(t, "old\n", nil)
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		exchangeRaw(t, c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", resp)
-		waitHibernating(t, p, 1)
+		p, c, _ := asleep(t, "old\n")
 		g := p.group
 		up2, resp2 := fixedUpstream(t, "new\n")
 		p2 := reloadTo(t, p, keepBind(epollConfig(t, conf.ModeHTTP, []string{up2}), p))
@@ -285,14 +286,7 @@ func TestHibernateStopAndReload(t *testing.T) {
 	})
 
 	t.Run("reload without the bind", func(t *testing.T) {
-		p, addr, resp := hibernatingProxy(t, "old\n", nil)
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		exchangeRaw(t, c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", resp)
-		waitHibernating(t, p, 1)
+		p, c, _ := asleep(t, "old\n")
 		g := p.group
 		up2, _ := fixedUpstream(t, "new\n")
 		p2 := reloadTo(t, p, epollConfig(t, conf.ModeHTTP, []string{up2}))
