@@ -50,7 +50,7 @@ type Config struct {
 // Global holds process-wide settings ([global]).
 type Global struct {
 	MaxConn       int           // 0 = unlimited (cmd/fulcrum derives it from RLIMIT_NOFILE)
-	NbThread      int           // GOMAXPROCS; 0 = one per CPU
+	NbThread      int           // GOMAXPROCS; 0 = the process's default (cmd/fulcrum: one fewer than the CPUs, at least one)
 	HardStopAfter time.Duration // 0 = wait forever for in-flight work at stop
 	LogLevel      string        // debug | info | warn | error
 	LogFormat     string        // json | console

@@ -46,6 +46,11 @@ func (p *Proxy) netIOMode() string {
 // pollers. p.epoll says whether p's new plaintext binds use them; where the
 // group cannot be made (not Linux) p stays on Go's poller and says so.
 func (p *Proxy) initNetIO(old *Proxy) {
+	switch v := os.Getenv(NetIOEnv); v {
+	case "", "go", "epoll":
+	default:
+		p.log.Warn().Str(NetIOEnv, v).Msg("unknown connection layer in the environment (want go or epoll): tune_netio applies")
+	}
 	p.epoll = p.netIOMode() == "epoll"
 	if old != nil && old.group != nil && old.group.Ref() {
 		p.group = old.group

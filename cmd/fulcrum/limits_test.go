@@ -236,4 +236,45 @@ address = "127.0.0.1:1"
 			}
 		})
 	}
+	// A reload applies a new nbthread, and one that removes it returns to
+	// the default, as a restart would.
+	t.Run("reload", func(t *testing.T) {
+		sock := filepath.Join(t.TempDir(), "s.sock")
+		body := func(global string) string {
+			return fmt.Sprintf(`[global]
+%s
+[[global.stats_socket]]
+path = %q
+level = "admin"
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+mode = "tcp"
+default_backend = "b"
+[[backend]]
+name = "b"
+mode = "tcp"
+[[backend.server]]
+name = "s1"
+address = "127.0.0.1:1"
+`, global, sock)
+		}
+		cfg := writeFile(t, "t.toml", body(""))
+		startLimited(t, "unset GOMAXPROCS", cfg)
+		for _, step := range []struct {
+			global string
+			want   int
+		}{{"nbthread = 3", 3}, {"", defaultThreads(goruntime.NumCPU())}} {
+			if err := os.WriteFile(cfg, []byte(body(step.global)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got := socketCmd(t, sock, "reload"); !strings.HasPrefix(got, "Success=1") {
+				t.Fatalf("reload: %q", got)
+			}
+			want := fmt.Sprintf("Nbthread: %d\n", step.want)
+			if info := socketCmd(t, sock, "show info"); !strings.Contains(info, want) {
+				t.Errorf("after a reload with %q: show info has no %q", step.global, strings.TrimSpace(want))
+			}
+		}
+	})
 }

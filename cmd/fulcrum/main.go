@@ -235,6 +235,7 @@ func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serve
 	if cfg.File != "" {
 		log.Info().Str("file", cfg.File).Msg("configuration read") // which file, when -c was left out
 	}
+	baseThreads := goruntime.GOMAXPROCS(0) // without nbthread: for reloads
 	if n := cfg.Global.NbThread; n > 0 {
 		goruntime.GOMAXPROCS(n)
 	}
@@ -271,6 +272,7 @@ func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serve
 	}
 	r := newReloader(cfg, p, logw, log)
 	r.fds = fds
+	r.baseThreads = baseThreads
 	r.stopResolvers = stopResolvers
 	defer func() { r.stopResolvers() }()
 	if opts.load != nil {

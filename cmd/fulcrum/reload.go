@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,6 +55,11 @@ type reloader struct {
 	// proxies still draining then close their connections too.
 	abortCtx    context.Context
 	abortRetire context.CancelFunc
+
+	// baseThreads is the process's thread count without nbthread (its
+	// default, or GOMAXPROCS from the environment): what a reload that
+	// removes nbthread returns to.
+	baseThreads int
 }
 
 // errStopping is returned by a reload that arrives while the daemon stops.
@@ -152,6 +158,7 @@ func (r *reloader) reload() error {
 	}
 	r.stopChecks = startChecks(p, log)
 	r.peers.reload(cfg, p)
+	r.applyThreads(cfg, log)
 	hardStop := r.cfg.Global.HardStopAfter
 	r.cfg, r.log = cfg, log
 	r.retiring.Add(1)
@@ -169,6 +176,21 @@ func (r *reloader) reload() error {
 	}()
 	log.Info().Str("file", r.path).Stringer("took", logDuration(time.Since(t0))).Msg("configuration reloaded")
 	return nil
+}
+
+// applyThreads makes the process run cfg's nbthread (or, without one,
+// baseThreads) after a reload, as a restart would: HAProxy's reload
+// starts a new process, which reads nbthread again. Go changes the count
+// of a running process (runtime.GOMAXPROCS).
+func (r *reloader) applyThreads(cfg *conf.Config, log zerolog.Logger) {
+	want := cfg.Global.NbThread
+	if want <= 0 {
+		want = r.baseThreads
+	}
+	if cur := goruntime.GOMAXPROCS(0); want > 0 && want != cur {
+		goruntime.GOMAXPROCS(want)
+		log.Info().Int("nbthread", want).Int("previous", cur).Msg("thread count changed")
+	}
 }
 
 // close refuses further reloads, stops the checker and returns the
