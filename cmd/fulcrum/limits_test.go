@@ -203,45 +203,9 @@ func TestDefaultThreads(t *testing.T) {
 			t.Errorf("defaultThreads(%d) = %d, want %d", cpus, got, want)
 		}
 	}
-	for _, tc := range []struct {
-		name, shell, global string
-		want                int
-	}{
-		{"default", "unset GOMAXPROCS", "", defaultThreads(goruntime.NumCPU())},
-		{"GOMAXPROCS", "export GOMAXPROCS=3", "", 3},
-		{"nbthread", "unset GOMAXPROCS", "nbthread = 3", 3},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			sock := filepath.Join(t.TempDir(), "s.sock")
-			cfg := writeFile(t, "t.toml", fmt.Sprintf(`[global]
-%s
-[[global.stats_socket]]
-path = %q
-[[frontend]]
-name = "www"
-bind = ["127.0.0.1:0"]
-mode = "tcp"
-default_backend = "b"
-[[backend]]
-name = "b"
-mode = "tcp"
-[[backend.server]]
-name = "s1"
-address = "127.0.0.1:1"
-`, tc.global, sock))
-			startLimited(t, tc.shell, cfg)
-			want := fmt.Sprintf("Nbthread: %d\n", tc.want)
-			if info := socketCmd(t, sock, "show info"); !strings.Contains(info, want) {
-				t.Errorf("show info has no %q:\n%s", strings.TrimSpace(want), info)
-			}
-		})
-	}
-	// A reload applies a new nbthread, and one that removes it returns to
-	// the default, as a restart would.
-	t.Run("reload", func(t *testing.T) {
-		sock := filepath.Join(t.TempDir(), "s.sock")
-		body := func(global string) string {
-			return fmt.Sprintf(`[global]
+	// config is a file with global in [global] and an admin socket at sock.
+	config := func(global, sock string) string {
+		return fmt.Sprintf(`[global]
 %s
 [[global.stats_socket]]
 path = %q
@@ -258,21 +222,43 @@ mode = "tcp"
 name = "s1"
 address = "127.0.0.1:1"
 `, global, sock)
-		}
-		cfg := writeFile(t, "t.toml", body(""))
+	}
+	showInfo := func(sock string) string { return socketCmd(t, sock, "show info") }
+	for _, tc := range []struct {
+		name, shell, global string
+		want                int
+	}{
+		{"default", "unset GOMAXPROCS", "", defaultThreads(goruntime.NumCPU())},
+		{"GOMAXPROCS", "export GOMAXPROCS=3", "", 3},
+		{"nbthread", "unset GOMAXPROCS", "nbthread = 3", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sock := filepath.Join(t.TempDir(), "s.sock")
+			startLimited(t, tc.shell, writeFile(t, "t.toml", config(tc.global, sock)))
+			want := fmt.Sprintf("Nbthread: %d\n", tc.want)
+			if info := showInfo(sock); !strings.Contains(info, want) {
+				t.Errorf("show info has no %q:\n%s", strings.TrimSpace(want), info)
+			}
+		})
+	}
+	// A reload applies a new nbthread, and one that removes it returns to
+	// the default, as a restart would.
+	t.Run("reload", func(t *testing.T) {
+		sock := filepath.Join(t.TempDir(), "s.sock")
+		cfg := writeFile(t, "t.toml", config("", sock))
 		startLimited(t, "unset GOMAXPROCS", cfg)
 		for _, step := range []struct {
 			global string
 			want   int
 		}{{"nbthread = 3", 3}, {"", defaultThreads(goruntime.NumCPU())}} {
-			if err := os.WriteFile(cfg, []byte(body(step.global)), 0o644); err != nil {
+			if err := os.WriteFile(cfg, []byte(config(step.global, sock)), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			if got := socketCmd(t, sock, "reload"); !strings.HasPrefix(got, "Success=1") {
 				t.Fatalf("reload: %q", got)
 			}
 			want := fmt.Sprintf("Nbthread: %d\n", step.want)
-			if info := socketCmd(t, sock, "show info"); !strings.Contains(info, want) {
+			if info := showInfo(sock); !strings.Contains(info, want) {
 				t.Errorf("after a reload with %q: show info has no %q", step.global, strings.TrimSpace(want))
 			}
 		}
