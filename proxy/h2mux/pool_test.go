@@ -21,37 +21,12 @@ import (
 // stream started (x/net/http2 would refuse it): the request is served
 // whole, then the connection closes; an idle connection closes at once.
 func TestPoolCloseIdleReserved(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var closed atomic.Int64
-	var wg sync.WaitGroup
-	h2s := &http2.Server{}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				h2s.ServeConn(c, &http2.ServeConnOpts{Handler: h})
-				c.Close()
-				closed.Add(1)
-			}()
-		}
-	}()
-	defer func() { ln.Close(); wg.Wait() }()
+	addr, _, closed := startH2Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 	var cs Counters
 	p := NewPool(&cs, time.Minute)
 	defer p.CloseAll()
 	dial := func() *http2.ClientConn {
-		c, err := net.Dial("tcp", ln.Addr().String())
+		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,14 +63,15 @@ func TestPoolCloseIdleReserved(t *testing.T) {
 }
 
 // startH2Server serves HTTP/2 (prior knowledge) on a loopback listener
-// with h, counting the connections accepted; it stops at the end of t.
-func startH2Server(t *testing.T, h http.Handler) (addr string, accepted *atomic.Int64) {
+// with h, counting the connections accepted and those it closed; it stops
+// at the end of t.
+func startH2Server(t *testing.T, h http.Handler) (addr string, accepted, closed *atomic.Int64) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	accepted = new(atomic.Int64)
+	accepted, closed = new(atomic.Int64), new(atomic.Int64)
 	var wg sync.WaitGroup
 	h2s := &http2.Server{}
 	wg.Add(1)
@@ -112,11 +88,12 @@ func startH2Server(t *testing.T, h http.Handler) (addr string, accepted *atomic.
 				defer wg.Done()
 				h2s.ServeConn(c, &http2.ServeConnOpts{Handler: h})
 				c.Close()
+				closed.Add(1)
 			}()
 		}
 	}()
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	return ln.Addr().String(), accepted
+	return ln.Addr().String(), accepted, closed
 }
 
 // TestPoolReserveOrDial: requests that find no free stream while a dial
@@ -124,7 +101,7 @@ func startH2Server(t *testing.T, h http.Handler) (addr string, accepted *atomic.
 // for all); when the dial fails they are told to dial on their own at
 // once, and a wait is bounded.
 func TestPoolReserveOrDial(t *testing.T) {
-	addr, accepted := startH2Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	addr, accepted, _ := startH2Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	var cs Counters
 	p := NewPool(&cs, time.Minute)
 	defer p.CloseAll()
