@@ -445,12 +445,23 @@ func pagePoints(snap *proxy.Snapshot, f *Filter, scope string, history, servers 
 		}
 		return nil
 	})
+	longest := 0
 	for h, pts := range out {
 		n := len(pts)
 		for n > 0 && pts[n-1].End > cut {
 			n--
 		}
 		out[h] = pts[:n]
+		longest = max(longest, n)
+	}
+	// A row whose history began later (its object saw its first traffic
+	// an interval after the others) gets gap points in front, as missed
+	// intervals are, so that every row's points stand for the same
+	// intervals.
+	for h, pts := range out {
+		if n := len(pts); n > 0 && n < longest {
+			out[h] = append(make([]proxy.HistoryPoint, longest-n, longest), pts...)
+		}
 	}
 	return out
 }
