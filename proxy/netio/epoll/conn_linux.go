@@ -69,11 +69,18 @@ type side struct {
 	// fill the socket) says the next attempt may succeed; an attempt
 	// clears it first, so that an event coming meanwhile sets it again.
 	ready   atomic.Uint32
-	waiting atomic.Bool   // a goroutine is (about to be) blocked on ch
-	ch      chan struct{} // its wake-up, one pending at most
-	dl      atomic.Int64  // deadline in Unix ns, 0: none
+	waiting atomic.Bool // a goroutine is (about to be) blocked on ch
+	// past says the deadline dl has passed: set by its timer (or by
+	// setDeadline for a deadline already past), cleared when a later
+	// deadline or none is set. The hot paths test it instead of reading
+	// the clock (two vDSO clock reads per time.Now, each costly on a
+	// virtual machine's paravirtual clock); like Go's own poller, a read
+	// made between the deadline and its timer's run still succeeds.
+	past atomic.Bool
+	ch   chan struct{} // its wake-up, one pending at most
 
 	tmu   sync.Mutex
+	dl    int64       // the deadline in Unix ns, 0: none; under tmu
 	timer *time.Timer // wakes the waiter at the deadline
 
 	// hib is the connection's hibernation (Conn.Hibernate, read side
@@ -121,11 +128,27 @@ func (s *side) wake() {
 	}
 }
 
-// expire is the deadline timer's: it wakes the waiter, or ends the
-// hibernation of a connection whose deadline has passed.
+// expire is the deadline timer's: it marks the deadline past (unless a
+// later one was set meanwhile: a run of the timer that began before its
+// Reset finds the new deadline under tmu), then fires.
 func (s *side) expire() {
+	s.tmu.Lock()
+	if s.dl != 0 {
+		if left := s.dl - time.Now().UnixNano(); left <= 0 {
+			s.past.Store(true)
+		} else if s.timer != nil {
+			s.timer.Reset(time.Duration(left)) // the wall clock went back
+		}
+	}
+	s.tmu.Unlock()
+	s.fire()
+}
+
+// fire wakes the waiter, or ends the hibernation of a connection whose
+// deadline has passed.
+func (s *side) fire() {
 	s.wake()
-	if s.hib.Load() != nil && s.expired() {
+	if s.hib.Load() != nil && s.past.Load() {
 		s.rouse()
 	}
 }
@@ -146,11 +169,9 @@ func (s *side) rouse() {
 	}
 }
 
-// expired reports whether the side's deadline has passed.
-func (s *side) expired() bool {
-	dl := s.dl.Load()
-	return dl != 0 && time.Now().UnixNano() >= dl
-}
+// expired reports whether the side's deadline has passed (its timer has
+// run, or it was set in the past).
+func (s *side) expired() bool { return s.past.Load() }
 
 // wait blocks until the side is ready, its deadline passes or c closes,
 // registering c for input first if it is not yet.
@@ -270,14 +291,14 @@ func (g *Group) Hibernating() int64 { return g.sleeping.Load() }
 // timer; a deadline already past wakes the waiter now (the queue's
 // dispatcher wakes a waiting reader this way).
 func (s *side) setDeadline(t time.Time) {
-	var dl int64
-	if !t.IsZero() {
-		dl = max(t.UnixNano(), 1)
-	}
-	s.dl.Store(dl)
 	s.tmu.Lock()
 	defer s.tmu.Unlock()
-	if dl == 0 {
+	s.dl = 0
+	if !t.IsZero() {
+		s.dl = max(t.UnixNano(), 1)
+	}
+	if s.dl == 0 {
+		s.past.Store(false)
 		if s.timer != nil {
 			s.timer.Stop()
 		}
@@ -288,9 +309,11 @@ func (s *side) setDeadline(t time.Time) {
 		if s.timer != nil {
 			s.timer.Stop()
 		}
-		s.expire()
+		s.past.Store(true)
+		s.fire()
 		return
 	}
+	s.past.Store(false)
 	if s.timer == nil {
 		s.timer = time.AfterFunc(d, s.expire)
 	} else {

@@ -171,6 +171,40 @@ func TestReadDeadline(t *testing.T) {
 	}
 }
 
+// The deadline's state is the timer's, not a clock read per operation: a
+// deadline moved later clears it, a timer run that finds a later deadline
+// (it began before the move, or the wall clock went back) leaves it clear
+// and re-arms, and a deadline that has passed stays past until reset.
+func TestDeadlineTimerState(t *testing.T) {
+	g := newGroup(t, 1)
+	c, peer := accepted(t, g)
+	c.SetReadDeadline(time.Unix(1, 0))
+	if !c.r.expired() {
+		t.Fatal("a deadline in the past is not expired")
+	}
+	c.SetReadDeadline(time.Now().Add(time.Hour))
+	if c.r.expired() {
+		t.Fatal("a deadline moved an hour later is still expired")
+	}
+	c.r.expire() // a late run of the old timer
+	if c.r.expired() {
+		t.Fatal("a timer run before the new deadline marked it past")
+	}
+	peer.Write([]byte("y"))
+	if b := make([]byte, 1); mustRead(t, c, b) != "y" {
+		t.Fatal("the byte was lost")
+	}
+	c.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
+	waitFor(t, "the timer to mark the deadline past", c.r.expired)
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Read after the timer: %v, want a deadline error", err)
+	}
+	c.SetReadDeadline(time.Time{})
+	if c.r.expired() {
+		t.Fatal("no deadline, yet expired")
+	}
+}
+
 func mustRead(t testing.TB, c net.Conn, b []byte) string {
 	t.Helper()
 	n, err := c.Read(b)
