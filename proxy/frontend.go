@@ -84,7 +84,7 @@ type clientConn struct {
 	dl        netio.Deadlines // owned by the connection's goroutine
 	stream    streamRef       // the current stream's server side (sessions.go)
 	bind      string          // the address of the listener that accepted it
-	st        tracker         // entries tracked by tcp_request connection rules (stick.go)
+	st        *tracker        // entries tracked by tcp_request connection rules (stick.go); nil: none ran
 	httpState                 // http mode (httpconn.go)
 
 	// The edge (edge.go): dst is the destination a PROXY header gave
@@ -104,6 +104,17 @@ type clientConn struct {
 	// sessionEnded: the owner's scur no longer counts the connection
 	// (endSession; the connection's goroutine only).
 	sessionEnded bool
+}
+
+// remoteAddrPort is c's peer address, an IPv4-mapped IPv6 address as the
+// IPv4 one (what parsing its String gave, without the string).
+func remoteAddrPort(c net.Conn) netip.AddrPort {
+	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		ap := ta.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	ap, _ := netip.ParseAddrPort(c.RemoteAddr().String())
+	return ap
 }
 
 // Connection states. A new connection is not idle: a stop (or the end of
@@ -309,9 +320,7 @@ func (fe *Frontend) acceptLoop(a *acceptor) {
 		}
 		backoff = 0
 		cc := &clientConn{c: c, accepted: time.Now(), bind: a.addr}
-		if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
-			cc.src = ap
-		}
+		cc.src = remoteAddrPort(c)
 		fe.track(cc, true)
 		fe.p.wg.Add(1)
 		fe.p.dispatch(fe, cc)

@@ -53,7 +53,7 @@ func (c h2client) Stopping() bool { return c.fe.p.stopping.Load() }
 func (c h2client) NewStream() http2.Stream {
 	x := streamPool.Get().(*Stream)
 	x.bind(c.fe, c.clientConn)
-	x.trk.inherit(&c.st)
+	x.trk.inherit(c.st)
 	ref := &streamRef{}
 	x.ref = ref
 	c.h2mu.Lock()

@@ -45,7 +45,7 @@ var streamPool = sync.Pool{New: func() any { return new(Stream) }}
 func (fe *Frontend) serveHTTP(cc *clientConn) bool {
 	cc.x = streamPool.Get().(*Stream)
 	cc.setFrontend(fe)
-	cc.x.trk.inherit(&cc.st) // entries tracked at the connection stage
+	cc.x.trk.inherit(cc.st) // entries tracked at the connection stage
 	return http1.Serve(cc)
 }
 
@@ -79,6 +79,7 @@ func (cc *clientConn) Hibernate(nreq int, idleStart time.Time) {
 	x.flushLog() // none waits after a request: Release wrote it
 	*x = Stream{edits: x.edits, ans: x.ans[:0]}
 	streamPool.Put(x)
+	cc.dl.ForgetWrite() // Hibernate drops the write deadline
 	cc.c.(*epoll.Conn).Hibernate(cc.wake)
 }
 
@@ -97,7 +98,7 @@ func (cc *clientConn) resume() (hibernated bool) {
 	}
 	cc.x = streamPool.Get().(*Stream)
 	cc.x.bind(cc.fe, cc) // Active moves it to its owner if a reload did
-	cc.x.trk.inherit(&cc.st)
+	cc.x.trk.inherit(cc.st)
 	if http1.Resume(cc, cc.nreq, cc.idleStart) {
 		return true
 	}

@@ -64,8 +64,8 @@ func (fe *Frontend) acceptConn(cc *clientConn) bool {
 	}
 	r := localAddr(cc)
 	r.Src = cc.src
-	cc.st.p, cc.st.connStage = fe.p, true
-	r.Tracker = &cc.st
+	cc.st = &tracker{p: fe.p, connStage: true}
+	r.Tracker = cc.st
 	if rs.AcceptConnection(&r) {
 		cc.st.accepted()
 		return true

@@ -339,8 +339,11 @@ func (tr *tracker) accepted() {
 }
 
 // inherit puts the connection's tracked entries in the empty slots of a
-// request's tracker (at the start of an HTTP session).
+// request's tracker (at the start of an HTTP session); conn nil: none.
 func (tr *tracker) inherit(conn *tracker) {
+	if conn == nil {
+		return
+	}
 	for i := range conn.sc {
 		if conn.sc[i].e != nil && tr.sc[i].e == nil {
 			tr.sc[i] = conn.sc[i]
@@ -364,8 +367,11 @@ func (tr *tracker) request() {
 // tracked entry, then the request's own entries get conn_cur decremented
 // and are released; the connection's stay (see release). status is the
 // response's (-1: none). A TCP connection ends its tracking with end then
-// release.
+// release. A nil tracker (a connection no rule tracked) has nothing to end.
 func (tr *tracker) end(status int, in, out int64) {
+	if tr == nil {
+		return
+	}
 	for i := range tr.sc {
 		sc := &tr.sc[i]
 		if sc.e == nil {
@@ -394,8 +400,12 @@ func (tr *tracker) end(status int, in, out int64) {
 
 // release ends the connection's tracking when it closes (or is
 // rejected): conn_cur decremented and the entries released. Only the
-// connection's own tracker calls it; requests' trackers hold copies.
+// connection's own tracker calls it; requests' trackers hold copies. A
+// nil tracker (a connection no rule tracked) has nothing to release.
 func (tr *tracker) release() {
+	if tr == nil {
+		return
+	}
 	for i := range tr.sc {
 		sc := &tr.sc[i]
 		if sc.e == nil {
@@ -525,7 +535,10 @@ func (p *Proxy) tcpPersist(be *Backend, cc *clientConn) (*Server, *tracker) {
 	}
 	r := localAddr(cc)
 	r.Src = cc.src
-	tr := &cc.st
+	if cc.st == nil {
+		cc.st = new(tracker)
+	}
+	tr := cc.st
 	tr.p = p
 	return tr.stickPersist(bs, be, &r, nil), tr
 }

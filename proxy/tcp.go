@@ -13,7 +13,7 @@ import (
 // with retries, relay both ways, log. The core's Stream accounts for it as
 // for an HTTP request.
 func (fe *Frontend) serveTCP(cc *clientConn) {
-	defer cc.st.release() // the connection's tracked entries (tcp_request connection)
+	defer func() { cc.st.release() }() // the connection's tracked entries (tcp_request connection, stick rules): cc.st may be made later
 	var x Stream
 	x.bind(fe, cc)
 	x.beginTCP(cc.accepted)

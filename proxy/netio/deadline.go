@@ -40,6 +40,10 @@ func (dl *Deadlines) ArmWrite(c net.Conn, now time.Time, d time.Duration) {
 	}
 }
 
+// ForgetWrite forgets the write deadline armed, for a connection whose
+// layer dropped it (epoll.Conn.Hibernate): the next ArmWrite arms one.
+func (dl *Deadlines) ForgetWrite() { dl.write = time.Time{} }
+
 // ExpireRead makes c's pending and future reads fail now.
 func (dl *Deadlines) ExpireRead(c net.Conn) {
 	dl.read = time.Unix(1, 0)

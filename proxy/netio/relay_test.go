@@ -88,6 +88,32 @@ func TestDeadlines(t *testing.T) {
 	}
 }
 
+// writeDeadlineConn counts the write deadlines set on it.
+type writeDeadlineConn struct {
+	net.Conn
+	set int
+}
+
+func (c *writeDeadlineConn) SetWriteDeadline(time.Time) error { c.set++; return nil }
+
+// After ForgetWrite (the layer dropped the deadline: a hibernation), the
+// next ArmWrite arms one even within an eighth of the timeout.
+func TestDeadlinesForgetWrite(t *testing.T) {
+	c := &writeDeadlineConn{}
+	var dl Deadlines
+	t0 := time.Now()
+	dl.ArmWrite(c, t0, 8*time.Second)
+	dl.ArmWrite(c, t0.Add(100*time.Millisecond), 8*time.Second)
+	if c.set != 1 {
+		t.Fatalf("%d deadlines set, want 1", c.set)
+	}
+	dl.ForgetWrite()
+	dl.ArmWrite(c, t0.Add(200*time.Millisecond), 8*time.Second)
+	if c.set != 2 {
+		t.Fatalf("%d deadlines set after ForgetWrite, want 2", c.set)
+	}
+}
+
 // Messages of every size around the first read's buffer and the copy
 // buffer, each sent once the previous one has arrived (so that the copy
 // waits between them, with and without the big buffer), come out byte for

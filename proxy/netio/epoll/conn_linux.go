@@ -77,7 +77,10 @@ type side struct {
 	// virtual machine's paravirtual clock); like Go's own poller, a read
 	// made between the deadline and its timer's run still succeeds.
 	past atomic.Bool
-	ch   chan struct{} // its wake-up, one pending at most
+	// ch is the waiter's wake-up, one pending at most: made by the side's
+	// first wait, dropped when the connection hibernates (no waiter then,
+	// and an idle connection costs no channel).
+	ch atomic.Pointer[chan struct{}]
 
 	tmu   sync.Mutex
 	dl    int64       // the deadline in Unix ns, 0: none; under tmu
@@ -98,8 +101,6 @@ type hibernation struct {
 
 func newConn(fd int, p *poller, gen int32) *Conn {
 	c := &Conn{fd: fd, gen: gen, p: p}
-	c.r.ch = make(chan struct{}, 1)
-	c.w.ch = make(chan struct{}, 1)
 	// Writes are tried at once; reads wait for the first event (which
 	// registering a socket that already has bytes raises at once).
 	c.w.ready.Store(1)
@@ -122,10 +123,26 @@ func (s *side) signal() {
 
 // wake unblocks the waiter (or the next one) without blocking.
 func (s *side) wake() {
-	select {
-	case s.ch <- struct{}{}:
-	default:
+	if ch := s.ch.Load(); ch != nil {
+		select {
+		case *ch <- struct{}{}:
+		default:
+		}
 	}
+}
+
+// waitChan returns the side's wake-up channel, made on first use. It is
+// there before the waiter announces itself (waiting), so a signal that
+// sees the waiter sees its channel.
+func (s *side) waitChan() chan struct{} {
+	if ch := s.ch.Load(); ch != nil {
+		return *ch
+	}
+	ch := make(chan struct{}, 1)
+	if !s.ch.CompareAndSwap(nil, &ch) {
+		return *s.ch.Load()
+	}
+	return ch
 }
 
 // expire is the deadline timer's: it marks the deadline past (unless a
@@ -181,6 +198,7 @@ func (c *Conn) wait(s *side) error {
 			return err
 		}
 	}
+	ch := s.waitChan()
 	for {
 		if c.state.Load()&closedBit != 0 {
 			return net.ErrClosed
@@ -193,7 +211,7 @@ func (c *Conn) wait(s *side) error {
 			s.waiting.Store(false)
 			return nil
 		}
-		<-s.ch
+		<-ch
 		s.waiting.Store(false)
 	}
 }
@@ -259,6 +277,13 @@ func (c *Conn) arm(want uint32) error {
 // progress. A spurious resume is possible (the first Read then waits as
 // usual, or the caller hibernates c again).
 func (c *Conn) Hibernate(resume func()) {
+	// What only a waiter or a write needs goes: the wake-up channels, and
+	// the write deadline with its timer (the caller arms a new one for
+	// its next write; netio.Deadlines.ForgetWrite). The read deadline
+	// stays: it ends the hibernation.
+	c.r.ch.Store(nil)
+	c.w.ch.Store(nil)
+	c.w.dropDeadline()
 	c.p.g.sleeping.Add(1)
 	c.r.hib.Store(&hibernation{g: c.p.g, resume: resume})
 	// A socket that never waited is not in the epoll instance yet: no
@@ -319,6 +344,18 @@ func (s *side) setDeadline(t time.Time) {
 	} else {
 		s.timer.Reset(d)
 	}
+}
+
+// dropDeadline clears the side's deadline and frees its timer.
+func (s *side) dropDeadline() {
+	s.tmu.Lock()
+	s.dl = 0
+	s.past.Store(false)
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	s.tmu.Unlock()
 }
 
 func (s *side) stopTimer() {

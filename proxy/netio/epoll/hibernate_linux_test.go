@@ -132,6 +132,41 @@ func TestHibernate(t *testing.T) {
 		}
 	})
 
+	t.Run("what it drops", func(t *testing.T) {
+		// A hibernating connection keeps no wake-up channel and no write
+		// deadline or timer; both come back when used.
+		c, peer := registered(t, g)
+		c.SetWriteDeadline(time.Now().Add(time.Hour))
+		resumed := make(chan struct{}, 2)
+		c.Hibernate(func() { resumed <- struct{}{} })
+		c.w.tmu.Lock()
+		dl, timer := c.w.dl, c.w.timer
+		c.w.tmu.Unlock()
+		if c.r.ch.Load() != nil || c.w.ch.Load() != nil || dl != 0 || timer != nil {
+			t.Fatalf("hibernating: channels %v %v, write deadline %d, timer %v; want none", c.r.ch.Load(), c.w.ch.Load(), dl, timer)
+		}
+		peer.Write([]byte("a"))
+		resumedOnce(t, g, resumed)
+		if got := mustRead(t, c, make([]byte, 8)); got != "a" {
+			t.Fatalf("read %q after resume, want a", got)
+		}
+		got := make(chan string, 1)
+		go func() { // this Read waits on a new channel
+			b := make([]byte, 8)
+			n, _ := c.Read(b)
+			got <- string(b[:n])
+		}()
+		waitFor(t, "the reader to wait", c.r.waiting.Load)
+		peer.Write([]byte("b"))
+		if s := <-got; s != "b" {
+			t.Fatalf("read %q, want b", s)
+		}
+		c.SetWriteDeadline(time.Unix(1, 0))
+		if _, err := c.Write([]byte("x")); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("write past a deadline set after resume: %v, want a deadline error", err)
+		}
+	})
+
 	t.Run("never waited", func(t *testing.T) {
 		// Not in the epoll instance yet: Hibernate registers it.
 		c, peer := accepted(t, g)
