@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/internal/memtrim"
 	"github.com/fulcrum-proxy/fulcrum/proxy"
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
@@ -318,6 +319,15 @@ func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serve
 	}
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	var watching sync.WaitGroup
+	// Memory a burst of connections left is given back once the process
+	// goes quiet (internal/memtrim).
+	watching.Add(1)
+	go func() {
+		defer watching.Done()
+		memtrim.Run(watchCtx, &memtrim.Trimmer{Policy: memtrim.DefaultPolicy()}, time.Second, func(before, after uint64) {
+			log.Debug().Uint64("heap_before_kb", before>>10).Uint64("heap_after_kb", after>>10).Msg("memory given back")
+		})
+	}()
 	if opts.watch > 0 {
 		// The content to compare with is read here, before `started`: read
 		// in the goroutine, it could already be a later version.
