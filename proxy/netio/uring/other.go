@@ -5,14 +5,17 @@ package uring
 import (
 	"errors"
 	"net"
+	"time"
 )
 
 // RelayConfig shapes a Relay.
 type RelayConfig struct {
-	Entries uint32
-	Buffers uint16
-	BufSize int
-	Flags   uint32
+	Entries   uint32
+	Buffers   uint16
+	BufSize   int
+	Flags     uint32
+	PeekFirst bool
+	RawWait   time.Duration
 }
 
 // RelayStats are the loop's counters.

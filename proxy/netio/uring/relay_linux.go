@@ -8,7 +8,7 @@ import (
 	"net"
 	"runtime"
 	"sync"
-	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -43,6 +43,16 @@ type RelayConfig struct {
 	// SetupDeferTaskrun (completions run only when the loop asks for
 	// them), with a fallback to none on kernels that refuse them.
 	Flags uint32
+	// PeekFirst makes each turn first ask for the completions ready
+	// without blocking (a raw system call), and block only when there
+	// are none: two io_uring_enter on an idle turn, but no blocking call
+	// (and none of Go's bookkeeping for it) on a busy one.
+	PeekFirst bool
+	// RawWait > 0 makes each turn wait through a raw system call, at
+	// most RawWait, then yield: the loop keeps its P while it waits (no
+	// sysmon hand-off, no thread wake-ups), and the other goroutines of
+	// that P wait up to RawWait for it. An experiment: see bench/README.md.
+	RawWait time.Duration
 }
 
 // RelayStats are the loop's counters, for measurements.
@@ -84,12 +94,14 @@ type pair struct {
 // Relay relays between pairs of connected sockets on one io_uring
 // instance. Add and Close may be called from any goroutine.
 type Relay struct {
-	mu      sync.Mutex
-	adds    [][2]int
-	closing bool
-	wakeFd  int
-	done    chan struct{}
-	err     error // why the loop ended early, set before done closes
+	mu        sync.Mutex
+	adds      [][2]int
+	closing   bool
+	wakeFd    int
+	done      chan struct{}
+	peekFirst bool
+	rawWait   time.Duration
+	err       error // why the loop ended early, set before done closes
 
 	// The loop's own state.
 	ring   *Ring
@@ -100,7 +112,8 @@ type Relay struct {
 	rearms []int // pair<<1|dir waiting for buffers
 	cqes   []CQE
 	stats  RelayStats
-	shared atomic.Pointer[RelayStats]
+	smu    sync.Mutex
+	shared RelayStats // stats as of the last publish
 	live   int
 }
 
@@ -123,8 +136,7 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	if err != nil {
 		return nil, fmt.Errorf("eventfd: %w", err)
 	}
-	r := &Relay{wakeFd: efd, done: make(chan struct{})}
-	r.shared.Store(&RelayStats{})
+	r := &Relay{wakeFd: efd, done: make(chan struct{}), peekFirst: cfg.PeekFirst, rawWait: cfg.RawWait}
 	started := make(chan error, 1)
 	go r.loop(cfg, started)
 	if err := <-started; err != nil {
@@ -180,10 +192,17 @@ func (r *Relay) Close() error {
 func (r *Relay) Done() <-chan struct{} { return r.done }
 
 // Stats returns the loop's counters as of its last turn.
-func (r *Relay) Stats() RelayStats { return *r.shared.Load() }
+func (r *Relay) Stats() RelayStats {
+	r.smu.Lock()
+	defer r.smu.Unlock()
+	return r.shared
+}
 
 // Live is the number of pairs being relayed, as of the loop's last turn.
-func (r *Relay) Live() int { return int(r.shared.Load().Pairs - r.shared.Load().Closed) }
+func (r *Relay) Live() int {
+	s := r.Stats()
+	return int(s.Pairs - s.Closed)
+}
 
 func (r *Relay) loop(cfg RelayConfig, started chan<- error) {
 	defer close(r.done)
@@ -247,7 +266,24 @@ func (r *Relay) run() error {
 			return nil
 		}
 		r.stats.Turns++
-		if _, err := r.ring.SubmitAndWait(1); err != nil {
+		var err error
+		if r.rawWait > 0 {
+			_, err = r.ring.SubmitAndWaitRaw(1, r.rawWait)
+			if errors.Is(err, unix.ETIME) || errors.Is(err, unix.EINTR) {
+				err = nil
+			}
+			runtime.Gosched() // the P was held: let the others run
+		} else if r.peekFirst {
+			// Without blocking first: a blocking io_uring_enter goes
+			// through Go's system call bookkeeping (sysmon may hand the
+			// P away, and wakes up for it).
+			if _, err = r.ring.SubmitAndPeek(); err == nil && r.ring.Ready() == 0 {
+				_, err = r.ring.SubmitAndWait(1)
+			}
+		} else {
+			_, err = r.ring.SubmitAndWait(1)
+		}
+		if err != nil {
 			if errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EAGAIN) {
 				// Completions are waiting to be reaped first: go on.
 			} else {
@@ -280,9 +316,10 @@ func (r *Relay) run() error {
 }
 
 func (r *Relay) publish() {
-	s := r.stats
-	s.Enters = r.ring.Enters
-	r.shared.Store(&s)
+	r.stats.Enters = r.ring.Enters
+	r.smu.Lock()
+	r.shared = r.stats
+	r.smu.Unlock()
 }
 
 // sqe returns a free entry, submitting the prepared ones when the ring is
@@ -453,7 +490,10 @@ func (r *Relay) complete(c CQE) {
 			r.stats.Partial++
 		} else {
 			r.bufs.Recycle(head.id)
-			dir.queue = dir.queue[1:]
+			// Shifted rather than resliced, so the queue keeps its
+			// backing array (it holds one or two chunks).
+			n := copy(dir.queue, dir.queue[1:])
+			dir.queue = dir.queue[:n]
 		}
 		if len(dir.queue) > 0 {
 			r.send(i, d)

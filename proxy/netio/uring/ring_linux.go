@@ -313,6 +313,14 @@ func (r *Ring) SubmitAndWait(waitNr uint32) (int, error) {
 	return r.enter(waitNr, enterGetEvents, nil)
 }
 
+// SubmitAndPeek passes the prepared entries to the kernel and has it post
+// the completions that are ready (with SetupDeferTaskrun they are posted
+// only when asked), without waiting, in one io_uring_enter that Go's
+// scheduler does not see (it cannot block).
+func (r *Ring) SubmitAndPeek() (int, error) {
+	return r.enter(0, enterGetEvents, nil)
+}
+
 // SubmitAndWaitTimeout is SubmitAndWait bounded by d: when d passes first
 // it fails with unix.ETIME (the entries are submitted all the same). It
 // needs IORING_FEAT_EXT_ARG (Linux 5.11).
@@ -323,6 +331,37 @@ func (r *Ring) SubmitAndWaitTimeout(waitNr uint32, d time.Duration) (int, error)
 	ts := unix.NsecToTimespec(max(d, 0).Nanoseconds())
 	arg := geteventsArg{ts: uint64(uintptr(unsafe.Pointer(&ts)))}
 	return r.enter(waitNr, enterGetEvents|enterExtArg, &arg)
+}
+
+// SubmitAndWaitRaw is SubmitAndWaitTimeout through a raw system call:
+// Go's scheduler does not know the thread waits, so the goroutine keeps
+// its P all along (no hand-off by sysmon, but no other goroutine runs on
+// that P meanwhile): keep d short.
+func (r *Ring) SubmitAndWaitRaw(waitNr uint32, d time.Duration) (int, error) {
+	if r.features&featExtArg == 0 {
+		return 0, errors.ErrUnsupported
+	}
+	ts := unix.NsecToTimespec(max(d, 0).Nanoseconds())
+	arg := geteventsArg{ts: uint64(uintptr(unsafe.Pointer(&ts)))}
+	return r.enterRaw(waitNr, enterGetEvents|enterExtArg, &arg)
+}
+
+func (r *Ring) enterRaw(waitNr uint32, flags uintptr, arg *geteventsArg) (int, error) {
+	if r.fd < 0 {
+		return 0, ErrClosed
+	}
+	toSubmit := r.sqeTail - r.submitted
+	if toSubmit > 0 {
+		atomic.StoreUint32(r.sqTail, r.sqeTail)
+	}
+	r.Enters++
+	n, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(waitNr), flags,
+		uintptr(unsafe.Pointer(arg)), unsafe.Sizeof(*arg))
+	if errno != 0 {
+		return 0, errno // EINTR too: the caller's loop comes back
+	}
+	r.submitted += uint32(n)
+	return int(n), nil
 }
 
 func (r *Ring) enter(waitNr uint32, flags uintptr, arg *geteventsArg) (int, error) {

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# bench/uring.sh - the io_uring relay prototype (proxy/netio/uring) beside
+# fulcrum's relay on the epoll layer, same workload (issue 21 point 3).
+#
+# One echo server process; per round and mode a relay process started under
+# perf stat (its threads, those started later too: io_uring's workers would
+# be counted) and a client process: CONNS connections doing N round trips of
+# SIZE bytes in all through the relay to the echo server. The relay ends by
+# itself once every pair has closed; the table divides its counts by the
+# round trips. Modes (MODES): uring (one loop on its own thread: multishot
+# receive into provided buffers, one io_uring_enter per turn), epoll
+# (netio.Relay, two goroutines per pair, on one epoll-layer poller: what
+# fulcrum's tcp mode runs by default), go (netio.Relay on Go's net.Conns),
+# uring-peek (uring whose turns first peek without blocking: PeekFirst),
+# uring-raw (uring waiting through a raw system call of at most $RAWWAIT,
+# then yielding: RawWait).
+# The relay runs with GOMAXPROCS=$RELAY_GOMAXPROCS (default 1: fulcrum's
+# default on 2 CPUs).
+#
+# Knobs (defaults): ROUNDS=3 N=200000 CONNS=64 SIZE=64 MODES="uring epoll"
+#   RELAY_GOMAXPROCS=1 RAWWAIT=1ms WORKDIR=$(mktemp -d)
+# Needs: go, linux-perf (perf_event_paranoid <= 1 or root). Listens on
+# 127.0.0.1:0 only; every process it starts is stopped at exit.
+set -u
+export LC_ALL=C
+cd "$(dirname "$0")/.." || exit 2
+
+ROUNDS=${ROUNDS:-3}
+N=${N:-200000}
+CONNS=${CONNS:-64}
+SIZE=${SIZE:-64}
+MODES=${MODES:-uring epoll}
+RELAY_GOMAXPROCS=${RELAY_GOMAXPROCS:-1}
+RAWWAIT=${RAWWAIT:-1ms}
+WORKDIR=${WORKDIR:-$(mktemp -d)}
+BIN=$WORKDIR/uringrelay
+PIDS=()
+
+cleanup() {
+	for p in "${PIDS[@]}"; do pkill -P "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+}
+trap cleanup EXIT INT TERM
+
+command -v perf >/dev/null || { echo "uring.sh: perf missing (Debian linux-perf)" >&2; exit 2; }
+go build -o "$BIN" ./bench/uringrelay || exit 2
+
+# waitfile F: wait up to 10 s for a process to write its address to F.
+waitfile() {
+	for _ in $(seq 100); do [ -s "$1" ] && return 0; sleep 0.1; done
+	echo "uring.sh: no address in $1" >&2
+	exit 1
+}
+
+"$BIN" echo -addrfile "$WORKDIR/echo.addr" -hold 30m &
+PIDS+=($!)
+waitfile "$WORKDIR/echo.addr"
+UP=$(cat "$WORKDIR/echo.addr")
+
+EVENTS=task-clock,context-switches,raw_syscalls:sys_enter,syscalls:sys_enter_io_uring_enter,syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep
+
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs, kernel $(uname -r)"
+echo "# N=$N CONNS=$CONNS SIZE=$SIZE RELAY_GOMAXPROCS=$RELAY_GOMAXPROCS; per round trip:"
+printf '%-10s %5s %9s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %9s\n' \
+	mode round rps cpu_us user_us sys_us syscalls enter read write epoll futex nanosl ctxsw
+for r in $(seq "$ROUNDS"); do
+	for m in $MODES; do
+		out=$WORKDIR/$m.$r
+		rm -f "$out.addr"
+		peek=0 raw= rm=$m
+		[ "$m" = uring-peek ] && peek=1 rm=uring
+		[ "$m" = uring-raw ] && raw=$RAWWAIT rm=uring
+		URING_PEEK=$peek URING_RAWWAIT=$raw GOMAXPROCS=$RELAY_GOMAXPROCS perf stat -x, -o "$out.perf" -e "$EVENTS" -- \
+			"$BIN" relay -mode "$rm" -upstream "$UP" -addrfile "$out.addr" -pairs "$CONNS" -hold 10m \
+			2>"$out.relay" &
+		rp=$!
+		PIDS+=($rp)
+		waitfile "$out.addr"
+		if ! "$BIN" client -addr "$(cat "$out.addr")" -conns "$CONNS" -size "$SIZE" -n "$N" >"$out.client"; then
+			echo "uring.sh: client failed ($m round $r)" >&2
+			exit 1
+		fi
+		wait "$rp"
+		rt=$(awk '{print $2}' "$out.client")
+		rps=$(awk '{print $6}' "$out.client")
+		awk -F, -v rt="$rt" -v m="$m" -v r="$r" -v rps="$rps" -v relay="$out.relay" '
+			$3 != "" { v[$3] = $1 }
+			END {
+				while ((getline line < relay) > 0) {
+					split(line, f, " ")
+					if (f[1] == "rusage:") { user = f[3]; sys = f[5] }
+				}
+				printf "%-10s %5d %9d %8.2f %8.2f %8.2f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %9.4f\n",
+					m, r, rps, v["task-clock"] * 1000 / rt, user / rt, sys / rt,
+					v["raw_syscalls:sys_enter"] / rt, v["syscalls:sys_enter_io_uring_enter"] / rt,
+					v["syscalls:sys_enter_read"] / rt, v["syscalls:sys_enter_write"] / rt,
+					v["syscalls:sys_enter_epoll_pwait"] / rt, v["syscalls:sys_enter_futex"] / rt,
+					v["syscalls:sys_enter_nanosleep"] / rt, v["context-switches"] / rt
+			}' "$out.perf"
+	done
+done
+echo "# raw files in $WORKDIR"
