@@ -2,7 +2,7 @@
 # bench/uring.sh - the io_uring relay prototype (proxy/netio/uring) beside
 # fulcrum's relay on the epoll layer, same workload (issue 21 point 3).
 #
-# One echo server process; per round and mode a relay process started under
+# Per round and mode: an echo server process, a relay process started under
 # perf stat (its threads, those started later too: io_uring's workers would
 # be counted) and a client process: CONNS connections doing N round trips of
 # SIZE bytes in all through the relay to the echo server. The relay ends by
@@ -52,51 +52,56 @@ waitfile() {
 	exit 1
 }
 
-"$BIN" echo -addrfile "$WORKDIR/echo.addr" -hold 30m &
-PIDS+=($!)
-waitfile "$WORKDIR/echo.addr"
-UP=$(cat "$WORKDIR/echo.addr")
-
 EVENTS=task-clock,context-switches,raw_syscalls:sys_enter,syscalls:sys_enter_io_uring_enter,syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs, kernel $(uname -r)"
-echo "# N=$N CONNS=$CONNS SIZE=$SIZE RELAY_GOMAXPROCS=$RELAY_GOMAXPROCS; per round trip:"
-printf '%-10s %5s %9s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %9s\n' \
-	mode round rps cpu_us user_us sys_us syscalls enter read write epoll futex nanosl ctxsw
+echo "# N=$N CONNS=$CONNS SIZE=$SIZE RELAY_GOMAXPROCS=$RELAY_GOMAXPROCS; per round trip (CPU in µs):"
+printf '%-10s %5s %8s %7s %7s %7s %8s %7s %7s %7s %7s %7s %7s %7s %7s\n' \
+	mode round rps relay user sys syscalls enter read write epoll futex nanosl ctxsw echo+cl
 for r in $(seq "$ROUNDS"); do
 	for m in $MODES; do
 		out=$WORKDIR/$m.$r
-		rm -f "$out.addr"
+		rm -f "$out.addr" "$out.echo.addr"
+		# A fresh echo server per run, so that its CPU time is this run's.
+		"$BIN" echo -addrfile "$out.echo.addr" -hold 10m 2>"$out.echo" &
+		ep=$!
+		PIDS+=($ep)
+		waitfile "$out.echo.addr"
 		peek=0 raw= rm=$m
 		[ "$m" = uring-peek ] && peek=1 rm=uring
 		[ "$m" = uring-raw ] && raw=$RAWWAIT rm=uring
 		URING_PEEK=$peek URING_RAWWAIT=$raw GOMAXPROCS=$RELAY_GOMAXPROCS perf stat -x, -o "$out.perf" -e "$EVENTS" -- \
-			"$BIN" relay -mode "$rm" -upstream "$UP" -addrfile "$out.addr" -pairs "$CONNS" -hold 10m \
+			"$BIN" relay -mode "$rm" -upstream "$(cat "$out.echo.addr")" -addrfile "$out.addr" -pairs "$CONNS" -hold 10m \
 			2>"$out.relay" &
 		rp=$!
 		PIDS+=($rp)
 		waitfile "$out.addr"
-		if ! "$BIN" client -addr "$(cat "$out.addr")" -conns "$CONNS" -size "$SIZE" -n "$N" >"$out.client"; then
+		if ! "$BIN" client -addr "$(cat "$out.addr")" -conns "$CONNS" -size "$SIZE" -n "$N" >"$out.client" 2>"$out.clientcpu"; then
 			echo "uring.sh: client failed ($m round $r)" >&2
 			exit 1
 		fi
 		wait "$rp"
+		kill "$ep"
+		wait "$ep"
 		rt=$(awk '{print $2}' "$out.client")
 		rps=$(awk '{print $6}' "$out.client")
-		awk -F, -v rt="$rt" -v m="$m" -v r="$r" -v rps="$rps" -v relay="$out.relay" '
+		cpu() { awk '$1 == "rusage:" { print $3 + $5 }' "$1"; }
+		others=$(( $(cpu "$out.echo") + $(cpu "$out.clientcpu") ))
+		awk -F, -v rt="$rt" -v m="$m" -v r="$r" -v rps="$rps" -v relay="$out.relay" -v others="$others" '
 			$3 != "" { v[$3] = $1 }
 			END {
 				while ((getline line < relay) > 0) {
 					split(line, f, " ")
 					if (f[1] == "rusage:") { user = f[3]; sys = f[5] }
 				}
-				printf "%-10s %5d %9d %8.2f %8.2f %8.2f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %9.4f\n",
+				printf "%-10s %5d %8d %7.2f %7.2f %7.2f %8.3f %7.3f %7.3f %7.3f %7.3f %7.3f %7.3f %7.3f %7.2f\n",
 					m, r, rps, v["task-clock"] * 1000 / rt, user / rt, sys / rt,
 					v["raw_syscalls:sys_enter"] / rt, v["syscalls:sys_enter_io_uring_enter"] / rt,
 					v["syscalls:sys_enter_read"] / rt, v["syscalls:sys_enter_write"] / rt,
 					v["syscalls:sys_enter_epoll_pwait"] / rt, v["syscalls:sys_enter_futex"] / rt,
-					v["syscalls:sys_enter_nanosleep"] / rt, v["context-switches"] / rt
+					v["syscalls:sys_enter_nanosleep"] / rt, v["context-switches"] / rt, others / rt
 			}' "$out.perf"
 	done
 done
+echo "# relay: its task-clock; user, sys: its rusage; echo+cl: the echo server's and the client's CPU (rusage)"
 echo "# raw files in $WORKDIR"

@@ -6,7 +6,7 @@
 //
 //	uringrelay echo   -listen 127.0.0.1:0 -addrfile F [-hold 600s]
 //	    echoes every connection's bytes; writes its address to F; ends on
-//	    SIGINT/SIGTERM or after -hold.
+//	    SIGINT/SIGTERM or after -hold, printing its rusage on stderr.
 //	uringrelay relay  -mode uring|epoll|go -upstream A -addrfile F -pairs P [-hold 600s]
 //	    accepts on 127.0.0.1:0 (address written to F), dials A for each
 //	    client and relays the pair: "uring" on the io_uring relay (one
@@ -19,7 +19,8 @@
 //	    URING_RAWWAIT=1ms its RawWait.
 //	uringrelay client -addr A -conns C -size S -n N [-timeout 120s]
 //	    C connections, each writing S bytes and reading them back, N round
-//	    trips in all; prints "round_trips N seconds T rps R".
+//	    trips in all (after one per connection, counted in N's report);
+//	    prints "round_trips N seconds T rps R", and its rusage on stderr.
 //
 // Everything is bounded: dials and reads have deadlines, holds end by
 // themselves.
@@ -112,6 +113,7 @@ func echoCmd(args []string) error {
 	for {
 		c, err := l.Accept()
 		if err != nil {
+			printRusage("rusage:")
 			return nil
 		}
 		go func() {
@@ -236,11 +238,17 @@ func relayCmd(args []string) error {
 		}
 		wg.Wait()
 	}
+	printRusage("rusage:")
+	return nil
+}
+
+// printRusage writes the process's CPU time (all its threads) and
+// context switches on stderr.
+func printRusage(prefix string) {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	fmt.Fprintf(os.Stderr, "rusage: user_us %d sys_us %d nvcsw %d nivcsw %d\n",
+	fmt.Fprintf(os.Stderr, "%s user_us %d sys_us %d nvcsw %d nivcsw %d\n", prefix,
 		ru.Utime.Sec*1e6+ru.Utime.Usec, ru.Stime.Sec*1e6+ru.Stime.Usec, ru.Nvcsw, ru.Nivcsw)
-	return nil
 }
 
 func clientCmd(args []string) error {
@@ -310,5 +318,6 @@ func clientCmd(args []string) error {
 		c.Close()
 	}
 	fmt.Printf("round_trips %d seconds %.3f rps %.0f\n", *n+*conns, d.Seconds(), float64(*n)/d.Seconds())
+	printRusage("rusage:")
 	return nil
 }
