@@ -13,7 +13,8 @@
 # fulcrum's tcp mode runs by default), go (netio.Relay on Go's net.Conns),
 # uring-peek (uring whose turns first peek without blocking: PeekFirst),
 # uring-raw (uring waiting through a raw system call of at most $RAWWAIT,
-# then yielding: RawWait).
+# then yielding: RawWait), uring-past (uring waiting past the completions
+# of the sends it just made: WaitPastSends).
 # The relay runs with GOMAXPROCS=$RELAY_GOMAXPROCS (default 1: fulcrum's
 # default on 2 CPUs).
 #
@@ -67,10 +68,11 @@ for r in $(seq "$ROUNDS"); do
 		ep=$!
 		PIDS+=($ep)
 		waitfile "$out.echo.addr"
-		peek=0 raw= rm=$m
+		peek=0 raw= past=0 rm=$m
 		[ "$m" = uring-peek ] && peek=1 rm=uring
+		[ "$m" = uring-past ] && past=1 rm=uring
 		[ "$m" = uring-raw ] && raw=$RAWWAIT rm=uring
-		URING_PEEK=$peek URING_RAWWAIT=$raw GOMAXPROCS=$RELAY_GOMAXPROCS perf stat -x, -o "$out.perf" -e "$EVENTS" -- \
+		URING_PEEK=$peek URING_RAWWAIT=$raw URING_PAST=$past GOMAXPROCS=$RELAY_GOMAXPROCS perf stat -x, -o "$out.perf" -e "$EVENTS" -- \
 			"$BIN" relay -mode "$rm" -upstream "$(cat "$out.echo.addr")" -addrfile "$out.addr" -pairs "$CONNS" -hold 10m \
 			2>"$out.relay" &
 		rp=$!

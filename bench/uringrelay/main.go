@@ -16,7 +16,7 @@
 //	    and closed (or on a signal, or after -hold), and prints on stderr
 //	    its rusage (user and system CPU) and, for uring, the loop's counts.
 //	    URING_PEEK=1 in the environment sets the uring relay's PeekFirst,
-//	    URING_RAWWAIT=1ms its RawWait.
+//	    URING_RAWWAIT=1ms its RawWait, URING_PAST=1 its WaitPastSends.
 //	uringrelay client -addr A -conns C -size S -n N [-timeout 120s]
 //	    C connections, each writing S bytes and reading them back, N round
 //	    trips in all (after one per connection, counted in N's report);
@@ -137,7 +137,7 @@ func relayCmd(args []string) error {
 	var err error
 	switch *mode {
 	case "uring":
-		cfg := uring.RelayConfig{PeekFirst: os.Getenv("URING_PEEK") == "1"}
+		cfg := uring.RelayConfig{PeekFirst: os.Getenv("URING_PEEK") == "1", WaitPastSends: os.Getenv("URING_PAST") == "1"}
 		if v := os.Getenv("URING_RAWWAIT"); v != "" {
 			if cfg.RawWait, err = time.ParseDuration(v); err != nil {
 				return err

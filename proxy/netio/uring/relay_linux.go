@@ -53,6 +53,11 @@ type RelayConfig struct {
 	// sysmon hand-off, no thread wake-ups), and the other goroutines of
 	// that P wait up to RawWait for it. An experiment: see bench/README.md.
 	RawWait time.Duration
+	// WaitPastSends makes a turn whose sends were all prepared in it, and
+	// need nothing done when they complete, wait for one completion more
+	// than those sends (at most 1 ms): a send completed at once by the
+	// kernel then costs no turn of its own.
+	WaitPastSends bool
 }
 
 // RelayStats are the loop's counters, for measurements.
@@ -101,7 +106,11 @@ type Relay struct {
 	done      chan struct{}
 	peekFirst bool
 	rawWait   time.Duration
-	err       error // why the loop ended early, set before done closes
+
+	waitPastSends bool
+	turnSends     []int // pair<<1|dir of the sends prepared this turn
+	sendsInFlight int
+	err           error // why the loop ended early, set before done closes
 
 	// The loop's own state.
 	ring   *Ring
@@ -136,7 +145,7 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	if err != nil {
 		return nil, fmt.Errorf("eventfd: %w", err)
 	}
-	r := &Relay{wakeFd: efd, done: make(chan struct{}), peekFirst: cfg.PeekFirst, rawWait: cfg.RawWait}
+	r := &Relay{wakeFd: efd, done: make(chan struct{}), peekFirst: cfg.PeekFirst, rawWait: cfg.RawWait, waitPastSends: cfg.WaitPastSends}
 	started := make(chan error, 1)
 	go r.loop(cfg, started)
 	if err := <-started; err != nil {
@@ -280,9 +289,20 @@ func (r *Relay) run() error {
 			if _, err = r.ring.SubmitAndPeek(); err == nil && r.ring.Ready() == 0 {
 				_, err = r.ring.SubmitAndWait(1)
 			}
+		} else if n := r.quietSends(); n > 0 {
+			// Every send in flight was submitted this turn and needs
+			// nothing done when it completes: wait past their own
+			// completions (posted at once when the kernel sends inline)
+			// for one event more. Bounded, in case a send waits on its
+			// peer longer than an event that needs an answer.
+			_, err = r.ring.SubmitAndWaitTimeout(uint32(n)+1, time.Millisecond)
+			if errors.Is(err, unix.ETIME) {
+				err = nil
+			}
 		} else {
 			_, err = r.ring.SubmitAndWait(1)
 		}
+		r.turnSends = r.turnSends[:0]
 		if err != nil {
 			if errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EAGAIN) {
 				// Completions are waiting to be reaped first: go on.
@@ -469,6 +489,7 @@ func (r *Relay) complete(c CQE) {
 	case kindSend:
 		dir.sending = false
 		p.pending--
+		r.sendsInFlight--
 		if len(dir.queue) == 0 { // cannot happen: one send per queued chunk
 			r.fail(i)
 			break
@@ -520,6 +541,27 @@ func (r *Relay) send(i, d int) {
 	dir.sending = true
 	p.pending++
 	r.stats.Sends++
+	r.sendsInFlight++
+	r.turnSends = append(r.turnSends, i<<1|d)
+}
+
+// quietSends is the number of sends in flight when each of them was
+// prepared this turn and its completion will need nothing but recycling
+// its buffer (the direction has nothing more queued, its source has not
+// ended, the pair has not failed); 0 when WaitPastSends is off or any
+// send in flight is not of that kind.
+func (r *Relay) quietSends() int {
+	if !r.waitPastSends || len(r.turnSends) == 0 || len(r.turnSends) != r.sendsInFlight {
+		return 0
+	}
+	for _, k := range r.turnSends {
+		p := &r.pairs[k>>1]
+		dir := &p.dirs[k&1]
+		if !p.used || p.failed || dir.eof || len(dir.queue) != 1 {
+			return 0
+		}
+	}
+	return len(r.turnSends)
 }
 
 // drained shuts the destination's write half once the source has ended

@@ -140,6 +140,7 @@ func TestRelayPingPong(t *testing.T) {
 		{"no-defer-taskrun", RelayConfig{Flags: SetupCoopTaskrun}},
 		{"peek-first", RelayConfig{PeekFirst: true}},
 		{"raw-wait", RelayConfig{RawWait: time.Millisecond}},
+		{"wait-past-sends", RelayConfig{WaitPastSends: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { testPingPong(t, tc.cfg) })
 	}
