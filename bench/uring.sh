@@ -20,7 +20,7 @@
 #
 # Knobs (defaults): ROUNDS=3 N=200000 CONNS=64 SIZE=64 MODES="uring epoll"
 #   RELAY_GOMAXPROCS=1 RAWWAIT=1ms WORKDIR=$(mktemp -d)
-# Needs: go, linux-perf (perf_event_paranoid <= 1 or root). Listens on
+# Needs: go, linux-perf, haproxy (haproxy mode) (perf_event_paranoid <= 1 or root). Listens on
 # 127.0.0.1:0 only; every process it starts is stopped at exit.
 set -u
 export LC_ALL=C
@@ -53,7 +53,7 @@ waitfile() {
 	exit 1
 }
 
-EVENTS=task-clock,context-switches,raw_syscalls:sys_enter,syscalls:sys_enter_io_uring_enter,syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep
+EVENTS=task-clock,context-switches,raw_syscalls:sys_enter,syscalls:sys_enter_io_uring_enter,syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_recvfrom,syscalls:sys_enter_sendto,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs, kernel $(uname -r)"
 echo "# N=$N CONNS=$CONNS SIZE=$SIZE RELAY_GOMAXPROCS=$RELAY_GOMAXPROCS; per round trip (CPU in µs):"
@@ -72,9 +72,16 @@ for r in $(seq "$ROUNDS"); do
 		[ "$m" = uring-peek ] && peek=1 rm=uring
 		[ "$m" = uring-past ] && past=1 rm=uring
 		[ "$m" = uring-raw ] && raw=$RAWWAIT rm=uring
-		URING_PEEK=$peek URING_RAWWAIT=$raw URING_PAST=$past GOMAXPROCS=$RELAY_GOMAXPROCS perf stat -x, -o "$out.perf" -e "$EVENTS" -- \
-			"$BIN" relay -mode "$rm" -upstream "$(cat "$out.echo.addr")" -addrfile "$out.addr" -pairs "$CONNS" -hold 10m \
-			2>"$out.relay" &
+		if [ "$m" = haproxy ]; then
+			printf 'global\n\tnbthread %s\ndefaults\n\tmode tcp\n\ttimeout connect 5s\n\ttimeout client 10m\n\ttimeout server 10m\nfrontend f\n\tbind fd@100\n\tdefault_backend b\nbackend b\n\tserver s1 %s\n' \
+				"$RELAY_GOMAXPROCS" "$(cat "$out.echo.addr")" >"$out.cfg"
+			perf stat -x, -o "$out.perf" -e "$EVENTS" -- \
+				"$BIN" execfd -addrfile "$out.addr" -fd 100 -- haproxy -db -f "$out.cfg" 2>"$out.relay" &
+		else
+			URING_PEEK=$peek URING_RAWWAIT=$raw URING_PAST=$past GOMAXPROCS=$RELAY_GOMAXPROCS perf stat -x, -o "$out.perf" -e "$EVENTS" -- \
+				"$BIN" relay -mode "$rm" -upstream "$(cat "$out.echo.addr")" -addrfile "$out.addr" -pairs "$CONNS" -hold 10m \
+				2>"$out.relay" &
+		fi
 		rp=$!
 		PIDS+=($rp)
 		waitfile "$out.addr"
@@ -82,6 +89,9 @@ for r in $(seq "$ROUNDS"); do
 			echo "uring.sh: client failed ($m round $r)" >&2
 			exit 1
 		fi
+		# HAProxy does not end by itself: a soft stop (SIGUSR1) ends it
+		# once its connections are gone.
+		[ "$m" = haproxy ] && pkill -USR1 -P "$rp"
 		wait "$rp"
 		kill "$ep"
 		wait "$ep"
@@ -96,14 +106,18 @@ for r in $(seq "$ROUNDS"); do
 					split(line, f, " ")
 					if (f[1] == "rusage:") { user = f[3]; sys = f[5] }
 				}
-				printf "%-10s %5d %8d %7.2f %7.2f %7.2f %8.3f %7.3f %7.3f %7.3f %7.3f %7.3f %7.3f %7.3f %7.2f\n",
-					m, r, rps, v["task-clock"] * 1000 / rt, user / rt, sys / rt,
+				if (user == "") { user = "-"; sys = "-" } else { user = sprintf("%.2f", user / rt); sys = sprintf("%.2f", sys / rt) }
+				printf "%-10s %5d %8d %7.2f %7s %7s %8.3f %7.3f %7.3f %7.3f %7.3f %7.3f %7.3f %7.3f %7.2f\n",
+					m, r, rps, v["task-clock"] * 1000 / rt, user, sys,
 					v["raw_syscalls:sys_enter"] / rt, v["syscalls:sys_enter_io_uring_enter"] / rt,
-					v["syscalls:sys_enter_read"] / rt, v["syscalls:sys_enter_write"] / rt,
-					v["syscalls:sys_enter_epoll_pwait"] / rt, v["syscalls:sys_enter_futex"] / rt,
+					(v["syscalls:sys_enter_read"] + v["syscalls:sys_enter_recvfrom"]) / rt,
+					(v["syscalls:sys_enter_write"] + v["syscalls:sys_enter_sendto"]) / rt,
+					(v["syscalls:sys_enter_epoll_pwait"] + v["syscalls:sys_enter_epoll_wait"]) / rt,
+					v["syscalls:sys_enter_futex"] / rt,
 					v["syscalls:sys_enter_nanosleep"] / rt, v["context-switches"] / rt, others / rt
 			}' "$out.perf"
 	done
 done
-echo "# relay: its task-clock; user, sys: its rusage; echo+cl: the echo server's and the client's CPU (rusage)"
+echo "# relay: its task-clock; user, sys: its rusage; read: read+recvfrom, write: write+sendto, epoll: epoll_pwait+epoll_wait;"
+echo "# echo+cl: the echo server's and the client's CPU (rusage)"
 echo "# raw files in $WORKDIR"

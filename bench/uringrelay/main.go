@@ -21,6 +21,10 @@
 //	    C connections, each writing S bytes and reading them back, N round
 //	    trips in all (after one per connection, counted in N's report);
 //	    prints "round_trips N seconds T rps R", and its rusage on stderr.
+//	uringrelay execfd -addrfile F -fd 100 -- PROGRAM ARGS...
+//	    listens on 127.0.0.1:0 (address written to F) and replaces itself
+//	    with PROGRAM, the listening socket as descriptor 100: HAProxy as
+//	    the relay, with "bind fd@100" (it cannot bind port 0 itself).
 //
 // Everything is bounded: dials and reads have deadlines, holds end by
 // themselves.
@@ -34,6 +38,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"sync"
 	"sync/atomic"
@@ -57,6 +62,8 @@ func main() {
 		err = relayCmd(os.Args[2:])
 	case "client":
 		err = clientCmd(os.Args[2:])
+	case "execfd":
+		err = execfdCmd(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
@@ -320,4 +327,31 @@ func clientCmd(args []string) error {
 	fmt.Printf("round_trips %d seconds %.3f rps %.0f\n", *n+*conns, d.Seconds(), float64(*n)/d.Seconds())
 	printRusage("rusage:")
 	return nil
+}
+
+func execfdCmd(args []string) error {
+	fs := flag.NewFlagSet("execfd", flag.ExitOnError)
+	addrfile := fs.String("addrfile", "", "file to write the listening address to")
+	fd := fs.Int("fd", 100, "descriptor number of the listening socket in PROGRAM")
+	fs.Parse(args)
+	if fs.NArg() == 0 {
+		return errors.New("execfd: no program")
+	}
+	l, err := listen(*addrfile)
+	if err != nil {
+		return err
+	}
+	f, err := l.File()
+	if err != nil {
+		return err
+	}
+	// Not close-on-exec: PROGRAM inherits it.
+	if err := syscall.Dup3(int(f.Fd()), *fd, 0); err != nil {
+		return err
+	}
+	path, err := exec.LookPath(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	return syscall.Exec(path, fs.Args(), os.Environ())
 }
