@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command uringrelay is the driver of bench/uring.sh (issue 21 point 3):
 // the same small-message relay workload through an io_uring relay
 // (proxy/netio/uring) and through fulcrum's own relay on the epoll layer

@@ -8,14 +8,15 @@ import (
 	"time"
 )
 
-// RelayConfig shapes a Relay.
+// RelayConfig shapes a Relay (fields as on Linux).
 type RelayConfig struct {
-	Entries   uint32
-	Buffers   uint16
-	BufSize   int
-	Flags     uint32
-	PeekFirst bool
-	RawWait   time.Duration
+	Entries       uint32
+	Buffers       uint16
+	BufSize       int
+	Flags         uint32
+	PeekFirst     bool
+	RawWait       time.Duration
+	WaitPastSends bool
 }
 
 // RelayStats are the loop's counters.
