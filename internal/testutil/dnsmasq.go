@@ -3,6 +3,7 @@ package testutil
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -88,12 +89,21 @@ func StartDnsmasq(t testing.TB, hosts, srv []string) *Dnsmasq {
 	return d
 }
 
-// freeUDPPort returns a port free for UDP and TCP on 127.0.0.1 now.
+// freeUDPPort returns a port free for UDP and TCP on 127.0.0.1 now. It is
+// taken below the system's ephemeral range when there is room: a port
+// from that range, freed for dnsmasq, can be taken meanwhile as the local
+// port of any test's outgoing connection, and dnsmasq restarts on its
+// port (Stop, Start).
 func freeUDPPort() (int, error) {
+	lo, hi := 10000, ephemeralLow()
 	for range 50 {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		addr := "127.0.0.1:0"
+		if hi-lo >= 1000 {
+			addr = fmt.Sprintf("127.0.0.1:%d", lo+rand.IntN(hi-lo))
+		}
+		pc, err := net.ListenPacket("udp", addr)
 		if err != nil {
-			return 0, err
+			continue
 		}
 		port := pc.LocalAddr().(*net.UDPAddr).Port
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
@@ -104,6 +114,20 @@ func freeUDPPort() (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no free port")
+}
+
+// ephemeralLow is the first port of the system's ephemeral range (0 when
+// it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	var lo, hi int
+	if _, err := fmt.Sscan(string(b), &lo, &hi); err != nil {
+		return 0
+	}
+	return lo
 }
 
 // start writes the files and starts dnsmasq, waiting until it answers.
@@ -170,11 +194,21 @@ func (d *Dnsmasq) Stop() {
 	d.cmd = nil
 }
 
-// Start starts dnsmasq again on its port, with the current records.
+// Start starts dnsmasq again on its port, with the current records. A
+// port taken meanwhile (by another program's socket) is tried again for
+// up to 5 s.
 func (d *Dnsmasq) Start() {
 	d.t.Helper()
-	if err := d.start(); err != nil {
-		d.t.Fatalf("dnsmasq: %v", err)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := d.start()
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "Address already in use") || time.Now().After(deadline) {
+			d.t.Fatalf("dnsmasq: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
