@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 )
 
 // Issue 16: no byte crosses a boundary. These tests send the exact bytes
@@ -405,7 +407,8 @@ func TestIssue16RequestLineStrictness(t *testing.T) {
 
 // The sweeper checks pooled connections while requests take and return
 // them: it must look at the socket only (the race detector caught it
-// reading a reader its taker was filling).
+// reading a reader its taker was filling), and give back the buffers of
+// those still pooled only.
 func TestPoolSweepRacesRequests(t *testing.T) {
 	u := newUpstream(t, "s1")
 	cfg := testConfig(conf.ModeHTTP, []string{u.addr()}, nil)
@@ -423,6 +426,7 @@ func TestPoolSweepRacesRequests(t *testing.T) {
 				return
 			default:
 				srv.up.Pool.Sweep(time.Now())
+				srv.up.Pool.Sweep(time.Now().Add(http1.DryAfter)) // gives back the buffers of every idle one
 			}
 		}
 	}()
@@ -458,4 +462,46 @@ func TestPoolSweepRacesRequests(t *testing.T) {
 	}
 	close(done)
 	wg.Wait()
+}
+
+// An idle pooled server connection gives its buffers back after
+// DryAfter, and serves the next request with new ones.
+func TestPoolDriesIdle(t *testing.T) {
+	u := newUpstream(t, "s1")
+	cfg := testConfig(conf.ModeHTTP, []string{u.addr()}, nil)
+	cfg.Backends[0].HTTPReuse = "always"
+	p, addr := startProxy(t, cfg)
+	srv := p.Backends[0].Servers()[0]
+	get := func() {
+		t.Helper()
+		if resp := dialRaw(t, addr).do(t, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); resp.StatusCode != 200 {
+			t.Fatalf("status %d, want 200", resp.StatusCode)
+		}
+	}
+	get()
+	testutil.WaitFor(t, 5*time.Second, "the server connection to be pooled", func() bool { return srv.up.Pool.Len() == 1 })
+	buffers := func() (n int) {
+		srv.up.Pool.Each(func(br *bufio.Reader, bw *bufio.Writer) {
+			if br != nil {
+				n++
+			}
+			if bw != nil {
+				n++
+			}
+		})
+		return n
+	}
+	srv.up.Pool.Sweep(time.Now())
+	if n := buffers(); n != 2 {
+		t.Fatalf("a connection pooled just now holds %d buffers, want 2", n)
+	}
+	srv.up.Pool.Sweep(time.Now().Add(http1.DryAfter))
+	if n := buffers(); n != 0 {
+		t.Fatalf("a connection idle for DryAfter holds %d buffers, want 0", n)
+	}
+	get()
+	get()
+	if n := u.conns.Load(); n != 1 {
+		t.Errorf("the upstream saw %d connections, want 1 (the dried one reused)", n)
+	}
 }

@@ -76,6 +76,7 @@ func (p *Pool) get(provenOnly bool, key string) *upConn {
 		p.mu.Unlock()
 		if uc != nil {
 			p.leaveIdle()
+			uc.wet()
 		}
 		if uc == nil || uc.idleOK() {
 			return uc
@@ -180,6 +181,16 @@ func (p *Pool) CloseOldest() bool {
 	return true
 }
 
+// Each calls f with the reader and writer of each idle connection (nil
+// once given back: DryAfter), under the pool's lock; for tests.
+func (p *Pool) Each(f func(br *bufio.Reader, bw *bufio.Writer)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, ic := range p.idle {
+		f(ic.uc.br, ic.uc.bw)
+	}
+}
+
 // Len returns the number of idle connections.
 func (p *Pool) Len() int {
 	p.mu.Lock()
@@ -188,8 +199,9 @@ func (p *Pool) Len() int {
 }
 
 // Sweep closes the idle connections whose server closed them or sent
-// bytes nobody asked for, and purges idle ones as pool_purge_delay says.
-// The core calls it every SweepEvery for every server.
+// bytes nobody asked for, gives back the buffers of those idle for
+// DryAfter, and purges idle ones as pool_purge_delay says. The core calls
+// it every SweepEvery for every server.
 func (p *Pool) Sweep(now time.Time) {
 	p.mu.Lock()
 	if len(p.idle) == 0 {
@@ -200,6 +212,9 @@ func (p *Pool) Sweep(now time.Time) {
 	check := make([]*upConn, len(p.idle))
 	for i, ic := range p.idle {
 		check[i] = ic.uc
+		if now.Sub(ic.since) >= DryAfter {
+			ic.uc.dry()
+		}
 	}
 	p.mu.Unlock()
 	// The checks run without the lock and look at the socket only (the
@@ -339,6 +354,32 @@ func (uc *upConn) release(now time.Time) {
 		return
 	}
 	uc.up.Pool.put(uc, now)
+}
+
+// DryAfter is how long an idle pooled connection keeps its reader and
+// writer (2 x netio.BufSize): a busy server's connections are taken again
+// sooner and keep theirs; the others give them back (HAProxy keeps no
+// buffer on an idle connection) and take new ones when taken.
+const DryAfter = time.Second
+
+// dry gives back uc's buffers (both empty: uc is pooled at a response
+// boundary, its requests flushed); the pool's lock is held, so that no
+// taker has uc.
+func (uc *upConn) dry() {
+	if uc.br == nil {
+		return
+	}
+	netio.PutReader(uc.br)
+	netio.PutWriter(uc.bw)
+	uc.br, uc.bw = nil, nil
+}
+
+// wet gives uc, just taken from its pool, its buffers again if it had
+// given them back.
+func (uc *upConn) wet() {
+	if uc.br == nil {
+		uc.br, uc.bw = netio.GetReader(uc.c), netio.GetWriter(uc.c)
+	}
 }
 
 func (uc *upConn) close() {
