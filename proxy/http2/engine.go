@@ -448,15 +448,17 @@ func (c *econn) frame(f xh2.Frame) error {
 // whole opens its stream or ends it with its trailers.
 func (c *econn) block(frag []byte, whole bool) error {
 	err := c.blk.fragment(frag, whole)
+	if err == nil && whole {
+		return c.headers(c.blk)
+	}
+	// errors.As's target escapes: declared only on this path, it is not
+	// an allocation per header block.
 	var se xh2.StreamError
-	switch {
-	case errors.As(err, &se):
+	if errors.As(err, &se) {
 		c.resetByUs(se.StreamID, se.Code)
 		return nil
-	case err != nil || !whole:
-		return err
 	}
-	return c.headers(c.blk)
+	return err // nil: the block goes on in a CONTINUATION
 }
 
 // headers opens a stream, or ends one with its trailers.
