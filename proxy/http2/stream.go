@@ -749,6 +749,21 @@ func (st *h2stream) toH2(cc *xh2.ClientConn) {
 func (st *h2stream) writeHead(h http.Header, status int) int {
 	x, rf := st.x, &st.rf
 	edits := x.ResponseEdits()
+	if rw, ok := st.w.(*respWriter); ok && edits == nil && rw.bufs != nil {
+		// The own engine, no rule edit: the fields go as they are, in
+		// their order, without the header map (headcache.go).
+		st.out.reset()
+		for i := range rf.NumHeaders() {
+			name, value := rf.HeaderAt(i)
+			if !x.FilterResponseField(&st.out, name, value) {
+				rw.addField(name, value)
+			}
+		}
+		x.AppendResponseFields(&st.out)
+		rw.addLines(st.out.b)
+		rw.direct = true
+		return status
+	}
 	shown := status
 	if code, _, ok := edits.Status(); ok {
 		shown = code
