@@ -126,7 +126,7 @@ type econn struct {
 	hbuf        bytes.Buffer
 	hcache      *headCache // encodings of direct heads' fields (headcache.go)
 	hgen        uint32     // bumped at each change of enc's dynamic table
-	wMaxFrame   int // the peer's SETTINGS_MAX_FRAME_SIZE
+	wMaxFrame   int        // the peer's SETTINGS_MAX_FRAME_SIZE
 	flushWanted bool
 	goawaySent  bool
 	werr        error
@@ -1182,8 +1182,8 @@ type respWriter struct {
 	sentHeader  bool
 	head        bool // a response to HEAD: no body
 	// direct: the head is bufs.hf's fields (headcache.go), not h's.
-	direct bool
-	declared    []string
+	direct   bool
+	declared []string
 	// rstCode is the code of the RST_STREAM an aborted response sends
 	// (0: INTERNAL_ERROR).
 	rstCode xh2.ErrCode
