@@ -135,7 +135,9 @@ func (st *h2stream) serve() {
 	x.HeadRead(size)
 	st.view = stream.Request{Method: sbytes(r.Method), URI: sbytes(r.RequestURI), Version: version2,
 		Host: sbytes(r.Host), Headers: st, HasBody: r.ContentLength != 0}
-	rt := x.Route(&st.view, time.Now())
+	// The head was whole before the stream started: its parse time is
+	// t0's, taken once.
+	rt := x.Route(&st.view, t0)
 	switch rt.Kind {
 	case stream.RouteAnswer:
 		st.answer(rt)
