@@ -172,6 +172,7 @@ type estream struct {
 	cmu  sync.Mutex
 	cs   ctxState
 	hreq http.Request
+	cut  cutter // the server connection's cut (streamCut)
 
 	// Under c.mu.
 	sendWin    int64

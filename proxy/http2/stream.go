@@ -419,11 +419,13 @@ func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry bool) (o stream.Outc
 	// A client that resets the stream while the server thinks: the read
 	// of the response is cut at once. The cut never reaches the
 	// connection once the exchange let it go (cut.done).
-	cut := &cutter{c: ex.Conn()}
+	var cut *cutter
 	if w, ok := r.Context().(cutWatcher); ok {
+		cut = w.streamCut(ex.Conn())
 		w.watchCut(cut)
 		defer w.watchCut(nil)
 	} else {
+		cut = &cutter{c: ex.Conn()}
 		stop := context.AfterFunc(r.Context(), cut.cut)
 		defer stop()
 	}
