@@ -237,7 +237,13 @@ func (e *Exchange) Body(isHead bool) io.Reader {
 
 // Read reads the decoded body (see Body).
 func (e *Exchange) Read(p []byte) (int, error) {
-	e.uc.dl.ArmRead(e.uc.c, time.Now(), e.timeout)
+	if e.ck != nil || !e.Ready() {
+		// A read that may wait for the server. One that bufio answers
+		// from its buffer, or the end of a body read whole, makes no
+		// system call and needs no deadline: no clock read. (A chunked
+		// body's line may be partly buffered: its reads are armed.)
+		e.uc.dl.ArmRead(e.uc.c, time.Now(), e.timeout)
+	}
 	n, err := e.body.Read(p)
 	if err == io.EOF {
 		if e.resp.contentLength >= 0 && !e.resp.chunked {
