@@ -94,9 +94,10 @@ type clientConn struct {
 	ssl bool
 	tls *tlsx.ConnInfo
 	// The streamRefs of an HTTP/2 connection's streams (h2conn.go), for
-	// shutdown sessions; guarded by h2mu.
+	// shutdown sessions: a list linked through streamRef.prev and next
+	// (no map to hash into per stream), guarded by h2mu.
 	h2mu   sync.Mutex
-	h2refs map[*streamRef]struct{}
+	h2refs *streamRef
 
 	// owner is the frontend that accounts for the connection: the one
 	// that accepted it, or its successor after a reload (handoff.go).

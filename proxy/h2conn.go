@@ -10,7 +10,9 @@ import (
 // "proto h2"): h2client is the http2.Client the HTTP/2 engine drives, and
 // each of its streams gets a Stream of its own, bound to the connection
 // for the frontend, the client's address and the entries tracked at the
-// connection stage, with a streamRef of its own for `shutdown sessions`.
+// connection stage, with a streamRef of its own for `shutdown sessions`
+// (a field of the pooled Stream, in the connection's list while the
+// stream lives).
 //
 // A connection in HTTP/2 is always active for the core: a stop or a
 // reload does not close it as an idle keep-alive connection but has the
@@ -54,13 +56,14 @@ func (c h2client) NewStream() http2.Stream {
 	x := streamPool.Get().(*Stream)
 	x.bind(c.fe, c.clientConn)
 	x.trk.inherit(c.st)
-	ref := &streamRef{}
+	ref := &x.h2ref
 	x.ref = ref
 	c.h2mu.Lock()
-	if c.h2refs == nil {
-		c.h2refs = map[*streamRef]struct{}{}
+	ref.next = c.h2refs
+	if ref.next != nil {
+		ref.next.prev = ref
 	}
-	c.h2refs[ref] = struct{}{}
+	c.h2refs = ref
 	c.h2mu.Unlock()
 	return h2stream{x}
 }
@@ -76,8 +79,17 @@ type h2stream struct{ *Stream }
 // line released are, and the Stream goes back to the pool.
 func (x h2stream) Free() {
 	cc := x.cc
+	ref := x.ref
 	cc.h2mu.Lock()
-	delete(cc.h2refs, x.ref)
+	if ref.prev != nil {
+		ref.prev.next = ref.next
+	} else {
+		cc.h2refs = ref.next
+	}
+	if ref.next != nil {
+		ref.next.prev = ref.prev
+	}
+	ref.prev, ref.next = nil, nil
 	cc.h2mu.Unlock()
 	x.trk.end(-1, 0, 0)
 	*x.Stream = Stream{edits: x.edits, ans: x.ans[:0]}

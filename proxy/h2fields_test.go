@@ -77,3 +77,45 @@ func TestH2ResponseFieldsAsSent(t *testing.T) {
 		}
 	}
 }
+
+// TestH2ResponseFieldsDirect: the fields of an HTTP/1.1 response relayed
+// to an HTTP/2 client without the header map (http2's direct heads and
+// their HPACK cache): names in any case, repeated names in their order,
+// an empty value, more fields than the cache has places, and the
+// connection-specific ones left out; the same on every request of a
+// connection, as the cache answers for the repeated heads.
+func TestH2ResponseFieldsDirect(t *testing.T) {
+	head := "HTTP/1.1 200 OK\r\nServer: up\r\nX-Dup: 1\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n" +
+		"x-dup: 2\r\nX-Empty:\r\nProxy-Connection: x\r\nContent-Type: text/plain\r\n"
+	want := http.Header{"Server": {"up"}, "X-Dup": {"1", "2"}, "X-Empty": {""}, "Content-Type": {"text/plain"},
+		"Content-Length": {"2"}}
+	for i := range 20 {
+		name := "X-F" + string(rune('a'+i))
+		head += name + ": v" + string(rune('a'+i)) + "\r\n"
+		want[name] = []string{"v" + string(rune('a'+i))}
+	}
+	up := rawH1Upstream(t, head+"Content-Length: 2\r\n\r\nok")
+	_, addr := startProxy(t, h2Config([]string{up}, ""))
+	tr := h2cTransport()
+	defer tr.CloseIdleConnections()
+	for i := range 5 {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/", nil)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != "ok" {
+			t.Errorf("request %d: body %q", i, body)
+		}
+		if len(resp.Header) != len(want) {
+			t.Errorf("request %d: %d fields %v, want %d", i, len(resp.Header), resp.Header, len(want))
+		}
+		for k, v := range want {
+			if got := resp.Header[k]; !slices.Equal(got, v) {
+				t.Errorf("request %d: %s: %q, want %q", i, k, got, v)
+			}
+		}
+	}
+}

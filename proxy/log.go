@@ -142,12 +142,24 @@ func (e *logEntry) logReused(srv *Server, c net.Conn) {
 // time.
 func (e *logEntry) connected(c net.Conn, d time.Duration) {
 	e.c = d + 1
+	if ap, ok := c.(addrPorter); ok {
+		if local, remote := ap.AddrPorts(); local.IsValid() && remote.IsValid() {
+			e.backendSrc, e.serverAddr = local, remote
+			return
+		}
+	}
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		e.serverAddr = a.AddrPort()
 	}
 	if a, ok := c.LocalAddr().(*net.TCPAddr); ok {
 		e.backendSrc = a.AddrPort()
 	}
+}
+
+// addrPorter is a connection that keeps its addresses as netip values
+// (the epoll layer's: netio/epoll.Conn.AddrPorts).
+type addrPorter interface {
+	AddrPorts() (local, remote netip.AddrPort)
 }
 
 // logResponse records the server's response time (request sent to head

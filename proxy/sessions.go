@@ -25,6 +25,10 @@ type streamRef struct {
 	be  *Backend
 	srv *Server
 	up  net.Conn // nil while no server connection is bound
+
+	// An HTTP/2 stream's ref is in its connection's list (h2refs),
+	// linked under clientConn.h2mu.
+	prev, next *streamRef
 }
 
 // set binds the stream to srv of be over up.
@@ -129,7 +133,7 @@ func (cc *clientConn) abortH2(srv *Server) int {
 	n := 0
 	cc.h2mu.Lock()
 	defer cc.h2mu.Unlock()
-	for ref := range cc.h2refs {
+	for ref := cc.h2refs; ref != nil; ref = ref.next {
 		ref.mu.Lock()
 		if ref.srv == srv && ref.up != nil {
 			ref.up.Close()

@@ -23,7 +23,8 @@ type Exchange struct {
 	uc     *upConn
 	resp   head
 	reused bool
-	body   io.Reader // the decoded response body, set by Body
+	body   io.Reader        // the decoded response body, set by Body
+	lr     io.LimitedReader // body's reader for a Content-Length
 	ck     *chunkReader
 	whole  bool // the response body was read to its end
 	// timeout is the backend's timeout_server, re-armed before each read
@@ -53,7 +54,7 @@ func ReuseConn(up *Upstream, first bool, key string) *Exchange {
 	if uc == nil {
 		return nil
 	}
-	return &Exchange{uc: uc, reused: true, timeout: up.TimeoutServer}
+	return uc.exchange(true, up.TimeoutServer)
 }
 
 // ReuseByALPN is ReuseConn for a server speaking HTTP/2 whose connections
@@ -70,7 +71,18 @@ func ReuseByALPN(up *Upstream, first bool, key string) *Exchange {
 // NewExchange wraps c, newly connected to up's server (the core's
 // Connect) for requests with key (Stream.ConnKey).
 func NewExchange(c net.Conn, up *Upstream, key string) *Exchange {
-	return &Exchange{uc: newUpConn(c, up, key), timeout: up.TimeoutServer}
+	return newUpConn(c, up, key).exchange(false, up.TimeoutServer)
+}
+
+// exchange returns the connection's Exchange, made ready for a request:
+// one per connection, reused with its head's buffers, so that an
+// exchange allocates nothing of its own. The previous exchange on uc
+// ended with Finish (which gave uc back to the pool) or Close: its holder
+// no longer uses it, nor the slices of its response head.
+func (uc *upConn) exchange(reused bool, timeout time.Duration) *Exchange {
+	e := &uc.ex
+	*e = Exchange{uc: uc, reused: reused, timeout: timeout, resp: e.resp.reset()}
+	return e
 }
 
 // Conn returns the server connection (for the core's Connected).
@@ -215,7 +227,8 @@ func (e *Exchange) Body(isHead bool) io.Reader {
 		e.ck = &chunkReader{br: e.uc.br, maxHdr: e.resp.maxHdr}
 		e.body = e.ck
 	case e.resp.contentLength >= 0:
-		e.body = io.LimitReader(e.uc.br, e.resp.contentLength)
+		e.lr = io.LimitedReader{R: e.uc.br, N: e.resp.contentLength}
+		e.body = &e.lr
 	default:
 		e.body = e.uc.br // until the server closes
 	}
@@ -224,7 +237,13 @@ func (e *Exchange) Body(isHead bool) io.Reader {
 
 // Read reads the decoded body (see Body).
 func (e *Exchange) Read(p []byte) (int, error) {
-	e.uc.dl.ArmRead(e.uc.c, time.Now(), e.timeout)
+	if e.ck != nil || !e.Ready() {
+		// A read that may wait for the server. One that bufio answers
+		// from its buffer, or the end of a body read whole, makes no
+		// system call and needs no deadline: no clock read. (A chunked
+		// body's line may be partly buffered: its reads are armed.)
+		e.uc.dl.ArmRead(e.uc.c, time.Now(), e.timeout)
+	}
 	n, err := e.body.Read(p)
 	if err == io.EOF {
 		if e.resp.contentLength >= 0 && !e.resp.chunked {

@@ -311,6 +311,10 @@ type upConn struct {
 	// proxy/netio/epoll): its Idle answers without a system call unless
 	// an event came from the server.
 	idler selfPolled
+
+	// ex is the exchange of the HTTP/2 engine's request on the
+	// connection (foreign.go), reused from one request to the next.
+	ex Exchange
 }
 
 // selfPolled is a connection that keeps its own readiness (the epoll

@@ -124,7 +124,9 @@ type econn struct {
 	wfr         *xh2.Framer
 	enc         *hpack.Encoder
 	hbuf        bytes.Buffer
-	wMaxFrame   int // the peer's SETTINGS_MAX_FRAME_SIZE
+	hcache      *headCache // encodings of direct heads' fields (headcache.go)
+	hgen        uint32     // bumped at each change of enc's dynamic table
+	wMaxFrame   int        // the peer's SETTINGS_MAX_FRAME_SIZE
 	flushWanted bool
 	goawaySent  bool
 	werr        error
@@ -170,6 +172,7 @@ type estream struct {
 	cmu  sync.Mutex
 	cs   ctxState
 	hreq http.Request
+	cut  cutter // the server connection's cut (streamCut)
 
 	// Under c.mu.
 	sendWin    int64
@@ -215,7 +218,7 @@ func serveOwn(cl Client, srv *Server, raw net.Conn, br *bufio.Reader, g *h2mux.G
 	c.cond.L = &c.mu
 	c.bw = bufio.NewWriterSize(timedWriter{c}, writeBufSize)
 	c.wfr = xh2.NewFramer(c.bw, nil)
-	c.enc = hpack.NewEncoder(&c.hbuf)
+	c.enc = hpack.NewEncoder(hpackSink{c})
 	c.rfr = xh2.NewFramer(nil, frameReader{c})
 	c.rfr.SetMaxReadFrameSize(maxFrameSize)
 	c.rfr.SetReuseFrames() // DATA is copied into the stream's body at once
@@ -448,15 +451,17 @@ func (c *econn) frame(f xh2.Frame) error {
 // whole opens its stream or ends it with its trailers.
 func (c *econn) block(frag []byte, whole bool) error {
 	err := c.blk.fragment(frag, whole)
+	if err == nil && whole {
+		return c.headers(c.blk)
+	}
+	// errors.As's target escapes: declared only on this path, it is not
+	// an allocation per header block.
 	var se xh2.StreamError
-	switch {
-	case errors.As(err, &se):
+	if errors.As(err, &se) {
 		c.resetByUs(se.StreamID, se.Code)
 		return nil
-	case err != nil || !whole:
-		return err
 	}
-	return c.headers(c.blk)
+	return err // nil: the block goes on in a CONTINUATION
 }
 
 // headers opens a stream, or ends one with its trailers.
@@ -945,7 +950,7 @@ func (c *econn) settings(f *xh2.SettingsFrame) error {
 	}
 	c.lockW()
 	if table >= 0 {
-		c.enc.SetMaxDynamicTableSizeLimit(uint32(min(table, 4096)))
+		c.setTableLimit(uint32(min(table, 4096)))
 	}
 	if frame > 0 {
 		c.wMaxFrame = frame
@@ -1177,7 +1182,9 @@ type respWriter struct {
 	wroteHeader bool
 	sentHeader  bool
 	head        bool // a response to HEAD: no body
-	declared    []string
+	// direct: the head is bufs.hf's fields (headcache.go), not h's.
+	direct   bool
+	declared []string
 	// rstCode is the code of the RST_STREAM an aborted response sends
 	// (0: INTERNAL_ERROR).
 	rstCode xh2.ErrCode
@@ -1326,10 +1333,11 @@ func (w *respWriter) hasTrailers() bool {
 }
 
 func (w *respWriter) reset() {
-	if b := w.bufs; b != nil && len(b.h) <= 32 && cap(b.vals) <= 64 {
+	if b := w.bufs; b != nil && len(b.h) <= 32 && cap(b.vals) <= 64 && cap(b.hb) <= 8192 && cap(b.hf) <= 64 {
 		clear(b.h)
 		clear(b.vals)
 		b.vals = b.vals[:0]
+		b.hb, b.hf = b.hb[:0], b.hf[:0]
 		respBufPool.Put(b)
 	}
 	*w = respWriter{es: w.es, declared: w.declared[:0]}
@@ -1339,10 +1347,15 @@ func (w *respWriter) reset() {
 // []string values (h2stream.writeHead), pooled: taken by the first
 // Header call, given back once the response ended (a large one is left
 // to the collector). Only these: the value strings go into the HPACK
-// encoder's dynamic table, and must stay as they are.
+// encoder's dynamic table, and must stay as they are (a direct head's
+// bytes are copied for the encoder: encodeOwned).
 type respBufs struct {
 	h    http.Header
 	vals []string
+	// A direct head (headcache.go): fields' names and values, and where
+	// each one is in hb.
+	hb []byte
+	hf []hfield
 }
 
 var respBufPool = sync.Pool{New: func() any { return &respBufs{h: make(http.Header, 8)} }}
@@ -1352,7 +1365,11 @@ func (w *respWriter) writeHead(end bool) {
 	c := w.es.c
 	w.sentHeader = true
 	c.hbuf.Reset()
-	c.enc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(w.status)})
+	if w.direct {
+		w.encodeDirect()
+	} else {
+		c.enc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(w.status)})
+	}
 	for k, vv := range w.h {
 		if strings.HasPrefix(k, http.TrailerPrefix) {
 			continue

@@ -135,7 +135,9 @@ func (st *h2stream) serve() {
 	x.HeadRead(size)
 	st.view = stream.Request{Method: sbytes(r.Method), URI: sbytes(r.RequestURI), Version: version2,
 		Host: sbytes(r.Host), Headers: st, HasBody: r.ContentLength != 0}
-	rt := x.Route(&st.view, time.Now())
+	// The head was whole before the stream started: its parse time is
+	// t0's, taken once.
+	rt := x.Route(&st.view, t0)
 	switch rt.Kind {
 	case stream.RouteAnswer:
 		st.answer(rt)
@@ -417,11 +419,13 @@ func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry bool) (o stream.Outc
 	// A client that resets the stream while the server thinks: the read
 	// of the response is cut at once. The cut never reaches the
 	// connection once the exchange let it go (cut.done).
-	cut := &cutter{c: ex.Conn()}
+	var cut *cutter
 	if w, ok := r.Context().(cutWatcher); ok {
+		cut = w.streamCut(ex.Conn())
 		w.watchCut(cut)
 		defer w.watchCut(nil)
 	} else {
+		cut = &cutter{c: ex.Conn()}
 		stop := context.AfterFunc(r.Context(), cut.cut)
 		defer stop()
 	}
@@ -749,6 +753,21 @@ func (st *h2stream) toH2(cc *xh2.ClientConn) {
 func (st *h2stream) writeHead(h http.Header, status int) int {
 	x, rf := st.x, &st.rf
 	edits := x.ResponseEdits()
+	if rw, ok := st.w.(*respWriter); ok && edits == nil && rw.bufs != nil {
+		// The own engine, no rule edit: the fields go as they are, in
+		// their order, without the header map (headcache.go).
+		st.out.reset()
+		for i := range rf.NumHeaders() {
+			name, value := rf.HeaderAt(i)
+			if !x.FilterResponseField(&st.out, name, value) {
+				rw.addField(name, value)
+			}
+		}
+		x.AppendResponseFields(&st.out)
+		rw.addLines(st.out.b)
+		rw.direct = true
+		return status
+	}
 	shown := status
 	if code, _, ok := edits.Status(); ok {
 		shown = code

@@ -2,6 +2,7 @@ package http2
 
 import (
 	"context"
+	"net"
 	"slices"
 	"time"
 )
@@ -126,6 +127,23 @@ func (x *streamCtx) watchCut(cut *cutter) {
 	es.cmu.Unlock()
 }
 
+// streamCut returns the stream's cutter made ready to cut c: a field of
+// the estream, which is not pooled, so that a cut still on its way when
+// the exchange ended (cancel's goroutine) can only reach this stream's
+// connections. A stream's exchanges follow one another (a retry), each
+// with its connection.
+func (x *streamCtx) streamCut(c net.Conn) *cutter {
+	cut := &(*estream)(x).cut
+	cut.mu.Lock()
+	cut.c, cut.done, cut.wasCut = c, false, false
+	cut.mu.Unlock()
+	return cut
+}
+
 // cutWatcher is a request context that cuts a server connection on
-// cancellation without context.AfterFunc (streamCtx).
-type cutWatcher interface{ watchCut(*cutter) }
+// cancellation without context.AfterFunc (streamCtx), with a cutter of
+// its own.
+type cutWatcher interface {
+	watchCut(*cutter)
+	streamCut(net.Conn) *cutter
+}

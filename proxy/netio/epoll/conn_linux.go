@@ -3,6 +3,7 @@ package epoll
 import (
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,9 @@ type Conn struct {
 
 	raddr net.Addr
 	laddr atomic.Pointer[net.TCPAddr] // looked up on first use
+	// aps: the local and remote addresses as netip values (AddrPorts),
+	// converted on first use.
+	aps atomic.Pointer[[2]netip.AddrPort]
 }
 
 // Conn.reg's values.
@@ -536,6 +540,26 @@ func (c *Conn) Group() *Group { return c.p.g }
 
 // RemoteAddr returns the peer's address.
 func (c *Conn) RemoteAddr() net.Addr { return c.raddr }
+
+// AddrPorts returns LocalAddr and RemoteAddr as netip values (zero for
+// one that is not known), converted once: the access log asks for them
+// at every request on a kept connection.
+func (c *Conn) AddrPorts() (local, remote netip.AddrPort) {
+	if p := c.aps.Load(); p != nil {
+		return p[0], p[1]
+	}
+	var ap [2]netip.AddrPort
+	if a, ok := c.LocalAddr().(*net.TCPAddr); ok {
+		ap[0] = a.AddrPort()
+	}
+	if a, ok := c.raddr.(*net.TCPAddr); ok {
+		ap[1] = a.AddrPort()
+	}
+	if ap[0].IsValid() && ap[1].IsValid() {
+		c.aps.Store(&ap) // else asked again next time, as LocalAddr
+	}
+	return ap[0], ap[1]
+}
 
 // SetDeadline sets both deadlines.
 func (c *Conn) SetDeadline(t time.Time) error {

@@ -383,6 +383,11 @@ func TestFromTCP(t *testing.T) {
 	if c.RemoteAddr().String() != l.Addr().String() || c.LocalAddr().String() != peer.RemoteAddr().String() {
 		t.Fatalf("addresses %v -> %v, want %v -> %v", c.LocalAddr(), c.RemoteAddr(), peer.RemoteAddr(), l.Addr())
 	}
+	for range 2 { // converted, then kept
+		if local, remote := c.AddrPorts(); local.String() != peer.RemoteAddr().String() || remote.String() != l.Addr().String() {
+			t.Fatalf("AddrPorts %v -> %v, want %v -> %v", local, remote, peer.RemoteAddr(), l.Addr())
+		}
+	}
 	c.Write([]byte("ping"))
 	if got := mustRead(t, peer, make([]byte, 8)); got != "ping" {
 		t.Fatalf("peer read %q, want ping", got)
