@@ -367,8 +367,8 @@ func (uc *upConn) release(now time.Time) {
 const DryAfter = time.Second
 
 // dry gives back uc's buffers (both empty: uc is pooled at a response
-// boundary, its requests flushed); the pool's lock is held, so that no
-// taker has uc.
+// boundary, its requests flushed) and drops its exchange's; the pool's
+// lock is held, so that no taker has uc.
 func (uc *upConn) dry() {
 	if uc.br == nil {
 		return
@@ -376,6 +376,7 @@ func (uc *upConn) dry() {
 	netio.PutReader(uc.br)
 	netio.PutWriter(uc.bw)
 	uc.br, uc.bw = nil, nil
+	uc.ex = Exchange{} // its head's buffers, and its last body reader (the old reader)
 }
 
 // wet gives uc, just taken from its pool, its buffers again if it had
