@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -120,56 +119,18 @@ func FuzzH2Response(f *testing.F) {
 // body).
 func rawScriptUpstream(tb testing.TB, answer func(id string) (string, bool)) string {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	conns := map[net.Conn]struct{}{}
-	tb.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	return tcpServer(tb, func(c *net.TCPConn) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := l.Accept()
-			if err != nil {
+			var h http1.Head
+			if h.Read(br, false) != nil || h.Parse(false) != nil || h.ContentLength() > 0 {
 				return
 			}
-			mu.Lock()
-			conns[c] = struct{}{}
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() {
-					mu.Lock()
-					delete(conns, c)
-					mu.Unlock()
-					c.Close()
-				}()
-				br := bufio.NewReader(c)
-				for {
-					var h http1.Head
-					if h.Read(br, false) != nil || h.Parse(false) != nil || h.ContentLength() > 0 {
-						return
-					}
-					id, _ := h.Header("x-id")
-					out, closeAfter := answer(id)
-					if _, err := io.WriteString(c, out); err != nil || closeAfter {
-						return
-					}
-				}
-			}()
+			id, _ := h.Header("x-id")
+			out, closeAfter := answer(id)
+			if _, err := io.WriteString(c, out); err != nil || closeAfter {
+				return
+			}
 		}
-	}()
-	return l.Addr().String()
+	})
 }

@@ -15,7 +15,7 @@ import (
 // tcpServer accepts connections and runs fn on each. At the end of the
 // test it stops accepting, closes the connections still open and waits
 // for every fn to return, so that no goroutine outlives the test.
-func tcpServer(t *testing.T, fn func(c *net.TCPConn)) string {
+func tcpServer(t testing.TB, fn func(c *net.TCPConn)) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
