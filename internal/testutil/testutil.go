@@ -3,6 +3,8 @@
 package testutil
 
 import (
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -60,4 +62,24 @@ func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// PingPong is a relay benchmark's loop: b.N times, size bytes written to c
+// and the same number read back (an echo behind the relay), timed alone.
+func PingPong(b *testing.B, c net.Conn, size int) {
+	b.Helper()
+	msg := make([]byte, size)
+	got := make([]byte, size)
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := c.Write(msg); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, got); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
 }

@@ -6,6 +6,8 @@ import (
 	"net"
 	"sync"
 	"testing"
+
+	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
 )
 
 // BenchmarkRoundTrip measures the layer's hot path, one 64-byte request and
@@ -98,20 +100,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 					}
 				}
 			}()
-			msg := make([]byte, 64)
-			got := make([]byte, 64)
-			b.SetBytes(int64(len(msg)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				if _, err := client.Write(msg); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.ReadFull(client, got); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
+			testutil.PingPong(b, client, 64)
 			client.Close()
 			<-relayed
 		})

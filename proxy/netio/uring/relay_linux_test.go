@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -377,20 +378,7 @@ func BenchmarkRelayRoundTrip(b *testing.B) {
 		b.Fatal(err)
 	}
 	client.SetDeadline(time.Now().Add(5 * time.Minute))
-	msg := make([]byte, 64)
-	got := make([]byte, 64)
-	b.SetBytes(int64(len(msg)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if _, err := client.Write(msg); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := io.ReadFull(client, got); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
+	testutil.PingPong(b, client, 64)
 	client.Close()
 	<-served
 	s := r.Stats()

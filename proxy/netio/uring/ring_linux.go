@@ -475,18 +475,19 @@ func (s *SQE) PrepNop(userData uint64) {
 // must be kept reachable by the caller (prefer memory from unix.Mmap, as
 // BufRing's).
 func (s *SQE) PrepSend(fd int, addr unsafe.Pointer, n uint32, msgFlags uint32, userData uint64) {
-	s.Opcode = OpSend
-	s.Fd = int32(fd)
-	s.Addr = uint64(uintptr(addr))
-	s.Len = n
-	s.OpFlags = msgFlags
-	s.UserData = userData
+	s.prepIO(OpSend, fd, addr, n, msgFlags, userData)
 }
 
 // PrepRecv makes s a recv(2) of up to n bytes into addr (same rule as
 // PrepSend for the memory).
 func (s *SQE) PrepRecv(fd int, addr unsafe.Pointer, n uint32, msgFlags uint32, userData uint64) {
-	s.Opcode = OpRecv
+	s.prepIO(OpRecv, fd, addr, n, msgFlags, userData)
+}
+
+// prepIO fills the fields a send or a receive of n bytes at addr on fd
+// shares.
+func (s *SQE) prepIO(op uint8, fd int, addr unsafe.Pointer, n uint32, msgFlags uint32, userData uint64) {
+	s.Opcode = op
 	s.Fd = int32(fd)
 	s.Addr = uint64(uintptr(addr))
 	s.Len = n
