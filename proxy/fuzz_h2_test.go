@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -41,19 +39,7 @@ func FuzzH2Frames(f *testing.F) {
 	fe, be := cfg.Frontends[0], cfg.Backends[0]
 	fe.TimeoutClient, fe.TimeoutHTTPRequest = fuzzProxyTimeout, fuzzProxyTimeout
 	be.TimeoutConnect, be.TimeoutServer = fuzzProxyTimeout, fuzzProxyTimeout
-	p, err := New(cfg, zerolog.Nop())
-	if err != nil {
-		f.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		p.Shutdown(ctx)
-	})
-	addr := p.Frontends[0].Addrs()[0].String()
+	p, addr := startProxy(f, cfg)
 	tr := h2cTransport()
 	f.Cleanup(tr.CloseIdleConnections)
 	serves := func(tb testing.TB) {

@@ -10,9 +10,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
-
-	"github.com/rs/zerolog"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 )
@@ -50,19 +47,7 @@ func FuzzH2Response(f *testing.F) {
 		be.TimeoutServer = fuzzingServerTimeout
 	}
 	be.HTTPReuse = "always"
-	p, err := New(cfg, zerolog.Nop())
-	if err != nil {
-		f.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		p.Shutdown(ctx)
-	})
-	addr := p.Frontends[0].Addrs()[0].String()
+	_, addr := startProxy(f, cfg)
 	for _, s := range []string{
 		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
 		"HTTP/1.1 404 Not Found\r\nServer: up\r\nX-Id: other\r\nContent-Type: text/html\r\nContent-Length: 0\r\n\r\n",

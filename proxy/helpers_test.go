@@ -91,7 +91,7 @@ func testConfig(mode conf.Mode, addrs []string, weights []int) *conf.Config {
 
 // startProxy builds and starts a proxy, stopping it at the end of the test.
 // It returns the proxy and the first frontend's address.
-func startProxy(t *testing.T, cfg *conf.Config) (*Proxy, string) {
+func startProxy(t testing.TB, cfg *conf.Config) (*Proxy, string) {
 	t.Helper()
 	p, err := New(cfg, zerolog.Nop())
 	if err != nil {
