@@ -205,8 +205,8 @@ func TestQueueSurvivesServerChanges(t *testing.T) {
 // TestDeleteRacesPicks drives picks from several goroutines while servers
 // are added, enabled, disabled and deleted, for every dynamic algorithm:
 // no session ever starts on a deleted server (its stot never moves after
-// the delete returned), deleting never succeeds under a session, and every
-// pick finds a server (s1 stays READY).
+// the delete returned, and none is left on it once the pickers stopped),
+// and every pick finds a server (s1 stays READY).
 func TestDeleteRacesPicks(t *testing.T) {
 	for _, bal := range []string{"roundrobin", "leastconn", "first", "random", "static-rr", "uri"} {
 		t.Run(bal, func(t *testing.T) {
@@ -256,12 +256,16 @@ func TestDeleteRacesPicks(t *testing.T) {
 				// A session may still be ending.
 				waitFor(t, 5*time.Second, "deleted", func() bool { return p.DeleteServer(s) == nil })
 				stot := s.Counters.Stot.Load()
-				if s.lb.Cur.Load() != 0 {
-					t.Fatalf("deleted %s with a session", s.Name)
-				}
+				// A picker may hold a reservation on s for an instant
+				// after the delete (it reserves, then sees the mark and
+				// gives it back: servers.go), so Cur is checked once the
+				// pickers stopped.
 				defer func() {
 					if got := s.Counters.Stot.Load(); got != stot {
 						t.Errorf("%s: %d sessions started after it was deleted", s.Name, got-stot)
+					}
+					if cur := s.lb.Cur.Load(); cur != 0 {
+						t.Errorf("%s: %d sessions left on it after its delete", s.Name, cur)
 					}
 				}()
 			}
