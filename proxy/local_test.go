@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -93,4 +94,35 @@ func TestLocalHandlerH2(t *testing.T) {
 	if resp.StatusCode != 200 || strings.TrimSpace(string(b)) != "s1" {
 		t.Errorf("proxied request after the local one: got %d %q", resp.StatusCode, b)
 	}
+}
+
+// A local answer bigger than the client's write buffer (the HTML stats
+// page) counts all its bytes in the frontend's bytes out, as a small one.
+func TestLocalHandlerCountsBigBody(t *testing.T) {
+	u := newUpstream(t, "s1")
+	cfg := testConfig(conf.ModeHTTP, []string{u.addr()}, nil)
+	p, err := New(cfg, nopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Repeat("0123456789abcdef", 4096) // 64 KiB
+	p.Frontends[0].SetLocalHandler("/stats", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, body)
+	}))
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Shutdown(contextBackground()) })
+	c, err := net.Dial("tcp", p.Frontends[0].Addrs()[0].String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	got, err := io.ReadAll(c)
+	if err != nil || !strings.HasSuffix(string(got), body) {
+		t.Fatalf("read %d bytes (%v), want the head and the 64 KiB body", len(got), err)
+	}
+	waitFor(t, 5*time.Second, "bytes out counted", func() bool { return p.Snapshot().Frontends[0].Bout == int64(len(got)) })
 }

@@ -42,30 +42,57 @@ func (s *session) serveLocal(h http.Handler) bool {
 		w.status = http.StatusOK
 	}
 
-	out := s.bw.Buffered()
-	s.bw.WriteString("HTTP/1.1 ")
-	s.bw.WriteString(strconv.Itoa(w.status))
-	s.bw.WriteByte(' ')
-	s.bw.WriteString(http.StatusText(w.status))
-	s.bw.WriteString("\r\n")
+	cw := &countingWriter{w: s.bw} // the response's bytes, flushed or not
+	cw.WriteString("HTTP/1.1 ")
+	cw.WriteString(strconv.Itoa(w.status))
+	cw.WriteByte(' ')
+	cw.WriteString(http.StatusText(w.status))
+	cw.WriteString("\r\n")
 	w.header.Del("Content-Length")
 	w.header.Del("Connection")
 	w.header.Del("Transfer-Encoding")
-	w.header.Write(s.bw)
-	s.bw.WriteString("content-length: ")
-	s.bw.WriteString(strconv.Itoa(w.body.Len()))
-	s.bw.WriteString("\r\n")
+	w.header.Write(cw)
+	cw.WriteString("content-length: ")
+	cw.WriteString(strconv.Itoa(w.body.Len()))
+	cw.WriteString("\r\n")
 	if closeAfter {
-		s.bw.WriteString("connection: close\r\n")
+		cw.WriteString("connection: close\r\n")
 	}
-	s.bw.WriteString("\r\n")
+	cw.WriteString("\r\n")
 	if r.Method != http.MethodHead {
-		s.bw.Write(w.body.Bytes())
+		cw.Write(w.body.Bytes())
 	}
-	s.x.Replied(w.status, int64(s.bw.Buffered()-out))
+	s.x.Replied(w.status, cw.n)
 	err = s.flushClient()
 	s.x.LocalDone(err)
 	return err == nil && !closeAfter
+}
+
+// countingWriter writes to a bufio.Writer and counts the bytes given to
+// it: the buffer's own count (Buffered) misses what a big body flushed.
+type countingWriter struct {
+	w *bufio.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingWriter) WriteString(s string) (int, error) {
+	n, err := c.w.WriteString(s)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingWriter) WriteByte(b byte) error {
+	err := c.w.WriteByte(b)
+	if err == nil {
+		c.n++
+	}
+	return err
 }
 
 // localResponse is the http.ResponseWriter of a local request: the whole
