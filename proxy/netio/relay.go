@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,6 +43,14 @@ type CopyEnd struct {
 // (srcIdle) and dst's writes (dstIdle), 0 = none. With n >= 0 an early EOF
 // is a source error (io.ErrUnexpectedEOF).
 func Pipe(dst, src net.Conn, n int64, dstIdle, srcIdle time.Duration, bulk bool) CopyEnd {
+	return pipe(dst, src, n, dstIdle, srcIdle, bulk, nil)
+}
+
+// pipe is Pipe, ended early once over (nil: never) is set: Relay sets it,
+// and expires both connections' deadlines, when the other direction
+// failed. A deadline is armed before over is looked at, so that either the
+// copy sees over or Relay's expired deadline overrides the one it armed.
+func pipe(dst, src net.Conn, n int64, dstIdle, srcIdle time.Duration, bulk bool, over *atomic.Bool) CopyEnd {
 	var e CopyEnd
 	if !bulk {
 		// The copy buffer is only held while bytes flow: a direction
@@ -60,6 +69,9 @@ func Pipe(dst, src net.Conn, n int64, dstIdle, srcIdle time.Duration, bulk bool)
 		for !bulk && (n < 0 || e.N < n) {
 			now := time.Now()
 			sdl.ArmRead(src, now, srcIdle)
+			if over != nil && over.Load() {
+				return e
+			}
 			buf := first
 			if bufp != nil {
 				buf = *bufp
@@ -110,11 +122,14 @@ func Pipe(dst, src net.Conn, n int64, dstIdle, srcIdle time.Duration, bulk bool)
 		if n >= 0 && n-e.N < want {
 			want = n - e.N
 		}
+		if over != nil && over.Load() {
+			return e
+		}
 		m, err := io.CopyN(dst, src, want)
 		e.N += m
 		switch {
 		case err == nil:
-		case IsTimeout(err) && m > 0:
+		case IsTimeout(err) && m > 0 && (over == nil || !over.Load()):
 			// progress was made in this window: not idle
 		case IsWriteErr(err):
 			e.DstErr = err
@@ -142,27 +157,58 @@ func endOf(e CopyEnd, err error, n int64) CopyEnd {
 // Relay copies both ways between client and server until both directions
 // have ended, propagating half-closes: when one side finishes sending, the
 // other side's write half is shut. in is the client-to-server direction,
-// out the server-to-client one.
+// out the server-to-client one. When a direction fails (a reset, a
+// timeout), the session is over, as HAProxy aborts a stream: the other
+// direction is ended at once, even blocked writing to a peer that does not
+// read, and the timeout that ended it is not reported (it is not its
+// peer's doing).
 func Relay(client, server net.Conn, clientIdle, serverIdle time.Duration) (in, out CopyEnd) {
+	var over atomic.Bool
+	var first atomic.Int32 // 1: in failed first, 2: out did
+	abort := func(dir int32) {
+		first.CompareAndSwap(0, dir)
+		over.Store(true)
+		past := time.Unix(1, 0)
+		client.SetDeadline(past)
+		server.SetDeadline(past)
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		in = Pipe(server, client, -1, serverIdle, clientIdle, false)
+		in = pipe(server, client, -1, serverIdle, clientIdle, false, &over)
 		CloseWrite(server)
 		if in.SrcErr != nil || in.DstErr != nil {
 			CloseRead(client)
-			server.SetReadDeadline(time.Now()) // the session is over
+			abort(1)
 		}
 	}()
-	out = Pipe(client, server, -1, clientIdle, serverIdle, false)
+	out = pipe(client, server, -1, clientIdle, serverIdle, false, &over)
 	CloseWrite(client)
 	if out.SrcErr != nil || out.DstErr != nil {
 		CloseRead(server)
-		client.SetReadDeadline(time.Now()) // the session is over
+		abort(2)
 	}
 	wg.Wait()
+	switch first.Load() {
+	case 1:
+		out = aborted(out)
+	case 2:
+		in = aborted(in)
+	}
 	return
+}
+
+// aborted is how a direction ended by Relay's abort reports: the bytes it
+// moved, without the timeout the abort's expired deadlines gave it.
+func aborted(e CopyEnd) CopyEnd {
+	if IsTimeout(e.SrcErr) {
+		e.SrcErr = nil
+	}
+	if IsTimeout(e.DstErr) {
+		e.DstErr = nil
+	}
+	return e
 }
 
 // CloseWrite shuts c's write half (or closes c when it has none). A TLS

@@ -160,3 +160,49 @@ func TestBufPoolAllocs(t *testing.T) {
 		t.Errorf("GetBuf+PutBuf: %v allocations, want 0", n)
 	}
 }
+
+// A client that resets while the relay is blocked both ways (it sends
+// without reading, the echo server behind stops reading when its replies
+// back up) ends the session at once, not after the idle timeouts: the
+// write to the client fails, and the write to the server blocked meanwhile
+// is ended too; the client's reset is what the session reports.
+func TestRelayAbortsBlockedDirection(t *testing.T) {
+	cl, pc := pair(t) // the client, the proxy's client side
+	ps, srv := pair(t) // the proxy's server side, the echo server
+	go io.Copy(srv, srv)
+	sent := make(chan struct{})
+	go func() { // the client sends without reading, until the relay stops taking
+		defer close(sent)
+		cl.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		buf := make([]byte, 64<<10)
+		for {
+			cl.SetWriteDeadline(time.Now().Add(300 * time.Millisecond))
+			if _, err := cl.Write(buf); err != nil {
+				return // the windows are full both ways
+			}
+		}
+	}()
+	type result struct{ in, out CopyEnd }
+	done := make(chan result, 1)
+	go func() {
+		in, out := Relay(pc, ps, 20*time.Second, 20*time.Second)
+		done <- result{in, out}
+	}()
+	<-sent
+	cl.SetLinger(0)
+	cl.Close() // a reset
+	select {
+	case r := <-done:
+		if r.out.DstErr == nil || IsTimeout(r.out.DstErr) {
+			t.Errorf("server to client: %+v, want the write to the client failed (reset)", r.out)
+		}
+		if r.in.SrcErr != nil && !IsConnReset(r.in.SrcErr) || r.in.DstErr != nil || r.out.SrcErr != nil {
+			t.Errorf("in %+v, out %+v: the abort's own timeouts are reported", r.in, r.out)
+		}
+		if r.in.N == 0 || r.out.N == 0 {
+			t.Errorf("bytes in %d, out %d: the relay moved nothing before the reset", r.in.N, r.out.N)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the relay still runs 10 s after the client's reset (idle timeouts 20 s)")
+	}
+}
