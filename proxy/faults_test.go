@@ -634,3 +634,39 @@ func TestDuplicateContentLengthForwardedOnce(t *testing.T) {
 		t.Errorf("the server got %q, want one Content-Length", head)
 	}
 }
+
+// A TCP session an operator kills (`shutdown session`) is logged K-, as
+// HAProxy 2.6 logs it (measured on loopback: `tcplog` shows K-), and
+// counts no abort on either side.
+func TestShutdownSessionLogsKilled(t *testing.T) {
+	up := tcpServer(t, func(c *net.TCPConn) { io.Copy(c, c) })
+	p, addr, logs := startLoggedProxy(t, testConfig(conf.ModeTCP, []string{up}, nil))
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "ping")
+	if b := make([]byte, 4); mustReadFull(t, c, b) != "ping" {
+		t.Fatal("no echo")
+	}
+	ss := p.Sessions()
+	if len(ss) != 1 || !p.ShutdownSession(ss[0].ID) {
+		t.Fatalf("sessions %+v: want one to shut down", ss)
+	}
+	if _, err := io.ReadAll(c); err != nil {
+		t.Fatalf("after the shutdown: %v, want the connection closed", err)
+	}
+	waitFor(t, 5*time.Second, "the session's log line", func() bool { return len(logs.lines()) > 0 })
+	wantFlags(t, logs.lines()[0], "K-") // a TCP line has no status
+	waitCounts(t, p, faultCounts{}, faultCounts{}, faultCounts{})
+}
+
+func mustReadFull(t *testing.T, c net.Conn, b []byte) string {
+	t.Helper()
+	if _, err := io.ReadFull(c, b); err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

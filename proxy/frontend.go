@@ -105,6 +105,9 @@ type clientConn struct {
 	// sessionEnded: the owner's scur no longer counts the connection
 	// (endSession; the connection's goroutine only).
 	sessionEnded bool
+	// killed: abort closed the connection (an operator's shutdown, or
+	// hard_stop_after): its stream ends as stream.Killed.
+	killed atomic.Bool
 }
 
 // remoteAddrPort is c's peer address, an IPv4-mapped IPv6 address as the

@@ -116,8 +116,10 @@ func (p *Proxy) ShutdownSessions(srv *Server) int {
 	return n
 }
 
-// abort closes cc and the server connection of its stream, if any.
+// abort closes cc and the server connection of its stream, if any: the
+// stream is killed (its log says K).
 func (cc *clientConn) abort() {
+	cc.killed.Store(true)
 	cc.stream.mu.Lock()
 	if cc.stream.up != nil {
 		cc.stream.up.Close()

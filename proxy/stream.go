@@ -537,6 +537,9 @@ func (x *Stream) LocalDone(err error) {
 // time of a served request, the stick tables, and the access-log line.
 // The server slot stays taken until Release (a tunnel runs between).
 func (x *Stream) End(o stream.Outcome) {
+	if x.cc != nil && x.cc.killed.Load() {
+		o = o.AsKilled()
+	}
 	row := o.Row()
 	fe, be, srv := x.fe, x.be, x.srv
 	c := row.Counts

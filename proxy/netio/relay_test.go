@@ -167,7 +167,7 @@ func TestBufPoolAllocs(t *testing.T) {
 // write to the client fails, and the write to the server blocked meanwhile
 // is ended too; the client's reset is what the session reports.
 func TestRelayAbortsBlockedDirection(t *testing.T) {
-	cl, pc := pair(t) // the client, the proxy's client side
+	cl, pc := pair(t)  // the client, the proxy's client side
 	ps, srv := pair(t) // the proxy's server side, the echo server
 	go io.Copy(srv, srv)
 	sent := make(chan struct{})

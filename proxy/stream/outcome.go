@@ -91,6 +91,13 @@ const (
 	// stream is reset with REFUSED_STREAM (it may retry), no error page,
 	// no log line, as HAProxy 2.6 does.
 	ServerReset
+	// Killed: an operator (`shutdown session`, `shutdown sessions server`)
+	// or the stop's hard_stop_after ended the stream; HAProxy 2.6 logs it
+	// K- (measured for a TCP session) and counts no abort.
+	Killed
+	// KilledData: Killed after the server's response head was relayed
+	// (the log keeps the server's status).
+	KilledData
 
 	numOutcomes
 )
@@ -186,6 +193,24 @@ var Outcomes = [numOutcomes]Row{
 	ClientReset:         {Name: "client reset (h2)", Flags: "CD", Counts: FeCliAbrt | BeCliAbrt | SrvCliAbrt},
 	ServerProtocolError: {Name: "server protocol error (h2)", Status: 502, Flags: "PH", Counts: BeEresp | SrvEresp, Observe: 502},
 	ServerReset:         {Name: "server reset (h2)", Flags: "SH", Counts: BeEresp | SrvEresp | BeSrvAbrt | SrvSrvAbrt, Silent: true},
+	Killed:              {Name: "killed", Flags: "K-", Timed: true},
+	KilledData:          {Name: "killed (data)", Flags: "K-", Relayed: true, Timed: true},
+}
+
+// AsKilled is how an outcome reads when the stream was killed (Killed):
+// the ends a kill causes (the connections closed under the engine: an
+// abort, a failed read or write, a timeout) become Killed or KilledData;
+// the others (the stream had ended, or answered) stay.
+func (o Outcome) AsKilled() Outcome {
+	switch o {
+	case ClientAbortData, ClientTimeoutData, ServerAbortData, ServerTimeoutData:
+		return KilledData
+	case TCPClientAbort, TCPClientTimeout, TCPServerAbort, TCPServerTimeout,
+		ClientGoneHead, ClientGoneExpect, ClientAbortUpload, ClientTimeoutUpload,
+		ServerGoneUpload, SendFailed, ServerTimeoutHead, ServerGoneHead, QueueAbort, ClientReset:
+		return Killed
+	}
+	return o
 }
 
 // Row returns o's row.
