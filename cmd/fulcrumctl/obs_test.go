@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/cli"
+	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
 )
 
 // TestShowErrorsAndHistogram: after a smuggling-shaped request (two
@@ -71,7 +72,12 @@ func TestShowErrorsAndHistogram(t *testing.T) {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	code, out, errs = ctl(t, "", "-s", e.sock, "show", "histogram", "web", "total")
+	// A client has its response an instant before the proxy records the
+	// request: wait for the five.
+	testutil.WaitFor(t, 10*time.Second, "5 requests in the histogram", func() bool {
+		code, out, errs = ctl(t, "", "-s", e.sock, "show", "histogram", "web", "total")
+		return code != 0 || errs != "" || strings.HasPrefix(out, "web total: 5,")
+	})
 	if code != 0 || errs != "" {
 		t.Fatalf("show histogram: exit %d, %s", code, errs)
 	}
