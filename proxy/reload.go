@@ -253,6 +253,9 @@ func (p *Proxy) StartFrom(old *Proxy) error {
 		p.dropNetIO()
 		return err
 	}
+	// The process's start, as its counters: both carry over (show info's
+	// Uptime_sec and Start_time_sec then agree with CumReq and CumConns).
+	p.started = old.started
 	// Link old's frontends to p's before old's listeners move here: a
 	// keep-alive connection of old's own predecessor, still retiring, looks
 	// for a frontend listening on its bind along the chain of successors,

@@ -43,7 +43,8 @@ func keepBind(cfg *conf.Config, p *Proxy) *conf.Config {
 
 // TestReloadHandOverRefusesNothing reloads 30 times while clients open a
 // new connection per request: none is refused or reset, and each reload's
-// old proxy retires, its counts added to the new one's.
+// old proxy retires, its counts added to the new one's, and its start time
+// kept.
 func TestReloadHandOverRefusesNothing(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	u := newUpstream(t, "s1")
@@ -56,6 +57,7 @@ func TestReloadHandOverRefusesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := p.Frontends[0].Addrs()[0].String()
+	started := p.Snapshot().Started
 
 	var ok, failed atomic.Int64
 	var firstErr atomic.Value
@@ -113,6 +115,10 @@ func TestReloadHandOverRefusesNothing(t *testing.T) {
 	}
 	if got, want := p.Backends[0].Servers()[0].Counters.Stot.Load(), ok.Load(); got != want {
 		t.Errorf("server stot after 30 reloads: got %d, want %d", got, want)
+	}
+	// The start time carries over with the counters (show info's uptime).
+	if got := p.Snapshot().Started; !got.Equal(started) {
+		t.Errorf("started %v after 30 reloads, want the first start %v", got, started)
 	}
 	p.Shutdown(context.Background())
 }
