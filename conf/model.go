@@ -59,7 +59,7 @@ type Global struct {
 	StateFile     string        // server state written at stop, read at start; "" = none
 	MaxHdr        int           // tune_http_maxhdr: lines in a message head, start line included
 	H2MaxStreams  int           // tune_h2_max_concurrent_streams: streams per HTTP/2 client connection, 0 = no limit
-	NetIO         string        // tune_netio: "go" (Go's poller) or "epoll" (proxy/netio/epoll, HTTP/1 and TCP, plaintext or TLS)
+	NetIO         string        // tune_netio: "go" (Go's poller), "epoll" (proxy/netio/epoll, HTTP/1 and TCP, plaintext or TLS) or "uring" (epoll, and mode tcp relayed on io_uring)
 	Log           []LogTarget   // [[global.log]], in file order
 	LogTag        string        // program name in syslog headers
 	// StatsHistoryInterval is the length of a history point (stats page

@@ -12,12 +12,15 @@ import (
 	"crypto/tls"
 	"net"
 	"os"
+	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio/epoll"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio/uring"
 )
 
-// NetIOEnv, when set to "go" or "epoll", overrides the configuration's
+// NetIOEnv, when set to "go", "epoll" or "uring", overrides the configuration's
 // tune_netio: the proxy's tests run their suites on either layer with it,
 // and bench/syscalls.sh compares them (FUL_NETIO).
 const NetIOEnv = "FULCRUM_TUNE_NETIO"
@@ -31,7 +34,7 @@ const H2EngineEnv = "FULCRUM_H2_ENGINE"
 // tune_netio (a Config not made by conf.Parse) is conf.DefaultNetIO.
 func (p *Proxy) netIOMode() string {
 	switch v := os.Getenv(NetIOEnv); v {
-	case "go", "epoll":
+	case "go", "epoll", "uring":
 		return v
 	}
 	if p.Conf.Global.NetIO == "" {
@@ -47,11 +50,13 @@ func (p *Proxy) netIOMode() string {
 // group cannot be made (not Linux) p stays on Go's poller and says so.
 func (p *Proxy) initNetIO(old *Proxy) {
 	switch v := os.Getenv(NetIOEnv); v {
-	case "", "go", "epoll":
+	case "", "go", "epoll", "uring":
 	default:
-		p.log.Warn().Str(NetIOEnv, v).Msg("unknown connection layer in the environment (want go or epoll): tune_netio applies")
+		p.log.Warn().Str(NetIOEnv, v).Msg("unknown connection layer in the environment (want go, epoll or uring): tune_netio applies")
 	}
-	p.epoll = p.netIOMode() == "epoll"
+	mode := p.netIOMode()
+	p.epoll = mode == "epoll" || mode == "uring"
+	p.uringOn = mode == "uring"
 	if old != nil && old.group != nil && old.group.Ref() {
 		p.group = old.group
 	}
@@ -70,6 +75,13 @@ func (p *Proxy) initNetIO(old *Proxy) {
 // dropNetIO releases p's reference on the epoll group, once p's
 // connections are closed (Shutdown) or when Start fails.
 func (p *Proxy) dropNetIO() {
+	p.uringMu.Lock()
+	p.uringDown = true
+	r := p.uring.Swap(nil)
+	p.uringMu.Unlock()
+	if r != nil {
+		r.Close() // ends the sessions still relayed, if any (there are none)
+	}
 	if p.group != nil {
 		p.group.Unref()
 		p.group = nil
@@ -119,4 +131,72 @@ func serverConnOnEpoll(client net.Conn, srv *Server) func(net.Conn) net.Conn {
 		}
 		return c
 	}
+}
+
+// relayTCP relays a mode tcp session as netio.Relay does (same results),
+// on io_uring when p's tune_netio is "uring" and both connections are
+// plaintext sockets of the epoll layer: the session's goroutine lends
+// both sockets to p's relay loop (uring.Relay, one per Proxy, started by
+// the first session) and waits for the pair to end. Closing either
+// connection meanwhile (shutdown session, a stop) aborts the pair; the
+// descriptors are closed by the connections' Close, once.
+func (p *Proxy) relayTCP(client, server net.Conn, clientIdle, serverIdle time.Duration) (in, out netio.CopyEnd) {
+	if p.uringOn {
+		if ok, in, out := p.relayOnUring(client, server, clientIdle, serverIdle); ok {
+			return in, out
+		}
+	}
+	return netio.Relay(client, server, clientIdle, serverIdle)
+}
+
+func (p *Proxy) relayOnUring(client, server net.Conn, clientIdle, serverIdle time.Duration) (ok bool, in, out netio.CopyEnd) {
+	cc, ok1 := client.(*epoll.Conn)
+	sc, ok2 := server.(*epoll.Conn)
+	if !ok1 || !ok2 {
+		return false, in, out
+	}
+	r := p.tcpRing()
+	if r == nil {
+		return false, in, out
+	}
+	s := r.Session(clientIdle, serverIdle)
+	cfd, clientBack, err := cc.Lend(s.Abort)
+	if err != nil {
+		return false, in, out // closed: netio.Relay says so as usual
+	}
+	sfd, serverBack, err := sc.Lend(s.Abort)
+	if err != nil {
+		clientBack()
+		return false, in, out
+	}
+	if err := r.Start(s, cfd, sfd); err != nil {
+		serverBack()
+		clientBack()
+		return false, in, out
+	}
+	i, o := s.Wait()
+	serverBack()
+	clientBack()
+	return true, netio.CopyEnd(i), netio.CopyEnd(o)
+}
+
+// tcpRing returns p's io_uring relay, started on first use; nil when
+// io_uring is unavailable (said once in the log) or p has stopped.
+func (p *Proxy) tcpRing() *uring.Relay {
+	if r := p.uring.Load(); r != nil {
+		return r
+	}
+	p.uringMu.Lock()
+	defer p.uringMu.Unlock()
+	if r := p.uring.Load(); r != nil || p.uringDown {
+		return r
+	}
+	r, err := uring.NewRelay(uring.RelayConfig{})
+	if err != nil {
+		p.uringDown = true
+		p.log.Warn().Err(err).Msg("tune_netio uring: io_uring unavailable, mode tcp sessions relayed on the epoll layer")
+		return nil
+	}
+	p.uring.Store(r)
+	return r
 }

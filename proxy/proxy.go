@@ -16,6 +16,7 @@ import (
 	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http2"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio/epoll"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio/uring"
 	"github.com/fulcrum-proxy/fulcrum/proxy/tlsx"
 )
 
@@ -61,6 +62,14 @@ type Proxy struct {
 	// binds use it (tune_netio).
 	group *epoll.Group
 	epoll bool
+	// uringOn: mode tcp sessions between plaintext sockets of the epoll
+	// layer are relayed on io_uring (tune_netio "uring", netiolayer.go);
+	// the relay is started by the first (uring, under uringMu; uringDown
+	// once it failed to start or p dropped it).
+	uringOn   bool
+	uringMu   sync.Mutex
+	uring     atomic.Pointer[uring.Relay]
+	uringDown bool
 }
 
 // New builds a proxy from a validated configuration. Nothing listens until

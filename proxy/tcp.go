@@ -48,7 +48,7 @@ func (fe *Frontend) serveTCP(cc *clientConn) {
 	}
 	x.Connected(sc, false)
 	defer x.Unbind()
-	in, out := netio.Relay(cc.c, sc, fe.timeoutClient, be.Conf.TimeoutServer)
+	in, out := fe.p.relayTCP(cc.c, sc, fe.timeoutClient, be.Conf.TimeoutServer)
 	x.relayedTCP(in.N, out.N)
 	cc.st.end(-1, in.N, out.N) // bytes on the entries tracked at connection (released on return)
 	x.End(tcpOutcome(in, out))

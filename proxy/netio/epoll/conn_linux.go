@@ -47,6 +47,10 @@ type Conn struct {
 	// listening socket).
 	counted bool
 
+	// lent is the abort of the holder c's socket is lent to (Lend), until
+	// it gives it back; Close takes and calls it.
+	lent atomic.Pointer[func()]
+
 	raddr net.Addr
 	laddr atomic.Pointer[net.TCPAddr] // looked up on first use
 	// aps: the local and remote addresses as netip values (AddrPorts),
@@ -422,10 +426,55 @@ func (c *Conn) Close() error {
 	c.r.wake()
 	c.r.rouse()
 	c.w.wake()
+	if abort := c.lent.Swap(nil); abort != nil {
+		(*abort)()
+	}
 	if c.state.Load() == closedBit {
 		c.destroy()
 	}
 	return nil
+}
+
+// Lend takes c's socket out of its poller for a holder that does its own
+// I/O on the descriptor (proxy/netio/uring's Session): fd stays open,
+// and c's, until giveBack is called, and no event of the socket wakes the
+// poller meanwhile. Closing c meanwhile calls abort (once, from the
+// closing goroutine; it must not block), which is to make the holder stop
+// using fd and give it back; the descriptor is then closed by giveBack,
+// exactly once, and c's Close after giveBack is as usual. c must not be
+// read or written while lent, nor hibernating. It fails with
+// net.ErrClosed when c is closed (abort is not called then).
+func (c *Conn) Lend(abort func()) (fd int, giveBack func(), err error) {
+	if !c.incref() {
+		return -1, nil, c.opErr("lend", net.ErrClosed)
+	}
+	c.regMu.Lock()
+	if c.reg.Load() != regNone {
+		// Out of the epoll instance: a relayed socket's events would
+		// wake the reaper for nothing. A later wait registers it again.
+		if err := unix.EpollCtl(c.p.epfd, unix.EPOLL_CTL_DEL, c.fd, nil); err != nil {
+			c.regMu.Unlock()
+			c.decref()
+			return -1, nil, c.opErr("lend", os.NewSyscallError("epoll_ctl", err))
+		}
+		c.reg.Store(regNone)
+	}
+	c.regMu.Unlock()
+	c.lent.Store(&abort)
+	if c.state.Load()&closedBit != 0 && c.lent.Swap(nil) != nil {
+		// Closed meanwhile, before its Close could see the abort.
+		c.decref()
+		return -1, nil, c.opErr("lend", net.ErrClosed)
+	}
+	var once sync.Once
+	return c.fd, func() {
+		once.Do(func() {
+			c.lent.Store(nil)
+			// The socket's readiness is unknown now: the next read tries.
+			c.r.ready.Store(1)
+			c.decref()
+		})
+	}, nil
 }
 
 // Read reads from the socket once it is readable: a read is made only

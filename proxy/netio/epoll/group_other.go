@@ -55,3 +55,6 @@ func (g *Group) Hibernating() int64 { return 0 }
 
 // Readable reports true.
 func (c *Conn) Readable() bool { return true }
+
+// Lend fails with errors.ErrUnsupported.
+func (c *Conn) Lend(func()) (int, func(), error) { return -1, nil, errors.ErrUnsupported }

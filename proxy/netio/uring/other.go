@@ -47,3 +47,28 @@ func (r *Relay) Live() int { return 0 }
 
 // Detach fails with errors.ErrUnsupported.
 func Detach(*net.TCPConn) (int, error) { return -1, errors.ErrUnsupported }
+
+// End says how one direction of a Session ended (as on Linux).
+type End struct {
+	N      int64
+	SrcErr error
+	DstErr error
+}
+
+// Session is not available on this system.
+type Session struct{}
+
+// Session returns a session that Start refuses.
+func (r *Relay) Session(clientIdle, serverIdle time.Duration) *Session { return &Session{} }
+
+// Start fails with errors.ErrUnsupported.
+func (r *Relay) Start(s *Session, client, server int) error { return errors.ErrUnsupported }
+
+// Abort does nothing.
+func (s *Session) Abort() {}
+
+// Done is a closed channel.
+func (s *Session) Done() <-chan struct{} { c := make(chan struct{}); close(c); return c }
+
+// Wait returns at once.
+func (s *Session) Wait() (in, out End) { return }

@@ -5,9 +5,12 @@ package uring
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -32,7 +35,16 @@ const (
 	kindWake = 1 // the eventfd read that wakes the loop for Add and Close
 	kindRecv = 2
 	kindSend = 3
+	// kindCancel is the cancel of a direction's receive whose queue is
+	// full (maxQueue); its own completion needs nothing.
+	kindCancel = 4
 )
+
+// maxQueue is how many received buffers a direction holds before its
+// receive is cancelled (16 KiB each: 128 KiB); it is armed again once the
+// queue is down to half. Without it one slow reader would take every
+// provided buffer and stall the other pairs.
+const maxQueue = 8
 
 // RelayConfig shapes a Relay.
 type RelayConfig struct {
@@ -87,20 +99,113 @@ type direction struct {
 	rearm    bool // it ended for lack of buffers: arm again
 	eof      bool // src ended
 	shut     bool // dst's write half is shut
+	paused   bool // its receive was cancelled (maxQueue): armed again once drained
+
+	// Sessions (Start) only.
+	n                int64 // bytes sent to dst
+	srcErr, dstErr   error
+	srcIdle, dstIdle int64 // inactivity timeouts of src's reads and dst's writes, ns; 0: none
+	last             int64 // the direction's last progress (receive or send), ns since the relay's epoch
 }
 
 type pair struct {
 	used    bool
 	failed  bool
-	pending int // requests in the kernel (armed receives, sends)
+	timed   bool     // has an inactivity timeout
+	ext     *Session // the caller's, whose sockets the relay does not close
+	pending int      // requests in the kernel (armed receives, sends)
 	dirs    [2]direction
 }
+
+// End says how one direction of a Session ended, as netio.CopyEnd: the
+// bytes sent to its destination, and the error reading its source or
+// writing its destination (both nil for a clean end of stream). Errors
+// are *net.OpError with Op "read" or "write"; an inactivity timeout's
+// wraps os.ErrDeadlineExceeded, an Abort's net.ErrClosed.
+type End struct {
+	N      int64
+	SrcErr error
+	DstErr error
+}
+
+// Session is a pair of sockets relayed for a caller that keeps them
+// (Relay.Session, Relay.Start): the relay never closes them; when Wait
+// returns it no longer uses them, and the caller closes them.
+type Session struct {
+	r                      *Relay
+	client, server         int
+	clientIdle, serverIdle time.Duration
+	aborted                atomic.Bool
+	done                   chan struct{}
+	in, out                End
+	pair                   int // the loop's: its pair, -1 when none
+}
+
+// Session prepares a session with inactivity timeouts on the client's
+// and the server's side (0: none) as netio.Relay applies them: the
+// source's reads (no byte received for that long while nothing waits to
+// be sent) and the destination's writes (bytes waiting that long to be
+// sent).
+func (r *Relay) Session(clientIdle, serverIdle time.Duration) *Session {
+	return &Session{r: r, clientIdle: clientIdle, serverIdle: serverIdle, done: make(chan struct{}), pair: -1}
+}
+
+// Start relays between client and server (connected, non-blocking
+// sockets) for s, which must not have been started before. It fails,
+// having used neither, when the relay is closed.
+func (r *Relay) Start(s *Session, client, server int) error {
+	s.client, s.server = client, server
+	r.mu.Lock()
+	if r.closing {
+		r.mu.Unlock()
+		return net.ErrClosed
+	}
+	r.exts = append(r.exts, s)
+	r.mu.Unlock()
+	r.wake()
+	return nil
+}
+
+// Abort ends s as a close of the client connection would (in.SrcErr is
+// net.ErrClosed's), before or after Start, from any goroutine; again, or
+// once s ended, it does nothing. It does not block.
+func (s *Session) Abort() {
+	if !s.aborted.CompareAndSwap(false, true) {
+		return
+	}
+	r := s.r
+	r.mu.Lock()
+	if r.closing {
+		r.mu.Unlock() // every session ends anyway
+		return
+	}
+	r.aborts = append(r.aborts, s)
+	r.mu.Unlock()
+	r.wake()
+}
+
+// Done is closed when s has ended.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Wait waits for s to end and returns how its directions ended: in is
+// client to server, out server to client.
+func (s *Session) Wait() (in, out End) {
+	<-s.done
+	return s.in, s.out
+}
+
+func opErr(op string, err error) error { return &net.OpError{Op: op, Net: "tcp", Err: err} }
+
+// errAborted is what an aborted session's client side reports.
+var errAborted = opErr("read", net.ErrClosed)
 
 // Relay relays between pairs of connected sockets on one io_uring
 // instance. Add and Close may be called from any goroutine.
 type Relay struct {
 	mu        sync.Mutex
 	adds      [][2]int
+	exts      []*Session // started, not yet taken by the loop
+	aborts    []*Session
 	closing   bool
 	wakeFd    int
 	done      chan struct{}
@@ -124,6 +229,16 @@ type Relay struct {
 	smu    sync.Mutex
 	shared RelayStats // stats as of the last publish
 	live   int
+
+	// Inactivity timeouts: timed pairs are looked at every tick (the
+	// shortest timeout seen / 8, within [1ms, 1s]); waits are bounded by
+	// it while there are any. Times are ns since epoch, now as of the
+	// turn's wake-up.
+	timed    int
+	tick     int64
+	nextScan int64
+	now      int64
+	epoch    time.Time
 }
 
 // NewRelay starts a relay loop. It fails with the kernel's errno when
@@ -145,7 +260,8 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	if err != nil {
 		return nil, fmt.Errorf("eventfd: %w", err)
 	}
-	r := &Relay{wakeFd: efd, done: make(chan struct{}), peekFirst: cfg.PeekFirst, rawWait: cfg.RawWait, waitPastSends: cfg.WaitPastSends}
+	r := &Relay{wakeFd: efd, done: make(chan struct{}), peekFirst: cfg.PeekFirst, rawWait: cfg.RawWait, waitPastSends: cfg.WaitPastSends,
+		epoch: time.Now(), tick: int64(time.Second)}
 	started := make(chan error, 1)
 	go r.loop(cfg, started)
 	if err := <-started; err != nil {
@@ -252,6 +368,14 @@ func (r *Relay) loop(cfg RelayConfig, started chan<- error) {
 				r.closePair(i)
 			}
 		}
+		r.mu.Lock()
+		exts := r.exts
+		r.exts, r.aborts = nil, nil
+		r.closing = true
+		r.mu.Unlock()
+		for _, s := range exts {
+			deliver(s, End{SrcErr: errAborted}, End{})
+		}
 		r.publish()
 		ring.Close()
 		unix.Munmap(wakeB)
@@ -299,8 +423,16 @@ func (r *Relay) run() error {
 			if errors.Is(err, unix.ETIME) {
 				err = nil
 			}
+		} else if r.timed > 0 {
+			_, err = r.ring.SubmitAndWaitTimeout(1, time.Duration(r.tick))
+			if errors.Is(err, unix.ETIME) {
+				err = nil
+			}
 		} else {
 			_, err = r.ring.SubmitAndWait(1)
+		}
+		if r.timed > 0 {
+			r.now = r.clock()
 		}
 		r.turnSends = r.turnSends[:0]
 		if err != nil {
@@ -328,6 +460,9 @@ func (r *Relay) run() error {
 			}
 		}
 		r.rearmWaiting()
+		if r.timed > 0 && r.now >= r.nextScan {
+			r.scan()
+		}
 		if r.stats.Turns%64 == 0 || r.stats.Closed != closed || r.stats.Pairs != added {
 			closed, added = r.stats.Closed, r.stats.Pairs
 			r.publish()
@@ -365,8 +500,8 @@ func (r *Relay) armWake() {
 // fails every pair and reports true.
 func (r *Relay) takeAdds() bool {
 	r.mu.Lock()
-	adds := r.adds
-	r.adds = nil
+	adds, exts, aborts := r.adds, r.exts, r.aborts
+	r.adds, r.exts, r.aborts = nil, nil, nil
 	closing := r.closing
 	r.mu.Unlock()
 	for _, a := range adds {
@@ -377,17 +512,106 @@ func (r *Relay) takeAdds() bool {
 		}
 		r.start(a[0], a[1])
 	}
+	for _, s := range exts {
+		if closing || s.aborted.Load() {
+			deliver(s, End{SrcErr: errAborted}, End{})
+			continue
+		}
+		r.startSession(s)
+	}
+	for _, s := range aborts {
+		if i := s.pair; i >= 0 && i < len(r.pairs) && r.pairs[i].used && r.pairs[i].ext == s {
+			r.failWith(i, 0, true, errAborted)
+		}
+	}
 	if closing {
 		for i := range r.pairs {
 			if r.pairs[i].used {
-				r.fail(i)
+				r.failWith(i, 0, true, errAborted)
 			}
 		}
 	}
 	return closing
 }
 
-func (r *Relay) start(client, server int) {
+// deliver ends s with its results.
+func deliver(s *Session, in, out End) {
+	s.in, s.out = in, out
+	s.pair = -1
+	close(s.done)
+}
+
+func (r *Relay) clock() int64 { return int64(time.Since(r.epoch)) }
+
+// startSession starts s's pair, with its timeouts.
+func (r *Relay) startSession(s *Session) {
+	i := r.start(s.client, s.server)
+	p := &r.pairs[i]
+	p.ext = s
+	s.pair = i
+	ci, si := max(int64(s.clientIdle), 0), max(int64(s.serverIdle), 0)
+	p.dirs[0].srcIdle, p.dirs[0].dstIdle = ci, si
+	p.dirs[1].srcIdle, p.dirs[1].dstIdle = si, ci
+	if ci == 0 && si == 0 {
+		return
+	}
+	p.timed = true
+	r.timed++
+	r.now = r.clock()
+	p.dirs[0].last, p.dirs[1].last = r.now, r.now
+	shortest := ci
+	if shortest == 0 || (si > 0 && si < shortest) {
+		shortest = si
+	}
+	tick := min(max(shortest/8, int64(time.Millisecond)), int64(time.Second))
+	if tick < r.tick || r.timed == 1 {
+		r.tick = tick
+	}
+	if r.timed == 1 || r.now+r.tick < r.nextScan {
+		r.nextScan = r.now + r.tick
+	}
+}
+
+// scan ends the timed pairs idle for longer than their timeout.
+func (r *Relay) scan() {
+	r.nextScan = r.now + r.tick
+	for i := range r.pairs {
+		p := &r.pairs[i]
+		if !p.used || p.failed || !p.timed {
+			continue
+		}
+		for d := range p.dirs {
+			dir := &p.dirs[d]
+			idle := r.now - dir.last
+			if len(dir.queue) > 0 || dir.sending {
+				if dir.dstIdle > 0 && idle >= dir.dstIdle {
+					r.failWith(i, d, false, opErr("write", os.ErrDeadlineExceeded))
+					break
+				}
+			} else if !dir.eof && dir.srcIdle > 0 && idle >= dir.srcIdle {
+				r.failWith(i, d, true, opErr("read", os.ErrDeadlineExceeded))
+				break
+			}
+		}
+	}
+}
+
+// failWith fails pair i, recording err as direction d's (its source's
+// when src, else its destination's) if it is the pair's first.
+func (r *Relay) failWith(i, d int, src bool, err error) {
+	p := &r.pairs[i]
+	if p.failed {
+		return
+	}
+	if src {
+		p.dirs[d].srcErr = err
+	} else {
+		p.dirs[d].dstErr = err
+	}
+	r.fail(i)
+}
+
+func (r *Relay) start(client, server int) int {
 	var i int
 	if n := len(r.free); n > 0 {
 		i = r.free[n-1]
@@ -404,6 +628,7 @@ func (r *Relay) start(client, server int) {
 	r.stats.Pairs++
 	r.arm(i, 0)
 	r.arm(i, 1)
+	return i
 }
 
 func userData(kind uint64, i int, d int) uint64 {
@@ -432,7 +657,7 @@ func (r *Relay) rearmWaiting() {
 		i, d := k>>1, k&1
 		p := &r.pairs[i]
 		dir := &p.dirs[d]
-		if !p.used || p.failed || !dir.rearm {
+		if !p.used || p.failed || !dir.rearm || dir.paused {
 			continue
 		}
 		dir.rearm = false
@@ -442,6 +667,9 @@ func (r *Relay) rearmWaiting() {
 }
 
 func (r *Relay) complete(c CQE) {
+	if c.UserData>>56 == kindCancel {
+		return // the cancelled receive completes on its own
+	}
 	i := int(uint32(c.UserData))
 	d := int(c.UserData>>48) & 1
 	if i >= len(r.pairs) || !r.pairs[i].used {
@@ -465,9 +693,13 @@ func (r *Relay) complete(c CQE) {
 				r.bufs.Recycle(id)
 			} else {
 				r.stats.Recvs++
+				dir.last = r.now
 				dir.queue = append(dir.queue, chunk{id: id, size: int(c.Res)})
 				if !dir.sending {
 					r.send(i, d)
+				}
+				if len(dir.queue) >= maxQueue && dir.armed && !dir.paused {
+					r.pause(i, d)
 				}
 			}
 		}
@@ -476,12 +708,16 @@ func (r *Relay) complete(c CQE) {
 		case c.Res == 0:
 			dir.eof = true
 			r.drained(i, d)
+		case c.Res == -int32(unix.ECANCELED) && dir.paused:
+			r.resume(i, d)
 		case c.Res == -int32(unix.ENOBUFS):
-			dir.rearm = true
-			r.rearms = append(r.rearms, i<<1|d)
+			if !dir.paused {
+				dir.rearm = true
+				r.rearms = append(r.rearms, i<<1|d)
+			}
 		case c.Res < 0:
-			r.fail(i)
-		case !c.More() && !dir.eof:
+			r.failWith(i, d, true, opErr("read", os.NewSyscallError("recv", c.Err())))
+		case !c.More() && !dir.eof && !dir.paused:
 			// The kernel ended the multishot receive with bytes (its
 			// completion queue overflowed, for one): arm it again.
 			r.arm(i, d)
@@ -490,6 +726,10 @@ func (r *Relay) complete(c CQE) {
 		dir.sending = false
 		p.pending--
 		r.sendsInFlight--
+		if c.Res > 0 {
+			dir.n += int64(c.Res)
+			dir.last = r.now
+		}
 		if len(dir.queue) == 0 { // cannot happen: one send per queued chunk
 			r.fail(i)
 			break
@@ -497,7 +737,13 @@ func (r *Relay) complete(c CQE) {
 		head := &dir.queue[0]
 		if c.Res <= 0 || p.failed {
 			if !p.failed {
-				r.fail(i) // recycles the whole queue: nothing is in flight
+				err := c.Err()
+				if err == nil {
+					err = io.ErrShortWrite
+				} else {
+					err = os.NewSyscallError("send", err)
+				}
+				r.failWith(i, d, false, opErr("write", err)) // recycles the whole queue: nothing is in flight
 				break
 			}
 			for _, ch := range dir.queue {
@@ -521,10 +767,33 @@ func (r *Relay) complete(c CQE) {
 		} else {
 			r.drained(i, d)
 		}
+		r.resume(i, d)
 	}
 	if p.used && p.pending == 0 && (p.failed || (p.dirs[0].shut && p.dirs[1].shut)) {
 		r.closePair(i)
 	}
+}
+
+// pause cancels direction d's receive: its queue is full.
+func (r *Relay) pause(i, d int) {
+	s := r.sqe()
+	if s == nil {
+		return // it stays armed: the queue grows, the buffers run out (ENOBUFS) at worst
+	}
+	s.PrepCancel(userData(kindRecv, i, d), kindCancel<<56)
+	r.pairs[i].dirs[d].paused = true
+}
+
+// resume arms a paused direction's receive again once its queue is down
+// to half and the cancelled receive has ended.
+func (r *Relay) resume(i, d int) {
+	p := &r.pairs[i]
+	dir := &p.dirs[d]
+	if !dir.paused || dir.armed || p.failed || dir.eof || len(dir.queue) > maxQueue/2 {
+		return
+	}
+	dir.paused = false
+	r.arm(i, d)
 }
 
 func (r *Relay) send(i, d int) {
@@ -573,7 +842,7 @@ func (r *Relay) drained(i, d int) {
 	}
 	dir.shut = true
 	if err := unix.Shutdown(dir.dst, unix.SHUT_WR); err != nil {
-		r.fail(i)
+		r.failWith(i, d, false, opErr("write", os.NewSyscallError("shutdown", err)))
 	}
 }
 
@@ -614,8 +883,16 @@ func (r *Relay) closePair(i int) {
 			}
 		}
 	}
-	unix.Close(p.dirs[0].src)
-	unix.Close(p.dirs[1].src)
+	if p.ext != nil {
+		deliver(p.ext, End{N: p.dirs[0].n, SrcErr: p.dirs[0].srcErr, DstErr: p.dirs[0].dstErr},
+			End{N: p.dirs[1].n, SrcErr: p.dirs[1].srcErr, DstErr: p.dirs[1].dstErr})
+	} else {
+		unix.Close(p.dirs[0].src)
+		unix.Close(p.dirs[1].src)
+	}
+	if p.timed {
+		r.timed--
+	}
 	*p = pair{}
 	r.free = append(r.free, i)
 	r.live--

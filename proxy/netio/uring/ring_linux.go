@@ -520,6 +520,14 @@ func (s *SQE) PrepRead(fd int, addr unsafe.Pointer, n uint32, userData uint64) {
 	s.UserData = userData
 }
 
+// PrepCancel makes s cancel the request pending whose user data is
+// target (IORING_OP_ASYNC_CANCEL, Linux 5.5).
+func (s *SQE) PrepCancel(target, userData uint64) {
+	s.Opcode = OpAsyncCancel
+	s.Addr = target
+	s.UserData = userData
+}
+
 // PrepCancelFd makes s cancel every request pending on fd
 // (IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ALL, Linux 5.19).
 func (s *SQE) PrepCancelFd(fd int, userData uint64) {
