@@ -200,6 +200,7 @@ bind = ["127.0.0.1:8080"]
 		{"", DefaultNetIO},
 		{`tune_netio = "go"`, "go"},
 		{`tune_netio = "epoll"`, "epoll"},
+		{`tune_netio = "uring"`, "uring"},
 	} {
 		cfg, err := Parse("n.toml", []byte("[global]\n"+tc.global+"\n"+rest))
 		if err != nil {
@@ -209,9 +210,9 @@ bind = ["127.0.0.1:8080"]
 			t.Errorf("%q: NetIO = %q, want %q", tc.global, cfg.Global.NetIO, tc.want)
 		}
 	}
-	_, err := Parse("n.toml", []byte("[global]\ntune_netio = \"uring\"\n"+rest))
-	const want = `n.toml:2: global: tune_netio: must be one of go, epoll, got "uring"`
+	_, err := Parse("n.toml", []byte("[global]\ntune_netio = \"iouring\"\n"+rest))
+	const want = `n.toml:2: global: tune_netio: must be one of go, epoll, uring, got "iouring"`
 	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("tune_netio = \"uring\": %v, want %s", err, want)
+		t.Fatalf("tune_netio = \"iouring\": %v, want %s", err, want)
 	}
 }

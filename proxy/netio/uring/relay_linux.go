@@ -36,15 +36,16 @@ const (
 	kindRecv = 2
 	kindSend = 3
 	// kindCancel is the cancel of a direction's receive whose queue is
-	// full (maxQueue); its own completion needs nothing.
+	// full (maxQueue), counted in its pair's pending.
 	kindCancel = 4
 )
 
 // maxQueue is how many received buffers a direction holds before its
-// receive is cancelled (16 KiB each: 128 KiB); it is armed again once the
+// receive is cancelled (16 KiB each: 64 KiB); it is armed again once the
 // queue is down to half. Without it one slow reader would take every
-// provided buffer and stall the other pairs.
-const maxQueue = 8
+// provided buffer and stall the other pairs (still, Buffers/maxQueue
+// directions stalled at once exhaust the pool: 256 with the defaults).
+const maxQueue = 4
 
 // RelayConfig shapes a Relay.
 type RelayConfig struct {
@@ -99,7 +100,8 @@ type direction struct {
 	rearm    bool // it ended for lack of buffers: arm again
 	eof      bool // src ended
 	shut     bool // dst's write half is shut
-	paused   bool // its receive was cancelled (maxQueue): armed again once drained
+	paused   bool // its receive is to stay off (maxQueue): armed again once drained
+	cancel   bool // a cancel of its receive is pending
 
 	// Sessions (Start) only.
 	n                int64 // bytes sent to dst
@@ -667,9 +669,6 @@ func (r *Relay) rearmWaiting() {
 }
 
 func (r *Relay) complete(c CQE) {
-	if c.UserData>>56 == kindCancel {
-		return // the cancelled receive completes on its own
-	}
 	i := int(uint32(c.UserData))
 	d := int(c.UserData>>48) & 1
 	if i >= len(r.pairs) || !r.pairs[i].used {
@@ -698,7 +697,7 @@ func (r *Relay) complete(c CQE) {
 				if !dir.sending {
 					r.send(i, d)
 				}
-				if len(dir.queue) >= maxQueue && dir.armed && !dir.paused {
+				if len(dir.queue) >= maxQueue && dir.armed && !dir.cancel {
 					r.pause(i, d)
 				}
 			}
@@ -722,6 +721,12 @@ func (r *Relay) complete(c CQE) {
 			// completion queue overflowed, for one): arm it again.
 			r.arm(i, d)
 		}
+	case kindCancel:
+		// Done (the receive ends with ECANCELED), or too late (ENOENT:
+		// it had ended), or in progress (EALREADY: the next receive
+		// completion cancels again if the queue is still full).
+		dir.cancel = false
+		p.pending--
 	case kindSend:
 		dir.sending = false
 		p.pending--
@@ -780,8 +785,11 @@ func (r *Relay) pause(i, d int) {
 	if s == nil {
 		return // it stays armed: the queue grows, the buffers run out (ENOBUFS) at worst
 	}
-	s.PrepCancel(userData(kindRecv, i, d), kindCancel<<56)
-	r.pairs[i].dirs[d].paused = true
+	s.PrepCancel(userData(kindRecv, i, d), userData(kindCancel, i, d))
+	p := &r.pairs[i]
+	p.dirs[d].paused = true
+	p.dirs[d].cancel = true
+	p.pending++
 }
 
 // resume arms a paused direction's receive again once its queue is down
