@@ -52,6 +52,7 @@
 #                               its default thread count (one fewer than the CPUs, at least one)
 #   HAP_SPLICE=0                1 = option splice-request/-response in haproxy's tcp backend
 #   FUL_HTTP=8080 FUL_TCP=8081 HAP_HTTP=8180 HAP_TCP=8181   listen ports
+#   UP_BASE=9001   the nginx upstreams' first port (they use UP_BASE..UP_BASE+2)
 #   QCONNS=256 QMAXCONN=8 FUL_Q=8082 HAP_Q=8182             the queue mode
 #   FUL_T=8084 HAP_T=8184                                   the track mode
 #   FUL_P=8083 HAP_P=8183 PEER_BASE=10080                   the peers mode (peer
@@ -110,7 +111,8 @@ FUL_H2=${FUL_H2:-8085}
 HAP_H2=${HAP_H2:-8185}
 FUL_H2S=${FUL_H2S:-8086}
 HAP_H2S=${HAP_H2S:-8186}
-UP_PORTS="9001 9002 9003"
+UP_BASE=${UP_BASE:-9001}
+UP_PORTS="$UP_BASE $((UP_BASE + 1)) $((UP_BASE + 2))"
 
 # progress goes to the script's own stderr (fd 9), even from a trap that fires
 # while a redirected command is running
