@@ -468,7 +468,7 @@ address = "%s"
 		// layer's (tune_netio, FULCRUM_TUNE_NETIO).
 		_, isTCP := cc.c.(*net.TCPConn)
 		_, isEpoll := cc.c.(*epoll.Conn)
-		if want := p.netIOMode(); want == "epoll" && !isEpoll || want != "epoll" && !isTCP {
+		if want := p.netIOMode(); (want == "epoll" || want == "uring") && !isEpoll || want == "go" && !isTCP {
 			t.Errorf("client connection is a %T, want the socket of the %s layer", cc.c, want)
 		}
 		if cc.src.String() != "192.0.2.30:1000" {
