@@ -25,10 +25,11 @@ agents:
 
 # Every test, under the race detector; then the proxy's suite again on
 # the connection layer that is not the default on Linux (Go's poller,
-# tune_netio = "go").
+# tune_netio = "go"), and its mode tcp tests with tune_netio = "uring".
 test:
 	$(GO) test -race -count=1 -timeout 8m ./...
 	FULCRUM_TUNE_NETIO=go $(GO) test -race -count=1 -timeout 8m ./proxy/
+	FULCRUM_TUNE_NETIO=uring $(GO) test -race -count=1 -timeout 8m -run 'TCP|Tcp' ./proxy/
 
 demo: build
 	./bin/fulcrum demo
