@@ -83,17 +83,31 @@ func echo(c net.Conn) { io.Copy(c, c) }
 // relay's accepted socket and its socket to upstream are handed to r.
 func through(t *testing.T, r *Relay, upstream string) *net.TCPConn {
 	t.Helper()
+	client, ffd, bfd := detachedPair(t, upstream)
+	if err := r.Add(ffd, bfd); err != nil {
+		unix.Close(ffd)
+		unix.Close(bfd)
+		t.Fatal(err)
+	}
+	return client
+}
+
+// detachedPair returns a client connection and the descriptors, out of
+// Go's poller, of the socket that accepted it and of a connection to
+// upstream: what a relay is given.
+func detachedPair(t *testing.T, upstream string) (client *net.TCPConn, ffd, bfd int) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	client, err := net.Dial("tcp", l.Addr().String())
+	c, err := net.Dial("tcp", l.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { client.Close() })
-	client.SetDeadline(time.Now().Add(20 * time.Second))
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(20 * time.Second))
 	front, err := l.Accept()
 	if err != nil {
 		t.Fatal(err)
@@ -103,21 +117,14 @@ func through(t *testing.T, r *Relay, upstream string) *net.TCPConn {
 		front.Close()
 		t.Fatal(err)
 	}
-	ffd, err := Detach(front.(*net.TCPConn))
-	if err != nil {
+	if ffd, err = Detach(front.(*net.TCPConn)); err != nil {
 		t.Fatal(err)
 	}
-	bfd, err := Detach(back.(*net.TCPConn))
-	if err != nil {
+	if bfd, err = Detach(back.(*net.TCPConn)); err != nil {
 		unix.Close(ffd)
 		t.Fatal(err)
 	}
-	if err := r.Add(ffd, bfd); err != nil {
-		unix.Close(ffd)
-		unix.Close(bfd)
-		t.Fatal(err)
-	}
-	return client.(*net.TCPConn)
+	return c.(*net.TCPConn), ffd, bfd
 }
 
 // waitLive waits until r relays n pairs, failing after 10 s.

@@ -16,35 +16,7 @@ import (
 // closed at its end, and their descriptors are returned.
 func sessionThrough(t *testing.T, r *Relay, s *Session, upstream string) (*net.TCPConn, [2]int) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	client, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	client.SetDeadline(time.Now().Add(20 * time.Second))
-	front, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := net.Dial("tcp", upstream)
-	if err != nil {
-		front.Close()
-		t.Fatal(err)
-	}
-	ffd, err := Detach(front.(*net.TCPConn))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bfd, err := Detach(back.(*net.TCPConn))
-	if err != nil {
-		unix.Close(ffd)
-		t.Fatal(err)
-	}
+	client, ffd, bfd := detachedPair(t, upstream)
 	t.Cleanup(func() {
 		<-s.Done() // the relay no longer uses them
 		unix.Close(ffd)
@@ -53,7 +25,7 @@ func sessionThrough(t *testing.T, r *Relay, s *Session, upstream string) (*net.T
 	if err := r.Start(s, ffd, bfd); err != nil {
 		t.Fatal(err)
 	}
-	return client.(*net.TCPConn), [2]int{ffd, bfd}
+	return client, [2]int{ffd, bfd}
 }
 
 func fdOpen(fd int) bool {
