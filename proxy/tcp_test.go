@@ -102,26 +102,7 @@ func TestTCPBulkBothWays(t *testing.T) {
 	down := make([]byte, size)
 	rand.Read(up)
 	rand.Read(down)
-	type result struct {
-		sum [32]byte
-		err error
-	}
-	serverGot := make(chan result, 1)
-	srv := tcpServer(t, func(c *net.TCPConn) {
-		done := make(chan struct{})
-		go func() {
-			c.Write(down)
-			c.CloseWrite()
-			close(done)
-		}()
-		h := sha256.New()
-		_, err := io.Copy(h, c)
-		var r result
-		copy(r.sum[:], h.Sum(nil))
-		r.err = err
-		serverGot <- r
-		<-done
-	})
+	srv, serverGot := bulkServer(t, down)
 	_, addr := startProxy(t, testConfig(conf.ModeTCP, []string{srv}, nil))
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -161,4 +142,33 @@ func TestTCPStoppedUpstream(t *testing.T) {
 		t.Errorf("read %d bytes from a session without server", n)
 	}
 	waitFor(t, 2*time.Second, "econ", func() bool { return p.Snapshot().Backends[0].Econ == 1 })
+}
+
+// sumResult is what a bulkServer received: its SHA-256 and how the read
+// ended.
+type sumResult struct {
+	sum [32]byte
+	err error
+}
+
+// bulkServer is an upstream that sends down and half-closes while it
+// reads what comes until the end, whose checksum it then reports.
+func bulkServer(t *testing.T, down []byte) (string, <-chan sumResult) {
+	got := make(chan sumResult, 1)
+	addr := tcpServer(t, func(c *net.TCPConn) {
+		done := make(chan struct{})
+		go func() {
+			c.Write(down)
+			c.CloseWrite()
+			close(done)
+		}()
+		h := sha256.New()
+		_, err := io.Copy(h, c)
+		var r sumResult
+		copy(r.sum[:], h.Sum(nil))
+		r.err = err
+		got <- r
+		<-done
+	})
+	return addr, got
 }

@@ -129,26 +129,7 @@ func TestTCPUringBulkBothWays(t *testing.T) {
 	up, down := make([]byte, size), make([]byte, size)
 	rand.Read(up)
 	rand.Read(down)
-	type result struct {
-		sum [32]byte
-		err error
-	}
-	serverGot := make(chan result, 1)
-	srv := tcpServer(t, func(c *net.TCPConn) {
-		done := make(chan struct{})
-		go func() {
-			c.Write(down)
-			c.CloseWrite()
-			close(done)
-		}()
-		h := sha256.New()
-		_, err := io.Copy(h, c)
-		var r result
-		copy(r.sum[:], h.Sum(nil))
-		r.err = err
-		serverGot <- r
-		<-done
-	})
+	srv, serverGot := bulkServer(t, down)
 	p, addr := startProxy(t, netioConfig(t, "uring", []string{srv}))
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
