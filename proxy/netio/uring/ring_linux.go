@@ -325,12 +325,7 @@ func (r *Ring) SubmitAndPeek() (int, error) {
 // it fails with unix.ETIME (the entries are submitted all the same). It
 // needs IORING_FEAT_EXT_ARG (Linux 5.11).
 func (r *Ring) SubmitAndWaitTimeout(waitNr uint32, d time.Duration) (int, error) {
-	if r.features&featExtArg == 0 {
-		return 0, errors.ErrUnsupported
-	}
-	ts := unix.NsecToTimespec(max(d, 0).Nanoseconds())
-	arg := geteventsArg{ts: uint64(uintptr(unsafe.Pointer(&ts)))}
-	return r.enter(waitNr, enterGetEvents|enterExtArg, &arg)
+	return r.waitTimeout(waitNr, d, false)
 }
 
 // SubmitAndWaitRaw is SubmitAndWaitTimeout through a raw system call:
@@ -338,12 +333,21 @@ func (r *Ring) SubmitAndWaitTimeout(waitNr uint32, d time.Duration) (int, error)
 // its P all along (no hand-off by sysmon, but no other goroutine runs on
 // that P meanwhile): keep d short.
 func (r *Ring) SubmitAndWaitRaw(waitNr uint32, d time.Duration) (int, error) {
+	return r.waitTimeout(waitNr, d, true)
+}
+
+// waitTimeout submits and waits for waitNr completions at most d, through
+// Go's system call bookkeeping or, raw, without it.
+func (r *Ring) waitTimeout(waitNr uint32, d time.Duration, raw bool) (int, error) {
 	if r.features&featExtArg == 0 {
 		return 0, errors.ErrUnsupported
 	}
 	ts := unix.NsecToTimespec(max(d, 0).Nanoseconds())
 	arg := geteventsArg{ts: uint64(uintptr(unsafe.Pointer(&ts)))}
-	return r.enterRaw(waitNr, enterGetEvents|enterExtArg, &arg)
+	if raw {
+		return r.enterRaw(waitNr, enterGetEvents|enterExtArg, &arg)
+	}
+	return r.enter(waitNr, enterGetEvents|enterExtArg, &arg)
 }
 
 func (r *Ring) enterRaw(waitNr uint32, flags uintptr, arg *geteventsArg) (int, error) {
