@@ -67,11 +67,13 @@ type Server struct {
 	Conf    *conf.Server
 
 	// dynamic: not in the configuration file (added at runtime); forcedID:
-	// its id was given (`id`); gone: deleted from its backend (servers.go,
-	// where the rule around it is).
+	// its id was given (`id`); gone: marked by a delete that may still
+	// back out if a request got there first (servers.go, where the rule
+	// around it is); deleted: the delete went through (Gone).
 	dynamic  bool
 	forcedID bool
 	gone     atomic.Bool
+	deleted  atomic.Bool
 
 	addr atomic.Pointer[string] // host:port, may change at runtime
 

@@ -303,13 +303,16 @@ func (b *Backend) deleteServer(s *Server) error {
 		b.retired = map[int]bool{}
 	}
 	b.retired[s.ID] = true // never given again by nextID
+	s.deleted.Store(true)
 	b.publishLocked(slices.Delete(slices.Clone(list), i, i+1))
 	b.rebuildLocked()
 	return nil
 }
 
-// Gone reports whether s was deleted from its backend.
-func (s *Server) Gone() bool { return s.gone.Load() }
+// Gone reports whether s was deleted from its backend. A delete that backed
+// out (the server still had a session) never shows here, even for the
+// instant its mark was set.
+func (s *Server) Gone() bool { return s.deleted.Load() }
 
 // Dynamic reports whether s is not in the configuration file: added at
 // runtime (`add server`), or carried over a reload or a restart as such.
