@@ -384,3 +384,51 @@ proto = %q
 		})
 	}
 }
+
+// TestH2ExpectContinueClientGone: an HTTP/1.1 client that leaves (a reset)
+// while fulcrum answers its "Expect: 100-continue" for a request to a
+// server with proto h2 gives back the stream it had reserved on the
+// server's shared connection: the pool counts no stream once it ended, and
+// the next request is served on the same connection.
+func TestH2ExpectContinueClientGone(t *testing.T) {
+	srv, conns := connServer(t, "s1")
+	cfg := loadConfig(t, t.TempDir(), fmt.Sprintf(`
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+default_backend = "web"
+
+[[backend]]
+name = "web"
+http_reuse = "always"
+[[backend.server]]
+name = "s1"
+address = %q
+proto = "h2"
+`, srv))
+	p, addr := startProxy(t, cfg)
+	pool := p.Backends[0].Servers()[0].up.H2
+	first := rawReuseClient{dialRaw(t, addr)}.get(t, "/warm")
+	for range 3 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write([]byte("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		c.(*net.TCPConn).SetLinger(0)
+		c.Close() // a reset: the 100 Continue fails
+	}
+	waitFor(t, 5*time.Second, "the three requests ended", func() bool {
+		return p.Frontends[0].Counters.Stot.Load() == 4
+	})
+	waitFor(t, 5*time.Second, "the pool's streams ended", func() bool { return pool.Streams() == 0 })
+	after := rawReuseClient{dialRaw(t, addr)}.get(t, "/after")
+	if after != first {
+		t.Errorf("the next request came on %q, want the first connection %q", after, first)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("server connections: got %d, want 1", n)
+	}
+}

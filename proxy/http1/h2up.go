@@ -40,6 +40,15 @@ func (s *session) forwardH2(c net.Conn) bool {
 	if up.Reuse == ReuseNever && s.h2own == nil {
 		s.h2own = new(h2mux.Owned)
 	}
+	// The 100 Continue goes before a stream is reserved: a client gone
+	// then would leave the reservation on the shared connection for good
+	// (x/net gives one back only through a RoundTrip).
+	if o := s.expectContinue(); o != stream.Served {
+		if c != nil {
+			c.Close()
+		}
+		return s.fail(o)
+	}
 	var cc *xh2.ClientConn
 	var dial *h2mux.Dial
 	reused := false
@@ -79,9 +88,6 @@ func (s *session) forwardH2(c net.Conn) bool {
 	defer call.Close()
 	x.Connected(CallConn(call), reused)
 	defer x.Unbind()
-	if o := s.expectContinue(); o != stream.Served {
-		return s.fail(o)
-	}
 	req, body := s.h2Request(call)
 	x.Sent(0)
 	resp, err := call.RoundTrip(cc, req)

@@ -55,6 +55,7 @@ type head struct {
 	connOther     bool // Connection lists other header names (hop-by-hop too)
 	http10        bool
 	expect100     bool
+	continued     bool // the 100 Continue was sent to the client (session.expectContinue)
 	host          []byte
 
 	// maxHdr is the most lines (start line and header fields) a head may
@@ -200,7 +201,7 @@ func (h *head) parse(isResp bool) error {
 	h.headers = h.headers[:0]
 	h.contentLength = -1
 	h.chunked, h.connClose, h.connKeepAlive, h.connUpgrade, h.connOther = false, false, false, false, false
-	h.http10, h.expect100, h.host, h.status = false, false, nil, 0
+	h.http10, h.expect100, h.continued, h.host, h.status = false, false, false, nil, 0
 	maxHdr := h.maxHdr
 	if maxHdr <= 0 {
 		maxHdr = defaultMaxHdr

@@ -461,9 +461,10 @@ func (s *session) connect() (uc *upConn, reused bool, h2c net.Conn, o stream.Out
 
 // expectContinue answers "Expect: 100-continue" itself, so that the
 // client sends the body about to be streamed (the Expect field is not
-// forwarded).
+// forwarded); once per request.
 func (s *session) expectContinue() stream.Outcome {
-	if s.req.expect100 && s.view.HasBody && !s.req.http10 {
+	if s.req.expect100 && s.view.HasBody && !s.req.http10 && !s.req.continued {
+		s.req.continued = true
 		s.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
 		if err := s.flushClient(); err != nil {
 			return stream.ClientGoneExpect
