@@ -136,7 +136,13 @@ func (f *fileSection) checkResolvers(s scope) {
 func syntaxError(file string, err error) Error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
-		return Error{File: file, Line: pe.Position.Line, Msg: "syntax error: " + oneLine(pe.Message)}
+		line := pe.Position.Line
+		if line > 1 && strings.Contains(pe.Message, "table name") && strings.HasSuffix(pe.Message, `got '\n' instead`) {
+			// An unterminated `[global`: the toml package counts the
+			// newline that ends the line as the next line's.
+			line--
+		}
+		return Error{File: file, Line: line, Msg: "syntax error: " + oneLine(pe.Message)}
 	}
 	return Error{File: file, Msg: "syntax error: " + oneLine(err.Error())}
 }

@@ -78,6 +78,16 @@ func TestErrorsType(t *testing.T) {
 			want:   []Error{{File: "x.toml", Line: 2}},
 		},
 		{
+			name:   "unterminated table name",
+			config: "# c\n[global\nmaxconn = 10\n",
+			want:   []Error{{File: "x.toml", Line: 2}},
+		},
+		{
+			name:   "unterminated array table name",
+			config: "[[backend\nname = \"a\"\n",
+			want:   []Error{{File: "x.toml", Line: 1}},
+		},
+		{
 			name:   "problems sorted by line",
 			config: "[[backend]]\nname = \"a\"\n[[backend.server]]\nname = \"s\"\nweight = -1\n[global]\nlog_level = \"x\"\n[defaults]\nretries = -1\n",
 			want:   []Error{{File: "x.toml", Line: 3}, {File: "x.toml", Line: 5}, {File: "x.toml", Line: 7}, {File: "x.toml", Line: 9}},
