@@ -98,6 +98,7 @@ type clientConn struct {
 	// (no map to hash into per stream), guarded by h2mu.
 	h2mu   sync.Mutex
 	h2refs *streamRef
+	h2     bool // the connection speaks HTTP/2 (serveH2), under h2mu
 
 	// owner is the frontend that accounts for the connection: the one
 	// that accepted it, or its successor after a reload (handoff.go).

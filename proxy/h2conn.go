@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"time"
+
 	"github.com/fulcrum-proxy/fulcrum/proxy/h2mux"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http2"
@@ -24,6 +26,9 @@ import (
 // serveH2 serves cc, accepted by fe on a bind with proto h2.
 func (fe *Frontend) serveH2(cc *clientConn) {
 	cc.state.Store(connActive)
+	cc.h2mu.Lock()
+	cc.h2 = true
+	cc.h2mu.Unlock()
 	cc.fe = fe
 	cc.set = http1.Settings{
 		TimeoutClient:      fe.timeoutClient,
@@ -58,7 +63,9 @@ func (c h2client) NewStream() http2.Stream {
 	x.trk.inherit(c.st)
 	ref := &x.h2ref
 	x.ref = ref
+	opened := time.Now()
 	c.h2mu.Lock()
+	ref.opened = opened
 	ref.next = c.h2refs
 	if ref.next != nil {
 		ref.next.prev = ref

@@ -27,8 +27,10 @@ type streamRef struct {
 	up  net.Conn // nil while no server connection is bound
 
 	// An HTTP/2 stream's ref is in its connection's list (h2refs),
-	// linked under clientConn.h2mu.
+	// linked under clientConn.h2mu, with the time the stream opened
+	// (`show sess` age), also under h2mu.
 	prev, next *streamRef
+	opened     time.Time
 }
 
 // set binds the stream to srv of be over up.
@@ -45,9 +47,12 @@ func (r *streamRef) clear() {
 	r.mu.Unlock()
 }
 
-// Session is one client connection as `show sess` lists it.
+// Session is one client connection as `show sess` lists it, or one
+// stream of a client connection in HTTP/2 (HAProxy lists streams: an
+// HTTP/2 connection appears once per stream in progress, not at all
+// without one).
 type Session struct {
-	ID       uintptr // stable while the connection lives (printed as 0x%x)
+	ID       uintptr // stable while the connection (or the stream) lives (printed as 0x%x)
 	Frontend string
 	Backend  string // "" while no server is bound
 	Server   string
@@ -63,6 +68,18 @@ func (p *Proxy) Sessions() []Session {
 	for _, fe := range p.Frontends {
 		fe.mu.Lock()
 		for cc := range fe.conns {
+			if cc.h2Streams(func(ref *streamRef) {
+				s := Session{ID: uintptr(unsafe.Pointer(ref)), Frontend: fe.Name, Src: cc.src,
+					Age: now.Sub(ref.opened), Active: true}
+				ref.mu.Lock()
+				if ref.srv != nil {
+					s.Backend, s.Server = ref.be.Name, ref.srv.Name
+				}
+				ref.mu.Unlock()
+				out = append(out, s)
+			}) {
+				continue
+			}
 			s := Session{ID: uintptr(unsafe.Pointer(cc)), Frontend: fe.Name, Src: cc.src,
 				Age: now.Sub(cc.accepted), Active: cc.state.Load() == connActive}
 			cc.stream.mu.Lock()
@@ -78,13 +95,31 @@ func (p *Proxy) Sessions() []Session {
 }
 
 // ShutdownSession aborts the client connection whose Session.ID is id,
-// and its server connection. It returns false when there is none.
+// and its server connection; for an HTTP/2 stream's id, the stream's
+// server side (as `shutdown sessions server` does: the stream ends, the
+// connection and its other streams go on; a stream not yet bound to a
+// server is left to go on). It returns false when there is none.
 func (p *Proxy) ShutdownSession(id uintptr) bool {
 	for _, fe := range p.Frontends {
 		fe.mu.Lock()
 		for cc := range fe.conns {
 			if uintptr(unsafe.Pointer(cc)) == id {
 				cc.abort()
+				fe.mu.Unlock()
+				return true
+			}
+			found := false
+			cc.h2Streams(func(ref *streamRef) {
+				if uintptr(unsafe.Pointer(ref)) == id {
+					found = true
+					ref.mu.Lock()
+					if ref.up != nil {
+						ref.up.Close()
+					}
+					ref.mu.Unlock()
+				}
+			})
+			if found {
 				fe.mu.Unlock()
 				return true
 			}
@@ -144,4 +179,18 @@ func (cc *clientConn) abortH2(srv *Server) int {
 		ref.mu.Unlock()
 	}
 	return n
+}
+
+// h2Streams calls f for each stream of cc under cc.h2mu, and reports
+// whether cc speaks HTTP/2 (false: f was not called).
+func (cc *clientConn) h2Streams(f func(*streamRef)) bool {
+	cc.h2mu.Lock()
+	defer cc.h2mu.Unlock()
+	if !cc.h2 {
+		return false
+	}
+	for ref := cc.h2refs; ref != nil; ref = ref.next {
+		f(ref)
+	}
+	return true
 }
