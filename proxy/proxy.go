@@ -54,6 +54,9 @@ type Proxy struct {
 	// last counts were added here (at once for a proxy built by New).
 	carried []counterCarry
 	settled chan struct{}
+	// retiring is the proxy p replaced while Retire stops it: `show sess`
+	// and the shutdowns reach its sessions still finishing (sessions.go).
+	retiring atomic.Pointer[Proxy]
 
 	obs observers // log targets, captured errors (log.go, errcapture.go)
 

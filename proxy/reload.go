@@ -305,7 +305,9 @@ func (fe *Frontend) handOver(a *acceptor) {
 // It returns Shutdown's error.
 func (p *Proxy) Retire(ctx context.Context, old *Proxy) error {
 	p.linkSuccessors(old) // keep-alive connections move to p (handoff.go)
+	p.retiring.Store(old)
 	err := old.Shutdown(ctx)
+	p.retiring.Store(nil)
 	<-old.settled // old's own predecessor has added its last counts
 	for _, c := range p.carried {
 		for i := range c.from {

@@ -176,6 +176,26 @@ func TestReloadTCPSessionFinishesOnOld(t *testing.T) {
 	if got := next.Frontends[0].Counters.Scur.Load(); got != 1 {
 		t.Errorf("new proxy's scur: got %d, want 1 (only the new session)", got)
 	}
+	// The new proxy's Runtime API sees both sessions, and shuts down the
+	// old one's.
+	var old uintptr
+	srcs := map[string]bool{}
+	for _, s := range next.Sessions() {
+		srcs[s.Src.String()] = true
+		if s.Src.String() == c1.LocalAddr().String() {
+			old = s.ID
+		}
+	}
+	if len(srcs) != 2 || !srcs[c1.LocalAddr().String()] || !srcs[c2.LocalAddr().String()] {
+		t.Errorf("sessions seen by the new proxy: %v, want %s and %s", srcs, c1.LocalAddr(), c2.LocalAddr())
+	}
+	if !next.ShutdownSession(old) {
+		t.Fatal("shutdown session: the old proxy's session not found")
+	}
+	c1.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := br1.ReadString('\n'); err != io.EOF {
+		t.Errorf("the old session after its shutdown: %v, want EOF", err)
+	}
 	c1.Close()
 	if err := <-retired; err != nil {
 		t.Errorf("Retire: %v", err)

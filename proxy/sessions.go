@@ -61,8 +61,19 @@ type Session struct {
 	Active   bool // a request or TCP session is in progress
 }
 
-// Sessions returns every client connection, frontend by frontend.
+// Sessions returns every client connection, frontend by frontend, then
+// those of the proxy p replaced at a reload, while they finish (a TCP
+// session, a request in progress, an HTTP/2 connection stay on the proxy
+// that accepted them).
 func (p *Proxy) Sessions() []Session {
+	out := p.ownSessions()
+	if old := p.retiring.Load(); old != nil {
+		out = append(out, old.Sessions()...)
+	}
+	return out
+}
+
+func (p *Proxy) ownSessions() []Session {
 	now := time.Now()
 	var out []Session
 	for _, fe := range p.Frontends {
@@ -98,8 +109,17 @@ func (p *Proxy) Sessions() []Session {
 // and its server connection; for an HTTP/2 stream's id, the stream's
 // server side (as `shutdown sessions server` does: the stream ends, the
 // connection and its other streams go on; a stream not yet bound to a
-// server is left to go on). It returns false when there is none.
+// server is left to go on). It returns false when there is none. The
+// sessions of the proxy p replaced, still finishing, are found too.
 func (p *Proxy) ShutdownSession(id uintptr) bool {
+	if p.shutdownOwnSession(id) {
+		return true
+	}
+	old := p.retiring.Load()
+	return old != nil && old.ShutdownSession(id)
+}
+
+func (p *Proxy) shutdownOwnSession(id uintptr) bool {
 	for _, fe := range p.Frontends {
 		fe.mu.Lock()
 		for cc := range fe.conns {
@@ -131,8 +151,22 @@ func (p *Proxy) ShutdownSession(id uintptr) bool {
 
 // ShutdownSessions aborts every stream bound to srv, client and server
 // connections both, and returns how many there were. Idle keep-alive
-// connections are not bound to a server and are left alone.
+// connections are not bound to a server and are left alone. The streams of
+// the proxy p replaced, still finishing, bound to its server of the same
+// backend and name are aborted too.
 func (p *Proxy) ShutdownSessions(srv *Server) int {
+	n := p.shutdownOwnSessions(srv)
+	if old := p.retiring.Load(); old != nil {
+		if ob := old.Backend(srv.Backend.Name); ob != nil {
+			if osrv := ob.Server(srv.Name); osrv != nil {
+				n += old.ShutdownSessions(osrv)
+			}
+		}
+	}
+	return n
+}
+
+func (p *Proxy) shutdownOwnSessions(srv *Server) int {
 	n := 0
 	for _, fe := range p.Frontends {
 		fe.mu.Lock()
