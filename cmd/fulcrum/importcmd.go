@@ -56,11 +56,18 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 			if r.NoFrontend {
 				fmt.Fprintf(stderr, "%s: no frontend or listen section fulcrum can run: nothing would listen (fulcrum check refuses it)\n", in)
 			}
-			fmt.Fprintf(stderr, "%s: %d lines noted, %d of them not supported (yet): kept as comments", in, len(r.Notes), blocking)
-			if out != "" {
-				fmt.Fprintf(stderr, " in %s", out)
+			switch {
+			case len(r.Notes) == 0 && out != "":
+				fmt.Fprintf(stderr, "%s: every line converted into %s\n", in, out)
+			case len(r.Notes) == 0:
+				fmt.Fprintf(stderr, "%s: every line converted\n", in)
+			default:
+				fmt.Fprintf(stderr, "%s: %d lines noted, %d of them not supported (yet): kept as comments", in, len(r.Notes), blocking)
+				if out != "" {
+					fmt.Fprintf(stderr, " in %s", out)
+				}
+				fmt.Fprintln(stderr)
 			}
-			fmt.Fprintln(stderr)
 			if c.Bool("strict") && (blocking > 0 || r.NoFrontend) {
 				return cli.Exit("", 1)
 			}

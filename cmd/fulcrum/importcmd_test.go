@@ -70,6 +70,13 @@ func TestImportCommand(t *testing.T) {
 		t.Errorf("check of the output: exit %d, %s%s", code, stdout.String(), stderr.String())
 	}
 
+	// A file with nothing to note says so.
+	clean := writeFile(t, "clean.cfg", "frontend www\n    bind 127.0.0.1:8080\n    default_backend web\nbackend web\n    server s1 127.0.0.1:9001\n")
+	stderr.Reset()
+	if code := run([]string{"fulcrum", "import", clean, "-o", out}, &bytes.Buffer{}, &stderr); code != 0 || stderr.String() != clean+": every line converted into "+out+"\n" {
+		t.Errorf("a clean file: exit %d, stderr %q", code, stderr.String())
+	}
+
 	// To stdout; --strict fails on the line not supported; usage errors exit 2.
 	stdout.Reset()
 	if code := run([]string{"fulcrum", "import", in}, &stdout, &bytes.Buffer{}); code != 0 || !strings.Contains(stdout.String(), `name = "s1"`) {
