@@ -74,6 +74,7 @@ func FuzzErrorPosition(f *testing.F) {
 		}
 	})
 }
+
 // TestKnownName: each name parse acts on is known in any case, and a
 // name of the same length, a prefix or an extension of one is not.
 func TestKnownName(t *testing.T) {
