@@ -32,6 +32,31 @@ func BenchmarkParseRequestHead(b *testing.B) {
 	}
 }
 
+// benchResponse is nginx's answer in the HTTP/2 benchmarks (bench/run.sh's
+// upstreams: "return 200" with an add_header).
+const benchResponse = "HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Wed, 02 Dec 2026 16:40:00 GMT\r\n" +
+	"Content-Type: text/plain\r\nContent-Length: 3\r\nConnection: keep-alive\r\nX-Upstream: b1\r\n\r\n"
+
+// BenchmarkParseResponseHead: a server's response head read and parsed
+// (each field's name classified by knownName).
+func BenchmarkParseResponseHead(b *testing.B) {
+	r := strings.NewReader(benchResponse)
+	br := bufio.NewReader(r)
+	var h head
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchResponse)))
+	for i := 0; i < b.N; i++ {
+		r.Reset(benchResponse)
+		br.Reset(r)
+		if err := h.readHead(br, true); err != nil {
+			b.Fatal(err)
+		}
+		if err := h.parse(true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkCopyChunked relays a 1 MiB chunked body in 16 KiB chunks,
 // parsed strictly and written anew (issue 16, point 2).
 func BenchmarkCopyChunked(b *testing.B) {

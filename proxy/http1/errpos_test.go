@@ -74,3 +74,27 @@ func FuzzErrorPosition(f *testing.F) {
 		}
 	})
 }
+
+// TestKnownName: each name parse acts on is known in any case, and a
+// name of the same length, a prefix or an extension of one is not.
+func TestKnownName(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		want int
+	}{
+		{"Content-Length", nameContentLength}, {"content-LENGTH", nameContentLength},
+		{"Transfer-Encoding", nameTransferEncoding}, {"transfer-encoding", nameTransferEncoding},
+		{"Connection", nameConnection}, {"CONNECTION", nameConnection},
+		{"Upgrade", nameUpgrade}, {"upgrade", nameUpgrade},
+		{"Keep-Alive", nameHop}, {"Proxy-Connection", nameHop}, {"te", nameHop}, {"TRAILER", nameHop},
+		{"Host", nameHost}, {"host", nameHost}, {"Expect", nameExpect}, {"EXPECT", nameExpect},
+		{"Content-Type", nameOther}, {"Content-Lengths", nameOther}, {"Content-Lengt", nameOther},
+		{"Hosts", nameOther}, {"Hast", nameOther}, {"T", nameOther}, {"TF", nameOther},
+		{"Connectio_", nameOther}, {"Trailers", nameOther}, {"", nameOther},
+		{"Transfer-Encodinh", nameOther}, {"Proxy-Connectiom", nameOther}, {"Keep-Alivf", nameOther},
+	} {
+		if got := knownName([]byte(c.name)); got != c.want {
+			t.Errorf("knownName(%q) = %d, want %d", c.name, got, c.want)
+		}
+	}
+}

@@ -193,6 +193,65 @@ func plausibleRequestStart(p []byte) bool {
 	return true
 }
 
+// What parse does with a field, by its name (knownName).
+const (
+	nameOther            = iota // forwarded as it is
+	nameContentLength           // Content-Length
+	nameTransferEncoding        // Transfer-Encoding
+	nameConnection              // Connection
+	nameUpgrade                 // Upgrade
+	nameHop                     // Keep-Alive, Proxy-Connection, TE, Trailer
+	nameHost                    // Host
+	nameExpect                  // Expect
+)
+
+// knownName returns what parse does with a field named name (ASCII case
+// ignored): one of the name* constants. Only the known name of name's
+// length is compared, not each known name in turn.
+func knownName(name []byte) int {
+	switch len(name) {
+	case 2:
+		if bytes.EqualFold(name, hdrTE) {
+			return nameHop
+		}
+	case 4:
+		if bytes.EqualFold(name, hdrHost) {
+			return nameHost
+		}
+	case 6:
+		if bytes.EqualFold(name, hdrExpect) {
+			return nameExpect
+		}
+	case 7:
+		if bytes.EqualFold(name, hdrUpgrade) {
+			return nameUpgrade
+		}
+		if bytes.EqualFold(name, hdrTrailer) {
+			return nameHop
+		}
+	case 10:
+		if bytes.EqualFold(name, hdrConnection) {
+			return nameConnection
+		}
+		if bytes.EqualFold(name, hdrKeepAlive) {
+			return nameHop
+		}
+	case 14:
+		if bytes.EqualFold(name, hdrContentLength) {
+			return nameContentLength
+		}
+	case 16:
+		if bytes.EqualFold(name, hdrProxyConnection) {
+			return nameHop
+		}
+	case 17:
+		if bytes.EqualFold(name, hdrTransferEncoding) {
+			return nameTransferEncoding
+		}
+	}
+	return nameOther
+}
+
 // parse splits h.buf into the start line and headers and derives the
 // framing fields. isResp selects the start-line grammar. It classifies
 // every field for forwarding (header.kind) in time linear in the head's
@@ -250,8 +309,8 @@ func (h *head) parse(isResp bool) error {
 		}
 		name, value := line[:c], trimOWS(line[c+1:])
 		kind := hdrEndToEnd
-		switch {
-		case bytes.EqualFold(name, hdrContentLength):
+		switch knownName(name) {
+		case nameContentLength:
 			n, ok := parseDecimal(value)
 			if !ok || (sawCL && n != h.contentLength) {
 				return errSmuggling
@@ -263,7 +322,7 @@ func (h *head) parse(isResp bool) error {
 			}
 			sawCL = true
 			h.contentLength = n
-		case bytes.EqualFold(name, hdrTransferEncoding):
+		case nameTransferEncoding:
 			if !isResp {
 				// A request body is chunked, once, or refused: another
 				// coding, a list ("gzip, chunked", "chunked, chunked") or
@@ -284,7 +343,7 @@ func (h *head) parse(isResp bool) error {
 				return errSmuggling
 			}
 			h.chunked = chunked
-		case bytes.EqualFold(name, hdrConnection):
+		case nameConnection:
 			kind = hdrHop
 			forEachToken(value, func(t []byte) {
 				switch {
@@ -298,20 +357,19 @@ func (h *head) parse(isResp bool) error {
 					h.connOther = true
 				}
 			})
-		case bytes.EqualFold(name, hdrUpgrade):
+		case nameUpgrade:
 			upgradeHdr = true
 			kind = hdrUpgradeField
-		case bytes.EqualFold(name, hdrKeepAlive), bytes.EqualFold(name, hdrProxyConnection),
-			bytes.EqualFold(name, hdrTE), bytes.EqualFold(name, hdrTrailer):
+		case nameHop:
 			kind = hdrHop
-		case bytes.EqualFold(name, hdrHost):
+		case nameHost:
 			// Two Host fields: which one routes (hdr(host)) and which one
 			// the server honours could differ (RFC 9112 section 3.2: 400).
 			if h.host != nil && !isResp {
 				return errBadHead
 			}
 			h.host = value
-		case bytes.EqualFold(name, hdrExpect):
+		case nameExpect:
 			h.expect100 = bytes.EqualFold(value, tok100Continue)
 		}
 		h.headers = append(h.headers, header{name: name, value: value, kind: kind})

@@ -154,8 +154,10 @@ type econn struct {
 	stallTimer *time.Timer
 	stallArmed bool
 
-	idleW      []*streamWorker // workers waiting for a stream (workers.go)
+	idleW      []*streamWorker // workers waiting for a stream (workers.go), longest first
 	workerIdle time.Duration   // how long they wait
+	idleTimer  *time.Timer     // ends those that waited workerIdle (expireWorkers)
+	idleArmed  bool            // idleTimer runs
 
 	wg sync.WaitGroup // the streams' workers
 }

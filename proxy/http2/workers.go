@@ -1,9 +1,6 @@
 package http2
 
-import (
-	"slices"
-	"time"
-)
+import "time"
 
 // Stream workers: a stream's phases run on a goroutine of its connection
 // that served an earlier stream and kept its grown stack, rather than on a
@@ -24,10 +21,13 @@ const (
 // streamWorker is a waiting worker: the reader hands it its next stream
 // through ch (buffered: the hand-over never blocks), nil to end it.
 type streamWorker struct {
-	ch chan *estream
+	ch    chan *estream
+	since time.Time // when it began to wait (under mu)
 }
 
-// takeWorker returns a waiting worker, or nil (mu held).
+// takeWorker returns a waiting worker, or nil (mu held). It takes the
+// one that waited least (its stack is the likeliest in the caches); the
+// others keep their order, the longest waiting first.
 func (c *econn) takeWorker() *streamWorker {
 	n := len(c.idleW)
 	if n == 0 {
@@ -50,11 +50,13 @@ func (c *econn) startStream(w *streamWorker, es *estream) {
 	go c.work(es)
 }
 
-// work runs es, then the streams handed to it while it waits.
+// work runs es, then the streams handed to it while it waits. A waiting
+// worker receives from its channel alone: the wait for nothing is timed
+// by the connection's idle timer (expireWorkers), not by a timer of each
+// worker armed and stopped at each stream.
 func (c *econn) work(es *estream) {
 	defer c.wg.Done()
 	var w *streamWorker
-	var t *time.Timer
 	for es != nil {
 		c.run(es)
 		c.mu.Lock()
@@ -65,35 +67,68 @@ func (c *econn) work(es *estream) {
 		if w == nil {
 			w = &streamWorker{ch: make(chan *estream, 1)}
 		}
+		w.since = time.Now()
 		c.idleW = append(c.idleW, w)
+		c.armIdle(w.since)
 		c.mu.Unlock()
-		if t == nil {
-			t = time.NewTimer(c.workerIdle)
-		} else {
-			t.Reset(c.workerIdle)
-		}
-		select {
-		case es = <-w.ch:
-			t.Stop()
-		case <-t.C:
-			c.mu.Lock()
-			if i := slices.Index(c.idleW, w); i >= 0 {
-				c.idleW = slices.Delete(c.idleW, i, i+1)
-				c.mu.Unlock()
-				return
-			}
-			c.mu.Unlock()
-			// Taken meanwhile: a stream, or nil (the end) is on its way.
-			es = <-w.ch
-		}
+		es = <-w.ch
 	}
 }
 
-// stopWorkers ends the waiting workers (mu held, the connection closed).
+// armIdle starts the connection's idle timer for a worker that began to
+// wait at since, unless it runs already (mu held): it then fires for an
+// older worker, and fires again for the rest.
+func (c *econn) armIdle(since time.Time) {
+	if c.idleArmed {
+		return
+	}
+	c.idleArmed = true
+	d := c.workerIdle - time.Since(since)
+	if c.idleTimer == nil {
+		c.idleTimer = time.AfterFunc(d, c.expireWorkers)
+	} else {
+		c.idleTimer.Reset(d)
+	}
+}
+
+// expireWorkers ends the workers that waited workerIdle or longer for a
+// stream (the connection's idle timer), then re-arms the timer for the
+// longest waiting of the others, if any.
+func (c *econn) expireWorkers() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.idleArmed = false
+	if c.closed {
+		return // stopWorkers ended them
+	}
+	now := time.Now()
+	n := 0
+	for _, w := range c.idleW {
+		if now.Sub(w.since) < c.workerIdle {
+			break // idleW is in waiting order: the rest waited less
+		}
+		w.ch <- nil
+		n++
+	}
+	if n > 0 {
+		rest := copy(c.idleW, c.idleW[n:])
+		clear(c.idleW[rest:])
+		c.idleW = c.idleW[:rest]
+	}
+	if len(c.idleW) > 0 {
+		c.armIdle(c.idleW[0].since)
+	}
+}
+
+// stopWorkers ends the waiting workers and their timer (mu held, the
+// connection closed).
 func (c *econn) stopWorkers() {
 	for _, w := range c.idleW {
 		w.ch <- nil
 	}
 	clear(c.idleW)
 	c.idleW = c.idleW[:0]
+	if c.idleTimer != nil {
+		c.idleTimer.Stop()
+	}
 }

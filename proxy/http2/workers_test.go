@@ -106,3 +106,56 @@ func TestEngineWorkers(t *testing.T) {
 	rc2.request(3, "GET", "/4", true)
 	rc2.whole(3, 4)
 }
+
+// TestExpireWorkers: the idle timer ends the workers that waited
+// workerIdle or longer, the longest waiting first, keeps the others in
+// their order and re-arms itself for them; on a closed connection it
+// ends none (stopWorkers does).
+func TestExpireWorkers(t *testing.T) {
+	c := &econn{workerIdle: time.Minute}
+	now := time.Now()
+	var ws []*streamWorker
+	for _, ago := range []time.Duration{3 * time.Minute, 2 * time.Minute, time.Minute, time.Second, 0} {
+		w := &streamWorker{ch: make(chan *estream, 1), since: now.Add(-ago)}
+		ws = append(ws, w)
+		c.idleW = append(c.idleW, w)
+	}
+	c.expireWorkers()
+	defer func() {
+		c.mu.Lock()
+		c.closed = true
+		c.stopWorkers()
+		c.mu.Unlock()
+	}()
+	for i, w := range ws {
+		var ended bool
+		select {
+		case es := <-w.ch:
+			if es != nil {
+				t.Fatalf("worker %d was handed a stream", i)
+			}
+			ended = true
+		default:
+		}
+		if want := i < 3; ended != want {
+			t.Errorf("worker %d (waiting since %v) ended %v, want %v", i, now.Sub(w.since), ended, want)
+		}
+	}
+	c.mu.Lock()
+	left, armed := append([]*streamWorker(nil), c.idleW...), c.idleArmed
+	c.mu.Unlock()
+	if len(left) != 2 || left[0] != ws[3] || left[1] != ws[4] || !armed {
+		t.Fatalf("after expiry: %d waiting (want workers 3 and 4, in order), timer armed %v", len(left), armed)
+	}
+
+	c.mu.Lock()
+	c.closed = true
+	c.idleW[0].since = now.Add(-time.Hour)
+	c.mu.Unlock()
+	c.expireWorkers()
+	select {
+	case <-ws[3].ch:
+		t.Fatal("a worker of a closed connection was ended by the idle timer")
+	default:
+	}
+}
