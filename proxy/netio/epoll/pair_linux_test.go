@@ -444,6 +444,39 @@ func TestPairTwoPollers(t *testing.T) {
 	}
 }
 
+// Bulk flows both ways at once, longer than a reaper's budget: both
+// directions switch to splice, the reaper hands the rest to a goroutine,
+// and every byte arrives in order.
+func TestPairBulk(t *testing.T) {
+	g := newGroup(t, 2)
+	r := startRelayed(t, g, 10*time.Second, 10*time.Second, true)
+	const size = 3*pairBudget + 12345
+	up, down := message(1, size), message(2, size)
+	go func() { r.cl.Write(up); r.cl.(*net.TCPConn).CloseWrite() }()
+	go func() { r.srv.Write(down); r.srv.(*net.TCPConn).CloseWrite() }()
+	atCl := make(chan []byte, 1)
+	go func() {
+		r.cl.SetReadDeadline(time.Now().Add(20 * time.Second))
+		b, _ := io.ReadAll(r.cl)
+		atCl <- b
+	}()
+	r.srv.SetReadDeadline(time.Now().Add(20 * time.Second))
+	atSrv, _ := io.ReadAll(r.srv)
+	if !bytes.Equal(atSrv, up) {
+		t.Errorf("server read %d bytes, want the client's %d", len(atSrv), size)
+	}
+	if b := <-atCl; !bytes.Equal(b, down) {
+		t.Errorf("client read %d bytes, want the server's %d", len(b), size)
+	}
+	in, out := r.wait(t)
+	if in != (netio.CopyEnd{N: size}) || out != (netio.CopyEnd{N: size}) {
+		t.Errorf("in %+v, out %+v; want %d bytes each way, no errors", in, out, size)
+	}
+	if !r.p.dirs[0].bulk || !r.p.dirs[1].bulk {
+		t.Errorf("bulk in %v, out %v: want both spliced", r.p.dirs[0].bulk, r.p.dirs[1].bulk)
+	}
+}
+
 // StartPair refuses a closed Conn and Conns of two groups, and changes
 // nothing then.
 func TestPairStartFails(t *testing.T) {
