@@ -31,6 +31,8 @@ type Group struct {
 	live  atomic.Int64 // connections registered and not yet closed
 	// sleeping counts the connections that hibernate (Conn.Hibernate).
 	sleeping atomic.Int64
+	// pairs counts the Pairs relaying now (StartPair to their end).
+	pairs atomic.Int64
 
 	// epoch is the origin of the pairs' clock (Pair: ns since epoch,
 	// monotonic).
@@ -111,6 +113,9 @@ func (g *Group) Close() error {
 // Conns returns how many connections are registered in g and not yet
 // closed (their descriptors).
 func (g *Group) Conns() int64 { return g.live.Load() }
+
+// Pairs returns how many Pairs relay between g's connections now.
+func (g *Group) Pairs() int64 { return g.pairs.Load() }
 
 // pick returns the poller for a new connection.
 func (g *Group) pick() *poller {

@@ -124,6 +124,7 @@ func startPair(client, server *Conn, clientIdle, serverIdle time.Duration, splic
 	}
 	// Held until set up: an event meanwhile only marks the pair dirty.
 	p.busy.Store(true)
+	p.g.pairs.Add(1)
 	now := p.clock(nil)
 	p.dirs[0].last, p.dirs[1].last = now, now
 	for _, c := range p.c {
@@ -503,6 +504,7 @@ func (p *Pair) finish() {
 	}
 	p.in = netio.CopyEnd{N: p.dirs[0].n, SrcErr: p.dirs[0].srcErr, DstErr: p.dirs[0].dstErr}
 	p.out = netio.CopyEnd{N: p.dirs[1].n, SrcErr: p.dirs[1].srcErr, DstErr: p.dirs[1].dstErr}
+	p.g.pairs.Add(-1)
 	for _, c := range p.c {
 		c.pair.Store(nil)
 		c.lent.CompareAndSwap(p.abrt, nil)

@@ -108,6 +108,9 @@ func message(seed, n int) []byte {
 func TestPairPingPong(t *testing.T) {
 	g := newGroup(t, 1)
 	r := startRelayed(t, g, 10*time.Second, 10*time.Second, true)
+	if n := g.Pairs(); n != 1 {
+		t.Errorf("group counts %d pairs, want 1", n)
+	}
 	sizes := []int{1, 64, 1000, 4096, netio.BufSize - 1, 100, 3, 70000, 5}
 	var in, out int64
 	for i, n := range sizes {
@@ -143,6 +146,9 @@ func TestPairPingPong(t *testing.T) {
 	// The Conns are the caller's again: the pair is detached.
 	if r.cc.pair.Load() != nil || r.sc.pair.Load() != nil || r.cc.lent.Load() != nil {
 		t.Error("a Conn still points at the ended pair")
+	}
+	if n := g.Pairs(); n != 0 {
+		t.Errorf("group counts %d pairs after the end, want 0", n)
 	}
 }
 
