@@ -30,11 +30,11 @@ const NetIOEnv = "FULCRUM_TUNE_NETIO"
 // (http2.EngineOwn, the default): for comparison only (bench/README.md).
 const H2EngineEnv = "FULCRUM_H2_ENGINE"
 
-// TCPRelayEnv chooses how the epoll layer relays mode tcp sessions
-// (tune_netio "epoll"): "pair" (the default) in the pollers' reapers
-// (epoll.Pair: no goroutine wake-up per message), "goroutines" with
-// netio.Relay (a goroutine per direction, as on Go's poller), for
-// comparison (bench/README.md).
+// TCPRelayEnv chooses how the epoll layer relays mode tcp sessions and
+// HTTP/1 tunnels (tune_netio "epoll"): "pair" (the default) in the
+// pollers' reapers (epoll.Pair: no goroutine wake-up per message),
+// "goroutines" with netio.Relay (a goroutine per direction, as on Go's
+// poller), for comparison (bench/README.md).
 const TCPRelayEnv = "FULCRUM_TCP_RELAY"
 
 // netIOMode returns the layer cfg asks for, after NetIOEnv; an unset
@@ -166,6 +166,16 @@ func (p *Proxy) relayTCP(client, server net.Conn, clientIdle, serverIdle time.Du
 		if ok, in, out := relayOnPollers(client, server, clientIdle, serverIdle); ok {
 			return in, out
 		}
+	}
+	return netio.Relay(client, server, clientIdle, serverIdle)
+}
+
+// relayTunnel relays an HTTP/1 tunnel (after a 101) as netio.Relay does,
+// on the pollers when both connections are plaintext Conns of the epoll
+// layer (http1.Settings.Relay, set when p relays mode tcp that way).
+func relayTunnel(client, server net.Conn, clientIdle, serverIdle time.Duration) (in, out netio.CopyEnd) {
+	if ok, in, out := relayOnPollers(client, server, clientIdle, serverIdle); ok {
+		return in, out
 	}
 	return netio.Relay(client, server, clientIdle, serverIdle)
 }
