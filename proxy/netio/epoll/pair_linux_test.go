@@ -483,6 +483,43 @@ func TestPairBulk(t *testing.T) {
 	}
 }
 
+// Bytes that arrived before the pair started, on a server socket never
+// registered (a banner) and on a client socket already registered and
+// drained, are relayed: the readiness carried over, or the registration's
+// first event, says so.
+func TestPairBytesBeforeStart(t *testing.T) {
+	g := newGroup(t, 1)
+	cc, cl := accepted(t, g)
+	sc, srv := serverSide(t, g)
+	// The client's socket registered and found drained by a read that
+	// waited, as a session's earlier reads leave it.
+	got := make(chan string, 1)
+	go func() {
+		b := make([]byte, 8)
+		n, _ := cc.Read(b)
+		got <- string(b[:n])
+	}()
+	waitFor(t, "the read to wait", func() bool { return cc.r.waiting.Load() })
+	cl.Write([]byte("first"))
+	if s := <-got; s != "first" {
+		t.Fatalf("read %q", s)
+	}
+	cl.Write([]byte("early"))
+	srv.Write([]byte("banner"))
+	waitFor(t, "the client's event", func() bool { return cc.r.ready.Load() != 0 })
+	p, err := StartPair(cc, sc, 10*time.Second, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { p.Abort(); p.Wait() }()
+	if b := readN(t, cl, 6); string(b) != "banner" {
+		t.Errorf("client read %q, want the server's banner", b)
+	}
+	if b := readN(t, srv, 5); string(b) != "early" {
+		t.Errorf("server read %q, want the client's early bytes", b)
+	}
+}
+
 // StartPair refuses a closed Conn and Conns of two groups, and changes
 // nothing then.
 func TestPairStartFails(t *testing.T) {
