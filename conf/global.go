@@ -100,7 +100,9 @@ type globalSection struct {
 	// socket empty is not made, and accept on them (proxy/netio/epoll;
 	// bench/README.md says what it saves). TLS and HTTP/2 server
 	// connections stay on Go's poller either way. A listener kept across
-	// a reload keeps the layer it was opened with. No HAProxy
+	// a reload keeps the layer it was opened with. With "epoll", mode tcp
+	// sessions between plaintext client and server sockets are relayed by
+	// its pollers, which move the bytes themselves (epoll.Pair). No HAProxy
 	// equivalent. Default "epoll" on Linux, "go" elsewhere (DefaultNetIO).
 	// "uring" (opt-in, Linux 5.19 or later) is "epoll" plus mode tcp
 	// sessions between plaintext client and server sockets relayed by one

@@ -119,6 +119,9 @@ func (cc *clientConn) setFrontend(fe *Frontend) {
 		IdleKeep:           fe.idleKeep,
 		XFF:                cc.set.XFF[:0],
 	}
+	if fe.p.pairOn {
+		cc.set.Relay = relayTunnel
+	}
 	if fe.forwardFor {
 		cc.set.XFF = append(cc.set.XFF, "X-Forwarded-For: "...)
 		cc.set.XFF = cc.src.Addr().Unmap().AppendTo(cc.set.XFF)

@@ -30,6 +30,13 @@ const NetIOEnv = "FULCRUM_TUNE_NETIO"
 // (http2.EngineOwn, the default): for comparison only (bench/README.md).
 const H2EngineEnv = "FULCRUM_H2_ENGINE"
 
+// TCPRelayEnv chooses how the epoll layer relays mode tcp sessions and
+// HTTP/1 tunnels (tune_netio "epoll"): "pair" (the default) in the
+// pollers' reapers (epoll.Pair: no goroutine wake-up per message),
+// "goroutines" with netio.Relay (a goroutine per direction, as on Go's
+// poller), for comparison (bench/README.md).
+const TCPRelayEnv = "FULCRUM_TCP_RELAY"
+
 // netIOMode returns the layer cfg asks for, after NetIOEnv; an unset
 // tune_netio (a Config not made by conf.Parse) is conf.DefaultNetIO.
 func (p *Proxy) netIOMode() string {
@@ -57,6 +64,14 @@ func (p *Proxy) initNetIO(old *Proxy) {
 	mode := p.netIOMode()
 	p.epoll = mode == "epoll" || mode == "uring"
 	p.uringOn = mode == "uring"
+	switch v := os.Getenv(TCPRelayEnv); v {
+	case "", "pair":
+		p.pairOn = mode == "epoll"
+	case "goroutines":
+	default:
+		p.log.Warn().Str(TCPRelayEnv, v).Msg("unknown tcp relay in the environment (want pair or goroutines): pair applies")
+		p.pairOn = mode == "epoll"
+	}
 	if old != nil && old.group != nil && old.group.Ref() {
 		p.group = old.group
 	}
@@ -133,20 +148,53 @@ func serverConnOnEpoll(client net.Conn, srv *Server) func(net.Conn) net.Conn {
 	}
 }
 
-// relayTCP relays a mode tcp session as netio.Relay does (same results),
-// on io_uring when p's tune_netio is "uring" and both connections are
-// plaintext sockets of the epoll layer: the session's goroutine lends
-// both sockets to p's relay loop (uring.Relay, one per Proxy, started by
-// the first session) and waits for the pair to end. Closing either
-// connection meanwhile (shutdown session, a stop) aborts the pair; the
-// descriptors are closed by the connections' Close, once.
+// relayTCP relays a mode tcp session as netio.Relay does (same results).
+// When both connections are plaintext sockets of the epoll layer, the
+// bytes are moved by the layer's pollers (epoll.Pair, tune_netio "epoll")
+// or by p's io_uring loop (tune_netio "uring": the session's goroutine
+// lends both sockets to uring.Relay, one per Proxy, started by the first
+// session); the session's goroutine waits for the pair to end. Closing
+// either connection meanwhile (shutdown session, a stop) aborts the pair;
+// the descriptors are closed by the connections' Close, once.
 func (p *Proxy) relayTCP(client, server net.Conn, clientIdle, serverIdle time.Duration) (in, out netio.CopyEnd) {
 	if p.uringOn {
 		if ok, in, out := p.relayOnUring(client, server, clientIdle, serverIdle); ok {
 			return in, out
 		}
 	}
+	if p.pairOn {
+		if ok, in, out := relayOnPollers(client, server, clientIdle, serverIdle); ok {
+			return in, out
+		}
+	}
 	return netio.Relay(client, server, clientIdle, serverIdle)
+}
+
+// relayTunnel relays an HTTP/1 tunnel (after a 101) as netio.Relay does,
+// on the pollers when both connections are plaintext Conns of the epoll
+// layer (http1.Settings.Relay, set when p relays mode tcp that way).
+func relayTunnel(client, server net.Conn, clientIdle, serverIdle time.Duration) (in, out netio.CopyEnd) {
+	if ok, in, out := relayOnPollers(client, server, clientIdle, serverIdle); ok {
+		return in, out
+	}
+	return netio.Relay(client, server, clientIdle, serverIdle)
+}
+
+// relayOnPollers relays client and server with an epoll.Pair when both are
+// plaintext Conns of one group; ok false when they are not, or the pair
+// could not start (a connection closed: netio.Relay says so as usual).
+func relayOnPollers(client, server net.Conn, clientIdle, serverIdle time.Duration) (ok bool, in, out netio.CopyEnd) {
+	cc, ok1 := client.(*epoll.Conn)
+	sc, ok2 := server.(*epoll.Conn)
+	if !ok1 || !ok2 {
+		return false, in, out
+	}
+	pr, err := epoll.StartPair(cc, sc, clientIdle, serverIdle)
+	if err != nil {
+		return false, in, out
+	}
+	in, out = pr.Wait()
+	return true, in, out
 }
 
 func (p *Proxy) relayOnUring(client, server net.Conn, clientIdle, serverIdle time.Duration) (ok bool, in, out netio.CopyEnd) {

@@ -69,7 +69,11 @@ type Proxy struct {
 	// layer are relayed on io_uring (tune_netio "uring", netiolayer.go);
 	// the relay is started by the first (uring, under uringMu; uringDown
 	// once it failed to start or p dropped it).
-	uringOn   bool
+	uringOn bool
+	// pairOn: mode tcp sessions between plaintext sockets of the epoll
+	// layer are relayed by the pollers themselves (epoll.Pair, tune_netio
+	// "epoll" unless TCPRelayEnv says "goroutines"; netiolayer.go).
+	pairOn    bool
 	uringMu   sync.Mutex
 	uring     atomic.Pointer[uring.Relay]
 	uringDown bool

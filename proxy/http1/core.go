@@ -58,6 +58,9 @@ type Settings struct {
 	// their pools until the next request's first bytes arrive (HAProxy
 	// releases an idle connection's buffers at once). 0: at once.
 	IdleKeep time.Duration
+	// Relay relays a tunnel (after a 101) as netio.Relay does, which it
+	// is when nil: the proxy gives the epoll layer's (epoll.Pair).
+	Relay func(client, server net.Conn, clientIdle, serverIdle time.Duration) (in, out netio.CopyEnd)
 }
 
 // Stream is the core's side of one request: its phases, in the order the

@@ -1070,5 +1070,9 @@ func (s *session) tunnel(uc *upConn) {
 	netio.PutReader(uc.br)
 	netio.PutWriter(uc.bw)
 	s.br, s.bw, uc.br, uc.bw = nil, nil, nil, nil
-	netio.Relay(s.c, uc.c, s.set.TimeoutClient, uc.up.TimeoutServer)
+	relay := netio.Relay
+	if s.set.Relay != nil {
+		relay = s.set.Relay
+	}
+	relay(s.c, uc.c, s.set.TimeoutClient, uc.up.TimeoutServer)
 }

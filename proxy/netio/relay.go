@@ -15,6 +15,8 @@ import (
 // through io.CopyN between *net.TCPConn (or the epoll layer's Conns),
 // which Linux turns into splice(2):
 // bytes move socket to pipe to socket without entering user space.
+// (A plaintext mode tcp session on the epoll layer is relayed by the
+// layer's pollers instead: epoll.Pair, with the same results.)
 
 // relayBufSize is the user-space copy buffer of one relay direction.
 const relayBufSize = 16 << 10

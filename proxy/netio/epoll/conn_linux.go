@@ -47,9 +47,14 @@ type Conn struct {
 	// listening socket).
 	counted bool
 
-	// lent is the abort of the holder c's socket is lent to (Lend), until
-	// it gives it back; Close takes and calls it.
+	// lent is the abort of the holder c's socket is lent to (Lend), or of
+	// the Pair relaying it, until it gives it back; Close takes and calls
+	// it.
 	lent atomic.Pointer[func()]
+
+	// pair is the Pair c is relayed by (StartPair), until it ends: the
+	// reaper runs its pump on c's events instead of waking waiters.
+	pair atomic.Pointer[Pair]
 
 	raddr net.Addr
 	laddr atomic.Pointer[net.TCPAddr] // looked up on first use

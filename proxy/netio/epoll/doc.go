@@ -25,8 +25,9 @@
 //
 // The proxy uses it with `tune_netio = "epoll"`, its default on Linux
 // (proxy/netiolayer.go), for HTTP/1, HTTP/2 and TCP binds, plaintext or
-// TLS (crypto/tls over a Conn); bench/README.md has what it saves and
-// costs.
+// TLS (crypto/tls over a Conn), and relays plaintext mode tcp sessions
+// with a Pair (FULCRUM_TCP_RELAY=goroutines: netio.Relay instead);
+// bench/README.md has what it saves and costs.
 //
 // Main types:
 //   - Group: the pollers of a process (one per GOMAXPROCS by default), the
@@ -41,6 +42,25 @@
 //     the reaper's event, the read deadline's timer or Close calls the
 //     resume function given, once, which starts the goroutine that reads
 //     it (the proxy's HTTP/1 clients idle past IdleKeep, proxy/httpconn.go).
+//   - Pair (StartPair): a mode tcp session relayed by the pollers
+//     themselves, as HAProxy's event loop does: both Conns point at the
+//     Pair, and the reaper that collects an event of either reads the
+//     source at once into the direction's buffer (netio's pool, held
+//     while bytes are pending) and writes it to the destination, all
+//     non-blocking, instead of waking a goroutine per direction and
+//     message (netio.Relay). A destination that is full keeps the rest,
+//     is registered for EPOLLOUT, and its direction reads no more until
+//     it drained (backpressure: one buffer per direction); a read that
+//     fills the buffer switches the direction to splice(2) through a
+//     pipe (bulk, as netio.Relay). The end of a source shuts its
+//     destination's write half; an error, an inactivity timeout (one
+//     lazy timer per pair over per-direction activity stamps: no timer
+//     re-armed per message), Abort or the Close of either Conn ends the
+//     pair, whose Wait returns netio.Relay's per-direction results. The
+//     two Conns may be on two pollers: the pump runs in whichever
+//     goroutine takes the pair's busy flag, the others mark it dirty, so
+//     no reaper ever blocks on a pair; a reaper hands a flow that is
+//     still moving after pairBudget bytes to a goroutine.
 //   - Listener: a listening socket taken from a *net.TCPListener (which
 //     is closed) into one of the pollers; Accept returns Conns, Close and
 //     SetDeadline wake a waiting Accept (a reload hands the Listener over

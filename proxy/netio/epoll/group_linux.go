@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,6 +31,12 @@ type Group struct {
 	live  atomic.Int64 // connections registered and not yet closed
 	// sleeping counts the connections that hibernate (Conn.Hibernate).
 	sleeping atomic.Int64
+	// pairs counts the Pairs relaying now (StartPair to their end).
+	pairs atomic.Int64
+
+	// epoch is the origin of the pairs' clock (Pair: ns since epoch,
+	// monotonic).
+	epoch time.Time
 
 	mu     sync.Mutex
 	refs   int  // users (Ref/Unref); the pollers close at 0
@@ -43,7 +50,7 @@ func NewGroup(n int) (*Group, error) {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	g := &Group{refs: 1}
+	g := &Group{refs: 1, epoch: time.Now()}
 	for range n {
 		p, err := newPoller(g)
 		if err != nil {
@@ -107,6 +114,9 @@ func (g *Group) Close() error {
 // closed (their descriptors).
 func (g *Group) Conns() int64 { return g.live.Load() }
 
+// Pairs returns how many Pairs relay between g's connections now.
+func (g *Group) Pairs() int64 { return g.pairs.Load() }
+
 // pick returns the poller for a new connection.
 func (g *Group) pick() *poller {
 	return g.polls[int(g.next.Add(1))%len(g.polls)]
@@ -152,6 +162,22 @@ type poller struct {
 	events  []unix.EpollEvent
 	started atomic.Bool
 	done    chan struct{} // closed when run returns
+
+	// stamp is the group's clock (ns since its epoch) as of the batch of
+	// events being dispatched, read at the first Pair's event of the
+	// batch (stamped); the reaper's own.
+	stamp   int64
+	stamped bool
+}
+
+// clock returns the reaper's stamp of its current batch of events. Only
+// the reaper calls it.
+func (p *poller) clock() int64 {
+	if !p.stamped {
+		p.stamp = int64(time.Since(p.g.epoch))
+		p.stamped = true
+	}
+	return p.stamp
 }
 
 func newPoller(g *Group) (*poller, error) {
@@ -203,6 +229,7 @@ func (p *poller) poll() {
 		if err != nil || n <= 0 {
 			return
 		}
+		p.stamped = false
 		for i := range p.events[:n] {
 			p.dispatch(&p.events[i])
 		}
@@ -220,6 +247,17 @@ func (p *poller) dispatch(ev *unix.EpollEvent) {
 	}
 	if ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 		c.hup.Store(true) // before the signal: see Conn.hup
+	}
+	if pr := c.pair.Load(); pr != nil {
+		// Relayed by a Pair: no waiter, the pump moves the bytes here.
+		if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			c.r.ready.Store(1)
+		}
+		if ev.Events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			c.w.ready.Store(1)
+		}
+		pr.kick(p)
+		return
 	}
 	if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 		c.r.signal()

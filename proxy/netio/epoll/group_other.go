@@ -5,6 +5,9 @@ package epoll
 import (
 	"errors"
 	"net"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 )
 
 // Group is not available on this system: NewGroup fails and the proxy
@@ -58,3 +61,23 @@ func (c *Conn) Readable() bool { return true }
 
 // Lend fails with errors.ErrUnsupported.
 func (c *Conn) Lend(func()) (int, func(), error) { return -1, nil, errors.ErrUnsupported }
+
+// Pair is not available on this system.
+type Pair struct{}
+
+// StartPair fails with errors.ErrUnsupported.
+func StartPair(client, server *Conn, clientIdle, serverIdle time.Duration) (*Pair, error) {
+	return nil, errors.ErrUnsupported
+}
+
+// Abort does nothing.
+func (p *Pair) Abort() {}
+
+// Wait returns at once: there is no pair.
+func (p *Pair) Wait() (in, out netio.CopyEnd) { return }
+
+// Done returns a closed channel: there is no pair.
+func (p *Pair) Done() <-chan struct{} { ch := make(chan struct{}); close(ch); return ch }
+
+// Pairs returns 0.
+func (g *Group) Pairs() int64 { return 0 }
