@@ -113,6 +113,11 @@ type clientConn struct {
 // remoteAddrPort is c's peer address, an IPv4-mapped IPv6 address as the
 // IPv4 one (what parsing its String gave, without the string).
 func remoteAddrPort(c net.Conn) netip.AddrPort {
+	if ap, ok := c.(addrPorter); ok {
+		if _, r := ap.AddrPorts(); r.IsValid() {
+			return netip.AddrPortFrom(r.Addr().Unmap(), r.Port())
+		}
+	}
 	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		ap := ta.AddrPort()
 		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())

@@ -100,7 +100,7 @@ func exchangeRaw(t *testing.T, c net.Conn, req, want string) {
 	}
 }
 
-func waitHibernating(t *testing.T, p *Proxy, n int) {
+func waitHibernating(t testing.TB, p *Proxy, n int) {
 	t.Helper()
 	g := p.group
 	deadline := time.Now().Add(10 * time.Second)

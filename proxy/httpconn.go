@@ -80,12 +80,13 @@ func (cc *clientConn) Hibernate(nreq int, idleStart time.Time) {
 	*x = Stream{edits: x.edits, ans: x.ans[:0]}
 	streamPool.Put(x)
 	cc.dl.ForgetWrite() // Hibernate drops the write deadline
-	cc.c.(*epoll.Conn).Hibernate(cc.wake)
+	cc.c.(*epoll.Conn).Hibernate(cc)
 }
 
-// wake resumes cc on a worker of its owner's proxy; it does not block (it
-// runs on the epoll layer's reaper, a timer, or a goroutine closing cc).
-func (cc *clientConn) wake() {
+// Wake implements epoll.Waker: it resumes cc on a worker of its owner's
+// proxy; it does not block (it runs on the epoll layer's reaper, a timer,
+// or a goroutine closing cc).
+func (cc *clientConn) Wake() {
 	cc.owner.Load().p.run(work{cc: cc, resume: true})
 }
 
@@ -93,7 +94,7 @@ func (cc *clientConn) wake() {
 // then releases what serve would have) or hibernates again (true).
 func (cc *clientConn) resume() (hibernated bool) {
 	if ec := cc.c.(*epoll.Conn); !ec.Readable() {
-		ec.Hibernate(cc.wake) // woken by an event or a timer handled late
+		ec.Hibernate(cc) // woken by an event or a timer handled late
 		return true
 	}
 	cc.x = streamPool.Get().(*Stream)
@@ -193,4 +194,5 @@ func (cc *clientConn) Done() {
 
 var _ http1.Client = (*clientConn)(nil)
 var _ http1.Hibernator = (*clientConn)(nil)
+var _ epoll.Waker = (*clientConn)(nil)
 var _ http1.Stream = (*Stream)(nil)
