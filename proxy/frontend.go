@@ -77,22 +77,28 @@ type Frontend struct {
 
 // clientConn is one accepted client connection.
 type clientConn struct {
-	c         net.Conn
-	src       netip.AddrPort
-	accepted  time.Time
-	state     atomic.Int32    // connNew, connIdle, connActive or connClosed
+	c        net.Conn
+	src      netip.AddrPort
+	accepted int64        // Unix ns (acceptTime)
+	state    atomic.Int32 // connNew, connIdle, connActive or connClosed
+	// killed: abort closed the connection (an operator's shutdown, or
+	// hard_stop_after): its stream ends as stream.Killed.
+	killed    atomic.Bool
 	dl        netio.Deadlines // owned by the connection's goroutine
 	stream    streamRef       // the current stream's server side (sessions.go)
-	bind      string          // the address of the listener that accepted it
+	bind      *string         // the address of the listener that accepted it (its acceptor's addr)
 	st        *tracker        // entries tracked by tcp_request connection rules (stick.go); nil: none ran
 	httpState                 // http mode (httpconn.go)
 
 	// The edge (edge.go): dst is the destination a PROXY header gave
-	// (invalid: the socket's own); ssl is set once a TLS handshake
-	// started, tls once it succeeded (c is then the TLS connection).
-	dst netip.AddrPort
+	// (nil: the socket's own); ssl is set once a TLS handshake started,
+	// tls once it succeeded (c is then the TLS connection).
+	dst *netip.AddrPort
 	ssl bool
-	tls *tlsx.ConnInfo
+	// sessionEnded: the owner's scur no longer counts the connection
+	// (endSession; the connection's goroutine only).
+	sessionEnded bool
+	tls          *tlsx.ConnInfo
 	// The streamRefs of an HTTP/2 connection's streams (h2conn.go), for
 	// shutdown sessions: a list linked through streamRef.prev and next
 	// (no map to hash into per stream), guarded by h2mu.
@@ -102,13 +108,10 @@ type clientConn struct {
 	// owner is the frontend that accounts for the connection: the one
 	// that accepted it, or its successor after a reload (handoff.go).
 	owner atomic.Pointer[Frontend]
-	// sessionEnded: the owner's scur no longer counts the connection
-	// (endSession; the connection's goroutine only).
-	sessionEnded bool
-	// killed: abort closed the connection (an operator's shutdown, or
-	// hard_stop_after): its stream ends as stream.Killed.
-	killed atomic.Bool
 }
+
+// acceptTime returns when the connection was accepted.
+func (cc *clientConn) acceptTime() time.Time { return time.Unix(0, cc.accepted) }
 
 // remoteAddrPort is c's peer address, an IPv4-mapped IPv6 address as the
 // IPv4 one (what parsing its String gave, without the string).
@@ -328,7 +331,7 @@ func (fe *Frontend) acceptLoop(a *acceptor) {
 			failures, warned = 0, false
 		}
 		backoff = 0
-		cc := &clientConn{c: c, accepted: time.Now(), bind: a.addr}
+		cc := &clientConn{c: c, accepted: time.Now().UnixNano(), bind: &a.addr}
 		cc.src = remoteAddrPort(c)
 		fe.track(cc, true)
 		fe.p.wg.Add(1)
@@ -355,7 +358,7 @@ func (fe *Frontend) serve(cc *clientConn) (hibernated bool) {
 	if !fe.acceptConn(cc) { // tcp_request connection rules (rules.go)
 		return
 	}
-	fe.Counters.sessionStart(cc.accepted)
+	fe.Counters.sessionStart(cc.acceptTime())
 	defer func() {
 		if !hibernated {
 			cc.endSession()
@@ -375,7 +378,7 @@ func (fe *Frontend) serve(cc *clientConn) (hibernated bool) {
 	}
 	// HTTP/2: a bind with proto h2 (prior knowledge, or forced over TLS),
 	// or a TLS handshake whose ALPN chose h2.
-	if fe.h2Binds[cc.bind] || (cc.tls != nil && cc.tls.ALPN == "h2") {
+	if fe.h2Binds[*cc.bind] || (cc.tls != nil && cc.tls.ALPN == "h2") {
 		fe.serveH2(cc) // h2conn.go
 		return false
 	}

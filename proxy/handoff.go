@@ -43,7 +43,7 @@ func (p *Proxy) linkSuccessors(old *Proxy) {
 func (fe *Frontend) canHandOff(cc *clientConn) bool {
 	for nfe := fe.successor.Load(); nfe != nil; nfe = nfe.successor.Load() {
 		nfe.mu.Lock()
-		ok := !nfe.p.stopping.Load() && nfe.listensOn(cc.bind)
+		ok := !nfe.p.stopping.Load() && nfe.listensOn(*cc.bind)
 		nfe.mu.Unlock()
 		if ok {
 			return true
@@ -99,7 +99,7 @@ func (fe *Frontend) adopt(cc *clientConn) bool {
 	// Shutdown sets stopping before it takes fe.mu (closeListeners) and
 	// waits on p.wg only after that: seen false here, the Add below comes
 	// before the Wait.
-	if fe.p.stopping.Load() || !fe.listensOn(cc.bind) {
+	if fe.p.stopping.Load() || !fe.listensOn(*cc.bind) {
 		return false
 	}
 	fe.p.wg.Add(1)

@@ -25,7 +25,7 @@ type httpState struct {
 	// What the engine needs to resume a hibernating connection
 	// (http1.Resume): the requests it served and when it became idle.
 	nreq      int
-	idleStart time.Time
+	idleStart int64 // Unix ns
 }
 
 // idleKeepBuffers is how long a keep-alive client connection waiting for
@@ -73,7 +73,7 @@ func (cc *clientConn) CanHibernate() bool {
 // (an idle connection's holds nothing but its connection-stage entries,
 // cc.st's, inherited again on resume) and the socket waits for wake.
 func (cc *clientConn) Hibernate(nreq int, idleStart time.Time) {
-	cc.nreq, cc.idleStart = nreq, idleStart
+	cc.nreq, cc.idleStart = nreq, idleStart.UnixNano()
 	x := cc.x
 	cc.x = nil
 	x.flushLog() // none waits after a request: Release wrote it
@@ -100,7 +100,7 @@ func (cc *clientConn) resume() (hibernated bool) {
 	cc.x = streamPool.Get().(*Stream)
 	cc.x.bind(cc.fe, cc) // Active moves it to its owner if a reload did
 	cc.x.trk.inherit(cc.st)
-	if http1.Resume(cc, cc.nreq, cc.idleStart) {
+	if http1.Resume(cc, cc.nreq, time.Unix(0, cc.idleStart)) {
 		return true
 	}
 	cc.endSession()

@@ -53,7 +53,7 @@ address = "%s"
 		fe.mu.Lock()
 		defer fe.mu.Unlock()
 		for cc := range fe.conns {
-			if cc.bind != bind {
+			if *cc.bind != bind {
 				continue
 			}
 			tc, ok := cc.c.(*tls.Conn)

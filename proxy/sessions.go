@@ -64,7 +64,7 @@ func (p *Proxy) Sessions() []Session {
 		fe.mu.Lock()
 		for cc := range fe.conns {
 			s := Session{ID: uintptr(unsafe.Pointer(cc)), Frontend: fe.Name, Src: cc.src,
-				Age: now.Sub(cc.accepted), Active: cc.state.Load() == connActive}
+				Age: now.Sub(cc.acceptTime()), Active: cc.state.Load() == connActive}
 			cc.stream.mu.Lock()
 			if cc.stream.srv != nil {
 				s.Backend, s.Server = cc.stream.be.Name, cc.stream.srv.Name

@@ -53,6 +53,9 @@ func (c *Conn) Hibernate(resume func()) { resume() }
 // Hibernating returns 0.
 func (g *Group) Hibernating() int64 { return 0 }
 
+// Parked returns 0.
+func (g *Group) Parked() int64 { return 0 }
+
 // Readable reports true.
 func (c *Conn) Readable() bool { return true }
 

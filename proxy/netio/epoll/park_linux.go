@@ -168,3 +168,13 @@ func (pk *parking) swap(i, j int) {
 	h[i].c.pidx = int32(i + 1)
 	h[j].c.pidx = int32(j + 1)
 }
+
+// Parked returns how many of g's hibernating connections have a read
+// deadline waiting in their poller's parking (and no runtime timer).
+func (g *Group) Parked() int64 {
+	var n int64
+	for _, p := range g.polls {
+		n += int64(p.park.len())
+	}
+	return n
+}
