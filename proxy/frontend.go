@@ -45,7 +45,7 @@ type Frontend struct {
 	edgeAt map[string]*edge
 
 	mu    sync.Mutex
-	conns map[*clientConn]struct{}
+	conns connList // the connections it owns (`show sess`, a stop's closeIdle)
 
 	// Counters; Scur counts client connections. Denied counts connections
 	// that waited in the kernel backlog because maxconn was reached.
@@ -100,14 +100,63 @@ type clientConn struct {
 	sessionEnded bool
 	tls          *tlsx.ConnInfo
 	// The streamRefs of an HTTP/2 connection's streams (h2conn.go), for
-	// shutdown sessions: a list linked through streamRef.prev and next
+	// shutdown sessions: a list linked through h2ref.prev and next
 	// (no map to hash into per stream), guarded by h2mu.
 	h2mu   sync.Mutex
-	h2refs *streamRef
+	h2refs *h2ref
 
 	// owner is the frontend that accounts for the connection: the one
 	// that accepted it, or its successor after a reload (handoff.go).
 	owner atomic.Pointer[Frontend]
+	// prev and next link cc in its owner's conns, under the owner's mu.
+	prev, next *clientConn
+}
+
+// connList is a frontend's set of client connections: a list linked
+// through clientConn.prev and next (no map entry per connection), guarded
+// by the frontend's mu.
+type connList struct{ head *clientConn }
+
+// add puts cc in the list; it must be in none.
+func (l *connList) add(cc *clientConn) {
+	cc.prev, cc.next = nil, l.head
+	if l.head != nil {
+		l.head.prev = cc
+	}
+	l.head = cc
+}
+
+// has reports whether cc is in the list (cc is in this one or in none).
+func (l *connList) has(cc *clientConn) bool { return cc.prev != nil || l.head == cc }
+
+// remove takes cc out of the list, if it is there.
+func (l *connList) remove(cc *clientConn) {
+	if !l.has(cc) {
+		return
+	}
+	if cc.prev != nil {
+		cc.prev.next = cc.next
+	} else {
+		l.head = cc.next
+	}
+	if cc.next != nil {
+		cc.next.prev = cc.prev
+	}
+	cc.prev, cc.next = nil, nil
+}
+
+// all yields the list's connections; the one yielded may be removed
+// meanwhile (its successor was taken before).
+func (l *connList) all() func(yield func(*clientConn) bool) {
+	return func(yield func(*clientConn) bool) {
+		for cc := l.head; cc != nil; {
+			next := cc.next
+			if !yield(cc) {
+				return
+			}
+			cc = next
+		}
+	}
 }
 
 // acceptTime returns when the connection was accepted.
@@ -333,7 +382,7 @@ func (fe *Frontend) acceptLoop(a *acceptor) {
 		backoff = 0
 		cc := &clientConn{c: c, accepted: time.Now().UnixNano(), bind: &a.addr}
 		cc.src = remoteAddrPort(c)
-		fe.track(cc, true)
+		fe.track(cc)
 		fe.p.wg.Add(1)
 		fe.p.dispatch(fe, cc)
 	}
@@ -389,8 +438,7 @@ func (fe *Frontend) serve(cc *clientConn) (hibernated bool) {
 // place in its owner's set, its slots and the stop's wait.
 func (cc *clientConn) closed() {
 	cc.c.Close()
-	o := cc.owner.Load()
-	o.track(cc, false)
+	o := cc.untrack()
 	o.p.releaseSlots(o)
 	o.p.wg.Done()
 }
@@ -405,15 +453,27 @@ func (cc *clientConn) endSession() {
 	}
 }
 
-// track adds or removes cc from the set closed by a stop.
-func (fe *Frontend) track(cc *clientConn, add bool) {
+// track adds cc to the set closed by a stop.
+func (fe *Frontend) track(cc *clientConn) {
 	fe.mu.Lock()
-	if add {
-		fe.conns[cc] = struct{}{}
-	} else {
-		delete(fe.conns, cc)
-	}
+	fe.conns.add(cc)
 	fe.mu.Unlock()
+}
+
+// untrack takes cc out of its owner's set and returns that owner: the
+// owner is looked at again under its lock, as a reload's hand-over
+// (handoff.go) changes it under the locks of both frontends.
+func (cc *clientConn) untrack() *Frontend {
+	for {
+		o := cc.owner.Load()
+		o.mu.Lock()
+		if cc.owner.Load() == o {
+			o.conns.remove(cc)
+			o.mu.Unlock()
+			return o
+		}
+		o.mu.Unlock()
+	}
 }
 
 // closeIdle closes every connection waiting for a request (at stop),
@@ -422,7 +482,7 @@ func (fe *Frontend) track(cc *clientConn, add bool) {
 func (fe *Frontend) closeIdle() {
 	fe.mu.Lock()
 	defer fe.mu.Unlock()
-	for cc := range fe.conns {
+	for cc := range fe.conns.all() {
 		if !cc.state.CompareAndSwap(connIdle, connMoving) {
 			continue
 		}
@@ -439,7 +499,7 @@ func (fe *Frontend) closeIdle() {
 func (fe *Frontend) closeAll() {
 	fe.mu.Lock()
 	defer fe.mu.Unlock()
-	for cc := range fe.conns {
+	for cc := range fe.conns.all() {
 		cc.state.Store(connClosed)
 		cc.abort() // the server side too: a hung server must not hold the stop
 	}

@@ -57,7 +57,7 @@ func (c h2client) NewStream() http2.Stream {
 	x.bind(c.fe, c.clientConn)
 	x.trk.inherit(c.st)
 	ref := &x.h2ref
-	x.ref = ref
+	x.ref = &ref.streamRef
 	c.h2mu.Lock()
 	ref.next = c.h2refs
 	if ref.next != nil {
@@ -79,7 +79,7 @@ type h2stream struct{ *Stream }
 // line released are, and the Stream goes back to the pool.
 func (x h2stream) Free() {
 	cc := x.cc
-	ref := x.ref
+	ref := &x.h2ref
 	cc.h2mu.Lock()
 	if ref.prev != nil {
 		ref.prev.next = ref.next

@@ -74,18 +74,19 @@ func (fe *Frontend) handOff(cc *clientConn) bool {
 // handOffLocked moves cc, marked connMoving, to the first successor of fe
 // that adopts it. fe.mu is held.
 func (fe *Frontend) handOffLocked(cc *clientConn) bool {
-	if _, ok := fe.conns[cc]; !ok {
+	if !fe.conns.has(cc) {
 		return false
 	}
+	fe.conns.remove(cc) // out of fe's list before it enters another's
 	for nfe := fe.successor.Load(); nfe != nil; nfe = nfe.successor.Load() {
 		if nfe.adopt(cc) {
-			delete(fe.conns, cc)
 			fe.Counters.sessionEnd()
 			fe.p.releaseSlots(fe)
 			fe.p.wg.Done()
 			return true
 		}
 	}
+	fe.conns.add(cc)
 	return false
 }
 
@@ -107,7 +108,7 @@ func (fe *Frontend) adopt(cc *clientConn) bool {
 	fe.p.globalSlots.force()
 	fe.p.fds.adoptConn()
 	storeMax(&fe.Counters.Smax, fe.Counters.Scur.Add(1))
-	fe.conns[cc] = struct{}{}
+	fe.conns.add(cc)
 	cc.owner.Store(fe)
 	return true
 }

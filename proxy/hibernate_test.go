@@ -439,7 +439,8 @@ func TestHibernateParkedDeadline(t *testing.T) {
 		t.Fatalf("closed %v after the timeout", late)
 	}
 	waitFor(t, 10*time.Second, "the connection to be counted out", func() bool {
-		return p.Frontends[0].Counters.Scur.Load() == 0 && p.group.Hibernating() == 0 && p.group.Parked() == 0
+		return p.Frontends[0].Counters.Scur.Load() == 0 && p.group.Hibernating() == 0 && p.group.Parked() == 0 &&
+			len(p.Sessions()) == 0
 	})
 
 	// shutdown session: the parked deadline goes with the connection.
@@ -461,6 +462,7 @@ func TestHibernateParkedDeadline(t *testing.T) {
 		t.Fatalf("read %d bytes, %v after shutdown session; want the end of the stream", n, err)
 	}
 	waitFor(t, 10*time.Second, "the second connection to be counted out", func() bool {
-		return p.Frontends[0].Counters.Scur.Load() == 0 && p.group.Hibernating() == 0 && p.group.Parked() == 0
+		return p.Frontends[0].Counters.Scur.Load() == 0 && p.group.Hibernating() == 0 && p.group.Parked() == 0 &&
+			len(p.Sessions()) == 0
 	})
 }

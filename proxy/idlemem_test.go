@@ -170,3 +170,41 @@ func allocSite(stk []uintptr) string {
 	}
 	return strings.Join(names, " < ")
 }
+
+// A frontend's connection list holds each connection once, in any order
+// of adds and removes, and lets the one being visited be removed.
+func TestConnList(t *testing.T) {
+	var l connList
+	ccs := make([]*clientConn, 6)
+	for i := range ccs {
+		ccs[i] = &clientConn{}
+		l.add(ccs[i])
+	}
+	list := func() (got []int) {
+		for cc := range l.all() {
+			got = append(got, slices.Index(ccs, cc))
+		}
+		return got
+	}
+	if got := list(); !slices.Equal(got, []int{5, 4, 3, 2, 1, 0}) {
+		t.Fatalf("list %v, want 5..0", got)
+	}
+	l.remove(ccs[5]) // the head
+	l.remove(ccs[2]) // a middle one
+	l.remove(ccs[0]) // the tail
+	l.remove(ccs[0]) // not there: nothing
+	if got := list(); !slices.Equal(got, []int{4, 3, 1}) {
+		t.Fatalf("list %v, want 4 3 1", got)
+	}
+	for i, cc := range ccs {
+		if want := i == 1 || i == 3 || i == 4; l.has(cc) != want {
+			t.Fatalf("has(%d) = %v, want %v", i, !want, want)
+		}
+	}
+	for cc := range l.all() {
+		l.remove(cc) // the stop's closeIdle moves connections away as it goes
+	}
+	if l.head != nil || l.has(ccs[4]) {
+		t.Fatal("list not empty after removing every visited connection")
+	}
+}

@@ -121,7 +121,6 @@ func build(cfg *conf.Config, log zerolog.Logger, prev *Proxy) (*Proxy, error) {
 			timeoutHTTPRequest: fc.TimeoutHTTPRequest,
 			forwardFor:         fc.ForwardFor,
 			idleKeep:           idleKeepBuffers,
-			conns:              map[*clientConn]struct{}{},
 		}
 		if fc.DefaultBackend != "" {
 			fe.backend = byName[fc.DefaultBackend]

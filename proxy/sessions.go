@@ -25,10 +25,13 @@ type streamRef struct {
 	be  *Backend
 	srv *Server
 	up  net.Conn // nil while no server connection is bound
+}
 
-	// An HTTP/2 stream's ref is in its connection's list (h2refs),
-	// linked under clientConn.h2mu.
-	prev, next *streamRef
+// h2ref is an HTTP/2 stream's streamRef, in its connection's list
+// (clientConn.h2refs), linked under clientConn.h2mu.
+type h2ref struct {
+	streamRef
+	prev, next *h2ref
 }
 
 // set binds the stream to srv of be over up.
@@ -62,7 +65,7 @@ func (p *Proxy) Sessions() []Session {
 	var out []Session
 	for _, fe := range p.Frontends {
 		fe.mu.Lock()
-		for cc := range fe.conns {
+		for cc := range fe.conns.all() {
 			s := Session{ID: uintptr(unsafe.Pointer(cc)), Frontend: fe.Name, Src: cc.src,
 				Age: now.Sub(cc.acceptTime()), Active: cc.state.Load() == connActive}
 			cc.stream.mu.Lock()
@@ -82,7 +85,7 @@ func (p *Proxy) Sessions() []Session {
 func (p *Proxy) ShutdownSession(id uintptr) bool {
 	for _, fe := range p.Frontends {
 		fe.mu.Lock()
-		for cc := range fe.conns {
+		for cc := range fe.conns.all() {
 			if uintptr(unsafe.Pointer(cc)) == id {
 				cc.abort()
 				fe.mu.Unlock()
@@ -101,7 +104,7 @@ func (p *Proxy) ShutdownSessions(srv *Server) int {
 	n := 0
 	for _, fe := range p.Frontends {
 		fe.mu.Lock()
-		for cc := range fe.conns {
+		for cc := range fe.conns.all() {
 			cc.stream.mu.Lock()
 			bound := cc.stream.srv == srv
 			cc.stream.mu.Unlock()
