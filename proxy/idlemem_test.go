@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -36,7 +38,7 @@ func BenchmarkIdleHibernatedHeap(b *testing.B) {
 	runtime.MemProfileRate = 1
 	b.Cleanup(func() { runtime.MemProfileRate = rate })
 	var inuse, alloc float64
-	var sites []siteBytes
+	var sites, classes []siteBytes
 	for range b.N {
 		g0 := runtime.NumGoroutine()
 		cfg := testConfig(conf.ModeHTTP, []string{up}, nil)
@@ -67,6 +69,7 @@ func BenchmarkIdleHibernatedHeap(b *testing.B) {
 		}
 		waitHibernating(b, p, 1)
 		ms0, prof0 := heapState(b, ".base")
+		cl0 := memClasses()
 		fds := make([]int, 0, n)
 		for range n {
 			fd, err := rawRequest(sa)
@@ -77,6 +80,7 @@ func BenchmarkIdleHibernatedHeap(b *testing.B) {
 		}
 		waitHibernating(b, p, n+1)
 		ms1, prof1 := heapState(b, "")
+		cl1 := memClasses()
 		inuse = float64(int64(ms1.HeapInuse)-int64(ms0.HeapInuse)) / n
 		alloc = float64(int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc)) / n
 		sites = sites[:0]
@@ -84,6 +88,10 @@ func BenchmarkIdleHibernatedHeap(b *testing.B) {
 			if d := v - prof0[s]; d != 0 {
 				sites = append(sites, siteBytes{s, float64(d) / n})
 			}
+		}
+		classes = classes[:0]
+		for i := range cl1 {
+			classes = append(classes, siteBytes{cl1[i].Name, float64(int64(cl1[i].Value.Uint64())-int64(cl0[i].Value.Uint64())) / n})
 		}
 		for _, fd := range append(fds, warm) {
 			syscall.Close(fd)
@@ -103,6 +111,11 @@ func BenchmarkIdleHibernatedHeap(b *testing.B) {
 		}
 	}
 	b.Logf("in-use heap by allocation site, B per idle hibernated connection (%d connections; sum %.1f):\n%s", n, total, sb.String())
+	sb.Reset()
+	for _, c := range classes {
+		fmt.Fprintf(&sb, "%8.1f  %s\n", c.bytes, c.site)
+	}
+	b.Logf("runtime memory classes after giving free pages back (debug.FreeOSMemory), B per connection:\n%s", sb.String())
 	b.ReportMetric(inuse, "HeapInuse-B/conn")
 	b.ReportMetric(alloc, "HeapAlloc-B/conn")
 	b.ReportMetric(total, "profiled-B/conn")
@@ -148,6 +161,21 @@ func heapState(tb testing.TB, suffix string) (runtime.MemStats, map[string]int64
 		}
 	}
 	return ms, sites
+}
+
+// memClasses returns the runtime's memory classes (runtime/metrics
+// /memory/classes/...), after giving the free pages back to the system
+// (as internal/memtrim does once the process is quiet).
+func memClasses() []metrics.Sample {
+	debug.FreeOSMemory()
+	var ss []metrics.Sample
+	for _, d := range metrics.All() {
+		if strings.HasPrefix(d.Name, "/memory/classes/") && d.Kind == metrics.KindUint64 {
+			ss = append(ss, metrics.Sample{Name: d.Name})
+		}
+	}
+	metrics.Read(ss)
+	return ss
 }
 
 // allocSite names an allocation by its first two frames outside the
