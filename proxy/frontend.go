@@ -12,6 +12,7 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/h2mux"
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http2"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio/epoll"
@@ -33,6 +34,9 @@ type Frontend struct {
 	timeoutHTTPRequest time.Duration
 	forwardFor         bool
 	idleKeep           time.Duration // http1.Settings.IdleKeep (idleKeepBuffers; tests change it before Start)
+	// h1set and h2set are the settings every HTTP/1 and HTTP/2 client
+	// connection of the frontend shares (made by Proxy.open).
+	h1set, h2set http1.Settings
 
 	listeners []*acceptor  // guarded by mu (a reload hands them over)
 	slots     limiter      // maxconn (set maxconn frontend changes it)

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"github.com/fulcrum-proxy/fulcrum/proxy/h2mux"
-	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http2"
 )
 
@@ -25,16 +24,7 @@ import (
 func (fe *Frontend) serveH2(cc *clientConn) {
 	cc.state.Store(connActive)
 	cc.fe = fe
-	cc.set = http1.Settings{
-		TimeoutClient:      fe.timeoutClient,
-		TimeoutHTTPRequest: fe.timeoutHTTPRequest,
-		MaxHdr:             fe.p.Conf.Global.MaxHdr,
-	}
-	if fe.forwardFor {
-		cc.set.XFF = append(cc.set.XFF, "X-Forwarded-For: "...)
-		cc.set.XFF = cc.src.Addr().Unmap().AppendTo(cc.set.XFF)
-		cc.set.XFF = append(cc.set.XFF, "\r\n"...)
-	}
+	cc.set = &fe.h2set
 	http2.Serve(h2client{cc})
 }
 

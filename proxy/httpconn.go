@@ -19,9 +19,9 @@ import (
 
 // httpState is what a client connection in http mode adds to clientConn.
 type httpState struct {
-	fe  *Frontend      // the frontend serving it now (its owner, once settled)
-	x   *Stream        // its current request (nil while it hibernates)
-	set http1.Settings // fe's settings, with this client's X-Forwarded-For
+	fe  *Frontend       // the frontend serving it now (its owner, once settled)
+	x   *Stream         // its current request (nil while it hibernates)
+	set *http1.Settings // fe's settings (Frontend.h1set), shared
 	// What the engine needs to resume a hibernating connection
 	// (http1.Resume): the requests it served and when it became idle.
 	nreq      int
@@ -113,18 +113,7 @@ func (cc *clientConn) resume() (hibernated bool) {
 func (cc *clientConn) setFrontend(fe *Frontend) {
 	cc.fe = fe
 	cc.x.bind(fe, cc)
-	cc.set = http1.Settings{
-		TimeoutClient:      fe.timeoutClient,
-		TimeoutHTTPRequest: fe.timeoutHTTPRequest,
-		MaxHdr:             fe.p.Conf.Global.MaxHdr,
-		IdleKeep:           fe.idleKeep,
-		XFF:                cc.set.XFF[:0],
-	}
-	if fe.forwardFor {
-		cc.set.XFF = append(cc.set.XFF, "X-Forwarded-For: "...)
-		cc.set.XFF = cc.src.Addr().Unmap().AppendTo(cc.set.XFF)
-		cc.set.XFF = append(cc.set.XFF, "\r\n"...)
-	}
+	cc.set = &fe.h1set
 }
 
 // Conn implements http1.Client.
@@ -137,7 +126,7 @@ func (cc *clientConn) Deadlines() *netio.Deadlines { return &cc.dl }
 func (cc *clientConn) Src() netip.AddrPort { return cc.src }
 
 // Settings implements http1.Client.
-func (cc *clientConn) Settings() *http1.Settings { return &cc.set }
+func (cc *clientConn) Settings() *http1.Settings { return cc.set }
 
 // Stream implements http1.Client.
 func (cc *clientConn) Stream() http1.Stream { return cc.x }

@@ -235,6 +235,14 @@ func (p *Proxy) Start() error {
 func (p *Proxy) open(inherited map[string]net.Listener) error {
 	p.started = time.Now()
 	for i, fe := range p.Frontends {
+		fe.h2set = http1.Settings{
+			TimeoutClient:      fe.timeoutClient,
+			TimeoutHTTPRequest: fe.timeoutHTTPRequest,
+			MaxHdr:             p.Conf.Global.MaxHdr,
+			ForwardFor:         fe.forwardFor,
+		}
+		fe.h1set = fe.h2set
+		fe.h1set.IdleKeep = fe.idleKeep
 		if err := fe.listen(inherited); err != nil {
 			for _, prev := range p.Frontends[:i] {
 				prev.mu.Lock()
