@@ -109,18 +109,6 @@ type side struct {
 	hib atomic.Pointer[Conn]
 }
 
-// Waker resumes a hibernating connection (Conn.Hibernate).
-type Waker interface {
-	// Wake is called once per hibernation; it must not block.
-	Wake()
-}
-
-// WakeFunc is a function as a Waker.
-type WakeFunc func()
-
-// Wake calls f.
-func (f WakeFunc) Wake() { f() }
-
 func newConn(fd int, p *poller, gen int32) *Conn {
 	c := &Conn{fd: fd, gen: gen, p: p}
 	// Writes are tried at once; reads wait for the first event (which

@@ -38,8 +38,9 @@
 //     CloseRead/CloseWrite, and ReadFrom, which splices from another Conn.
 //   - Conn.Hibernate: a connection with nothing to do until its next
 //     bytes (an idle keep-alive client) waits with no goroutine at all:
-//     the reaper's event, the read deadline's timer or Close calls the
-//     resume function given, once, which starts the goroutine that reads
+//     the reaper's event, the read deadline (kept in the poller's parking,
+//     one runtime timer per poller instead of one per connection) or Close
+//     calls the Waker given, once, which starts the goroutine that reads
 //     it (the proxy's HTTP/1 clients idle past IdleKeep, proxy/httpconn.go).
 //   - Listener: a listening socket taken from a *net.TCPListener (which
 //     is closed) into one of the pollers; Accept returns Conns, Close and
