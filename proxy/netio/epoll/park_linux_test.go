@@ -177,3 +177,51 @@ func TestParkingHeap(t *testing.T) {
 		t.Fatalf("after removing all: len %d cap %d, want 0 and <= 64", len(pk.heap), cap(pk.heap))
 	}
 }
+
+// Deadlines, bytes and closes racing to end many hibernations: each ends
+// once, and the parking is empty after.
+func TestParkedRace(t *testing.T) {
+	g := newGroup(t, 2)
+	const n = 60
+	resumed := make(chan int, 2*n)
+	conns := make([]*Conn, n)
+	peers := make([]interface{ Write([]byte) (int, error) }, n)
+	start := time.Now()
+	for i := range conns {
+		c, peer := registered(t, g)
+		c.SetReadDeadline(start.Add(time.Duration(20+rand.IntN(40)) * time.Millisecond))
+		c.Hibernate(WakeFunc(func() { resumed <- i }))
+		conns[i], peers[i] = c, peer
+	}
+	for i, c := range conns {
+		go func() {
+			time.Sleep(time.Duration(rand.IntN(60)) * time.Millisecond)
+			switch i % 3 {
+			case 0:
+				peers[i].Write([]byte("b"))
+			case 1:
+				c.Close()
+			}
+		}()
+	}
+	seen := make([]int, n)
+	for range n {
+		select {
+		case i := <-resumed:
+			seen[i]++
+		case <-time.After(10 * time.Second):
+			t.Fatalf("resumed: %v", seen)
+		}
+	}
+	select {
+	case i := <-resumed:
+		t.Fatalf("connection %d resumed twice", i)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if p, h := g.Parked(), g.Hibernating(); p != 0 || h != 0 {
+		t.Fatalf("parked %d, hibernating %d after every hibernation ended; want 0, 0", p, h)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+}
