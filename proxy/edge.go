@@ -101,7 +101,8 @@ func (fe *Frontend) readProxyHeader(cc *clientConn) bool {
 		// Under the owner's lock: show sess reads cc.src meanwhile.
 		fe.mu.Lock()
 		cc.src = netip.AddrPortFrom(h.Src.Addr().Unmap(), h.Src.Port())
-		cc.dst = netip.AddrPortFrom(h.Dst.Addr().Unmap(), h.Dst.Port())
+		dst := netip.AddrPortFrom(h.Dst.Addr().Unmap(), h.Dst.Port())
+		cc.dst = &dst
 		fe.mu.Unlock()
 	}
 	return true
@@ -164,7 +165,7 @@ func handshakeReason(err error) string {
 // logEdgeError logs a connection closed at the edge, as HAProxy logs an
 // embryonic session: the client, the frontend and bind, and the reason.
 func (fe *Frontend) logEdgeError(cc *clientConn, reason string, err error) {
-	ev := fe.p.log.Info().Str("client", cc.src.String()).Str("frontend", fe.Name).Str("bind", cc.bind)
+	ev := fe.p.log.Info().Str("client", cc.src.String()).Str("frontend", fe.Name).Str("bind", *cc.bind)
 	if err != nil && err.Error() != reason {
 		ev = ev.Err(err)
 	}
@@ -173,7 +174,7 @@ func (fe *Frontend) logEdgeError(cc *clientConn, reason string, err error) {
 
 // edgeOf returns the edge of the listener that accepted cc, nil for a
 // plain one.
-func (fe *Frontend) edgeOf(cc *clientConn) *edge { return fe.edgeAt[cc.bind] }
+func (fe *Frontend) edgeOf(cc *clientConn) *edge { return fe.edgeAt[*cc.bind] }
 
 // SSLSnapshot is the process's TLS figures at one instant, as show info
 // names them.

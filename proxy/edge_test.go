@@ -463,7 +463,7 @@ address = "%s"
 	}
 	fe := p.Frontends[0]
 	fe.mu.Lock()
-	for cc := range fe.conns {
+	for cc := range fe.conns.all() {
 		// The socket itself, whose relay splices: Go's, or the epoll
 		// layer's (tune_netio, FULCRUM_TUNE_NETIO).
 		_, isTCP := cc.c.(*net.TCPConn)

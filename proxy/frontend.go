@@ -12,6 +12,7 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/h2mux"
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http2"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio/epoll"
@@ -33,6 +34,9 @@ type Frontend struct {
 	timeoutHTTPRequest time.Duration
 	forwardFor         bool
 	idleKeep           time.Duration // http1.Settings.IdleKeep (idleKeepBuffers; tests change it before Start)
+	// h1set and h2set are the settings every HTTP/1 and HTTP/2 client
+	// connection of the frontend shares (made by Proxy.open).
+	h1set, h2set http1.Settings
 
 	listeners []*acceptor  // guarded by mu (a reload hands them over)
 	slots     limiter      // maxconn (set maxconn frontend changes it)
@@ -45,7 +49,7 @@ type Frontend struct {
 	edgeAt map[string]*edge
 
 	mu    sync.Mutex
-	conns map[*clientConn]struct{}
+	conns connList // the connections it owns (`show sess`, a stop's closeIdle)
 
 	// Counters; Scur counts client connections. Denied counts connections
 	// that waited in the kernel backlog because maxconn was reached.
@@ -77,43 +81,100 @@ type Frontend struct {
 
 // clientConn is one accepted client connection.
 type clientConn struct {
-	c         net.Conn
-	src       netip.AddrPort
-	accepted  time.Time
-	state     atomic.Int32    // connNew, connIdle, connActive or connClosed
+	c        net.Conn
+	src      netip.AddrPort
+	accepted int64        // Unix ns (acceptTime)
+	state    atomic.Int32 // connNew, connIdle, connActive or connClosed
+	// killed: abort closed the connection (an operator's shutdown, or
+	// hard_stop_after): its stream ends as stream.Killed.
+	killed    atomic.Bool
 	dl        netio.Deadlines // owned by the connection's goroutine
 	stream    streamRef       // the current stream's server side (sessions.go)
-	bind      string          // the address of the listener that accepted it
+	bind      *string         // the address of the listener that accepted it (its acceptor's addr)
 	st        *tracker        // entries tracked by tcp_request connection rules (stick.go); nil: none ran
 	httpState                 // http mode (httpconn.go)
 
 	// The edge (edge.go): dst is the destination a PROXY header gave
-	// (invalid: the socket's own); ssl is set once a TLS handshake
-	// started, tls once it succeeded (c is then the TLS connection).
-	dst netip.AddrPort
+	// (nil: the socket's own); ssl is set once a TLS handshake started,
+	// tls once it succeeded (c is then the TLS connection).
+	dst *netip.AddrPort
 	ssl bool
-	tls *tlsx.ConnInfo
+	// sessionEnded: the owner's scur no longer counts the connection
+	// (endSession; the connection's goroutine only).
+	sessionEnded bool
+	tls          *tlsx.ConnInfo
 	// The streamRefs of an HTTP/2 connection's streams (h2conn.go), for
-	// shutdown sessions: a list linked through streamRef.prev and next
+	// shutdown sessions: a list linked through h2ref.prev and next
 	// (no map to hash into per stream), guarded by h2mu.
 	h2mu   sync.Mutex
-	h2refs *streamRef
+	h2refs *h2ref
 	h2     bool // the connection speaks HTTP/2 (serveH2), under h2mu
 
 	// owner is the frontend that accounts for the connection: the one
 	// that accepted it, or its successor after a reload (handoff.go).
 	owner atomic.Pointer[Frontend]
-	// sessionEnded: the owner's scur no longer counts the connection
-	// (endSession; the connection's goroutine only).
-	sessionEnded bool
-	// killed: abort closed the connection (an operator's shutdown, or
-	// hard_stop_after): its stream ends as stream.Killed.
-	killed atomic.Bool
+	// prev and next link cc in its owner's conns, under the owner's mu.
+	prev, next *clientConn
 }
+
+// connList is a frontend's set of client connections: a list linked
+// through clientConn.prev and next (no map entry per connection), guarded
+// by the frontend's mu.
+type connList struct{ head *clientConn }
+
+// add puts cc in the list; it must be in none.
+func (l *connList) add(cc *clientConn) {
+	cc.prev, cc.next = nil, l.head
+	if l.head != nil {
+		l.head.prev = cc
+	}
+	l.head = cc
+}
+
+// has reports whether cc is in the list (cc is in this one or in none).
+func (l *connList) has(cc *clientConn) bool { return cc.prev != nil || l.head == cc }
+
+// remove takes cc out of the list, if it is there.
+func (l *connList) remove(cc *clientConn) {
+	if !l.has(cc) {
+		return
+	}
+	if cc.prev != nil {
+		cc.prev.next = cc.next
+	} else {
+		l.head = cc.next
+	}
+	if cc.next != nil {
+		cc.next.prev = cc.prev
+	}
+	cc.prev, cc.next = nil, nil
+}
+
+// all yields the list's connections; the one yielded may be removed
+// meanwhile (its successor was taken before).
+func (l *connList) all() func(yield func(*clientConn) bool) {
+	return func(yield func(*clientConn) bool) {
+		for cc := l.head; cc != nil; {
+			next := cc.next
+			if !yield(cc) {
+				return
+			}
+			cc = next
+		}
+	}
+}
+
+// acceptTime returns when the connection was accepted.
+func (cc *clientConn) acceptTime() time.Time { return time.Unix(0, cc.accepted) }
 
 // remoteAddrPort is c's peer address, an IPv4-mapped IPv6 address as the
 // IPv4 one (what parsing its String gave, without the string).
 func remoteAddrPort(c net.Conn) netip.AddrPort {
+	if ap, ok := c.(addrPorter); ok {
+		if _, r := ap.AddrPorts(); r.IsValid() {
+			return netip.AddrPortFrom(r.Addr().Unmap(), r.Port())
+		}
+	}
 	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		ap := ta.AddrPort()
 		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
@@ -324,9 +385,9 @@ func (fe *Frontend) acceptLoop(a *acceptor) {
 			failures, warned = 0, false
 		}
 		backoff = 0
-		cc := &clientConn{c: c, accepted: time.Now(), bind: a.addr}
+		cc := &clientConn{c: c, accepted: time.Now().UnixNano(), bind: &a.addr}
 		cc.src = remoteAddrPort(c)
-		fe.track(cc, true)
+		fe.track(cc)
 		fe.p.wg.Add(1)
 		fe.p.dispatch(fe, cc)
 	}
@@ -351,7 +412,7 @@ func (fe *Frontend) serve(cc *clientConn) (hibernated bool) {
 	if !fe.acceptConn(cc) { // tcp_request connection rules (rules.go)
 		return
 	}
-	fe.Counters.sessionStart(cc.accepted)
+	fe.Counters.sessionStart(cc.acceptTime())
 	defer func() {
 		if !hibernated {
 			cc.endSession()
@@ -371,7 +432,7 @@ func (fe *Frontend) serve(cc *clientConn) (hibernated bool) {
 	}
 	// HTTP/2: a bind with proto h2 (prior knowledge, or forced over TLS),
 	// or a TLS handshake whose ALPN chose h2.
-	if fe.h2Binds[cc.bind] || (cc.tls != nil && cc.tls.ALPN == "h2") {
+	if fe.h2Binds[*cc.bind] || (cc.tls != nil && cc.tls.ALPN == "h2") {
 		fe.serveH2(cc) // h2conn.go
 		return false
 	}
@@ -382,8 +443,7 @@ func (fe *Frontend) serve(cc *clientConn) (hibernated bool) {
 // place in its owner's set, its slots and the stop's wait.
 func (cc *clientConn) closed() {
 	cc.c.Close()
-	o := cc.owner.Load()
-	o.track(cc, false)
+	o := cc.untrack()
 	o.p.releaseSlots(o)
 	o.p.wg.Done()
 }
@@ -398,15 +458,27 @@ func (cc *clientConn) endSession() {
 	}
 }
 
-// track adds or removes cc from the set closed by a stop.
-func (fe *Frontend) track(cc *clientConn, add bool) {
+// track adds cc to the set closed by a stop.
+func (fe *Frontend) track(cc *clientConn) {
 	fe.mu.Lock()
-	if add {
-		fe.conns[cc] = struct{}{}
-	} else {
-		delete(fe.conns, cc)
-	}
+	fe.conns.add(cc)
 	fe.mu.Unlock()
+}
+
+// untrack takes cc out of its owner's set and returns that owner: the
+// owner is looked at again under its lock, as a reload's hand-over
+// (handoff.go) changes it under the locks of both frontends.
+func (cc *clientConn) untrack() *Frontend {
+	for {
+		o := cc.owner.Load()
+		o.mu.Lock()
+		if cc.owner.Load() == o {
+			o.conns.remove(cc)
+			o.mu.Unlock()
+			return o
+		}
+		o.mu.Unlock()
+	}
 }
 
 // closeIdle closes every connection waiting for a request (at stop),
@@ -415,7 +487,7 @@ func (fe *Frontend) track(cc *clientConn, add bool) {
 func (fe *Frontend) closeIdle() {
 	fe.mu.Lock()
 	defer fe.mu.Unlock()
-	for cc := range fe.conns {
+	for cc := range fe.conns.all() {
 		if !cc.state.CompareAndSwap(connIdle, connMoving) {
 			continue
 		}
@@ -432,7 +504,7 @@ func (fe *Frontend) closeIdle() {
 func (fe *Frontend) closeAll() {
 	fe.mu.Lock()
 	defer fe.mu.Unlock()
-	for cc := range fe.conns {
+	for cc := range fe.conns.all() {
 		cc.state.Store(connClosed)
 		cc.abort() // the server side too: a hung server must not hold the stop
 	}

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/h2mux"
-	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http2"
 )
 
@@ -30,16 +29,7 @@ func (fe *Frontend) serveH2(cc *clientConn) {
 	cc.h2 = true
 	cc.h2mu.Unlock()
 	cc.fe = fe
-	cc.set = http1.Settings{
-		TimeoutClient:      fe.timeoutClient,
-		TimeoutHTTPRequest: fe.timeoutHTTPRequest,
-		MaxHdr:             fe.p.Conf.Global.MaxHdr,
-	}
-	if fe.forwardFor {
-		cc.set.XFF = append(cc.set.XFF, "X-Forwarded-For: "...)
-		cc.set.XFF = cc.src.Addr().Unmap().AppendTo(cc.set.XFF)
-		cc.set.XFF = append(cc.set.XFF, "\r\n"...)
-	}
+	cc.set = &fe.h2set
 	http2.Serve(h2client{cc})
 }
 
@@ -62,7 +52,7 @@ func (c h2client) NewStream() http2.Stream {
 	x.bind(c.fe, c.clientConn)
 	x.trk.inherit(c.st)
 	ref := &x.h2ref
-	x.ref = ref
+	x.ref = &ref.streamRef
 	opened := time.Now()
 	c.h2mu.Lock()
 	ref.opened = opened
@@ -86,7 +76,7 @@ type h2stream struct{ *Stream }
 // line released are, and the Stream goes back to the pool.
 func (x h2stream) Free() {
 	cc := x.cc
-	ref := x.ref
+	ref := &x.h2ref
 	cc.h2mu.Lock()
 	if ref.prev != nil {
 		ref.prev.next = ref.next

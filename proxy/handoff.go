@@ -43,7 +43,7 @@ func (p *Proxy) linkSuccessors(old *Proxy) {
 func (fe *Frontend) canHandOff(cc *clientConn) bool {
 	for nfe := fe.successor.Load(); nfe != nil; nfe = nfe.successor.Load() {
 		nfe.mu.Lock()
-		ok := !nfe.p.stopping.Load() && nfe.listensOn(cc.bind)
+		ok := !nfe.p.stopping.Load() && nfe.listensOn(*cc.bind)
 		nfe.mu.Unlock()
 		if ok {
 			return true
@@ -74,18 +74,19 @@ func (fe *Frontend) handOff(cc *clientConn) bool {
 // handOffLocked moves cc, marked connMoving, to the first successor of fe
 // that adopts it. fe.mu is held.
 func (fe *Frontend) handOffLocked(cc *clientConn) bool {
-	if _, ok := fe.conns[cc]; !ok {
+	if !fe.conns.has(cc) {
 		return false
 	}
+	fe.conns.remove(cc) // out of fe's list before it enters another's
 	for nfe := fe.successor.Load(); nfe != nil; nfe = nfe.successor.Load() {
 		if nfe.adopt(cc) {
-			delete(fe.conns, cc)
 			fe.Counters.sessionEnd()
 			fe.p.releaseSlots(fe)
 			fe.p.wg.Done()
 			return true
 		}
 	}
+	fe.conns.add(cc)
 	return false
 }
 
@@ -99,7 +100,7 @@ func (fe *Frontend) adopt(cc *clientConn) bool {
 	// Shutdown sets stopping before it takes fe.mu (closeListeners) and
 	// waits on p.wg only after that: seen false here, the Add below comes
 	// before the Wait.
-	if fe.p.stopping.Load() || !fe.listensOn(cc.bind) {
+	if fe.p.stopping.Load() || !fe.listensOn(*cc.bind) {
 		return false
 	}
 	fe.p.wg.Add(1)
@@ -107,7 +108,7 @@ func (fe *Frontend) adopt(cc *clientConn) bool {
 	fe.p.globalSlots.force()
 	fe.p.fds.adoptConn()
 	storeMax(&fe.Counters.Smax, fe.Counters.Scur.Add(1))
-	fe.conns[cc] = struct{}{}
+	fe.conns.add(cc)
 	cc.owner.Store(fe)
 	return true
 }

@@ -222,7 +222,7 @@ func TestHandOffAcrossOverlappingReloads(t *testing.T) {
 	b.linkSuccessors(a) // as b's Retire of a does first
 	a.stopping.Store(true)
 	c := reloadTo(t, b, keepBind(testConfig(conf.ModeHTTP, []string{u.addr()}, nil), b))
-	cc := &clientConn{bind: addr}
+	cc := &clientConn{bind: &addr}
 	if !a.Frontends[0].canHandOff(cc) {
 		t.Errorf("a connection of the retiring configuration cannot move while the next reload is under way")
 	}

@@ -100,7 +100,7 @@ func exchangeRaw(t *testing.T, c net.Conn, req, want string) {
 	}
 }
 
-func waitHibernating(t *testing.T, p *Proxy, n int) {
+func waitHibernating(t testing.TB, p *Proxy, n int) {
 	t.Helper()
 	g := p.group
 	deadline := time.Now().Add(10 * time.Second)
@@ -395,4 +395,74 @@ address = "%s"
 		t.Fatalf("hibernating: %d, want 0 (TLS)", n)
 	}
 	exchangeRaw(t, c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", resp)
+}
+
+// A hibernating connection's keep-alive deadline waits in its poller's
+// parking (no runtime timer of its own): `show sess` still lists the
+// connection, `shutdown session` still closes it, and the keep-alive
+// timeout (timeout_http_request) still closes it when due: not before the
+// timeout since it was armed (at the earliest when the connection opened),
+// and not long after the timeout since the last response.
+func TestHibernateParkedDeadline(t *testing.T) {
+	const timeout = 400 * time.Millisecond
+	p, addr, resp := hibernatingProxy(t, "ok\n", func(cfg *conf.Config) {
+		cfg.Frontends[0].TimeoutHTTPRequest = timeout
+		cfg.Frontends[0].TimeoutClient = time.Minute
+	})
+	dialed := time.Now()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	exchangeRaw(t, c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", resp)
+	answered := time.Now()
+	waitFor(t, 10*time.Second, "the connection to hibernate or close", func() bool {
+		return p.group.Hibernating() == 1 || p.Frontends[0].Counters.Scur.Load() == 0
+	})
+	if n := p.group.Parked(); n != 1 && p.group.Hibernating() == 1 {
+		t.Fatalf("parked deadlines: %d, want 1", n)
+	}
+	if ss := p.Sessions(); len(ss) != 1 || ss[0].Active || ss[0].Src.String() != c.LocalAddr().String() {
+		t.Fatalf("sessions %+v, want the idle connection from %v", ss, c.LocalAddr())
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := c.Read(make([]byte, 64))
+	closed := time.Now()
+	if n != 0 || err != io.EOF {
+		t.Fatalf("read %d bytes, %v; want the end of the stream", n, err)
+	}
+	if closed.Before(dialed.Add(timeout)) {
+		t.Fatalf("closed %v after the dial, before the %v timeout", closed.Sub(dialed), timeout)
+	}
+	if late := closed.Sub(answered.Add(timeout)); late > 3*time.Second {
+		t.Fatalf("closed %v after the timeout", late)
+	}
+	waitFor(t, 10*time.Second, "the connection to be counted out", func() bool {
+		return p.Frontends[0].Counters.Scur.Load() == 0 && p.group.Hibernating() == 0 && p.group.Parked() == 0 &&
+			len(p.Sessions()) == 0
+	})
+
+	// shutdown session: the parked deadline goes with the connection.
+	c2, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	exchangeRaw(t, c2, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", resp)
+	waitFor(t, 10*time.Second, "the second connection to hibernate", func() bool {
+		return p.group.Hibernating() == 1 && p.group.Parked() == 1
+	})
+	ss := p.Sessions()
+	if len(ss) != 1 || !p.ShutdownSession(ss[0].ID) {
+		t.Fatalf("sessions %+v: shutdown session failed", ss)
+	}
+	c2.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := c2.Read(make([]byte, 64)); n != 0 || err != io.EOF {
+		t.Fatalf("read %d bytes, %v after shutdown session; want the end of the stream", n, err)
+	}
+	waitFor(t, 10*time.Second, "the second connection to be counted out", func() bool {
+		return p.Frontends[0].Counters.Scur.Load() == 0 && p.group.Hibernating() == 0 && p.group.Parked() == 0 &&
+			len(p.Sessions()) == 0
+	})
 }

@@ -19,13 +19,13 @@ import (
 
 // httpState is what a client connection in http mode adds to clientConn.
 type httpState struct {
-	fe  *Frontend      // the frontend serving it now (its owner, once settled)
-	x   *Stream        // its current request (nil while it hibernates)
-	set http1.Settings // fe's settings, with this client's X-Forwarded-For
+	fe  *Frontend       // the frontend serving it now (its owner, once settled)
+	x   *Stream         // its current request (nil while it hibernates)
+	set *http1.Settings // fe's settings (Frontend.h1set), shared
 	// What the engine needs to resume a hibernating connection
 	// (http1.Resume): the requests it served and when it became idle.
 	nreq      int
-	idleStart time.Time
+	idleStart int64 // Unix ns
 }
 
 // idleKeepBuffers is how long a keep-alive client connection waiting for
@@ -73,19 +73,20 @@ func (cc *clientConn) CanHibernate() bool {
 // (an idle connection's holds nothing but its connection-stage entries,
 // cc.st's, inherited again on resume) and the socket waits for wake.
 func (cc *clientConn) Hibernate(nreq int, idleStart time.Time) {
-	cc.nreq, cc.idleStart = nreq, idleStart
+	cc.nreq, cc.idleStart = nreq, idleStart.UnixNano()
 	x := cc.x
 	cc.x = nil
 	x.flushLog() // none waits after a request: Release wrote it
 	*x = Stream{edits: x.edits, ans: x.ans[:0]}
 	streamPool.Put(x)
 	cc.dl.ForgetWrite() // Hibernate drops the write deadline
-	cc.c.(*epoll.Conn).Hibernate(cc.wake)
+	cc.c.(*epoll.Conn).Hibernate(cc)
 }
 
-// wake resumes cc on a worker of its owner's proxy; it does not block (it
-// runs on the epoll layer's reaper, a timer, or a goroutine closing cc).
-func (cc *clientConn) wake() {
+// Wake implements epoll.Waker: it resumes cc on a worker of its owner's
+// proxy; it does not block (it runs on the epoll layer's reaper, a timer,
+// or a goroutine closing cc).
+func (cc *clientConn) Wake() {
 	cc.owner.Load().p.run(work{cc: cc, resume: true})
 }
 
@@ -93,13 +94,13 @@ func (cc *clientConn) wake() {
 // then releases what serve would have) or hibernates again (true).
 func (cc *clientConn) resume() (hibernated bool) {
 	if ec := cc.c.(*epoll.Conn); !ec.Readable() {
-		ec.Hibernate(cc.wake) // woken by an event or a timer handled late
+		ec.Hibernate(cc) // woken by an event or a timer handled late
 		return true
 	}
 	cc.x = streamPool.Get().(*Stream)
 	cc.x.bind(cc.fe, cc) // Active moves it to its owner if a reload did
 	cc.x.trk.inherit(cc.st)
-	if http1.Resume(cc, cc.nreq, cc.idleStart) {
+	if http1.Resume(cc, cc.nreq, time.Unix(0, cc.idleStart)) {
 		return true
 	}
 	cc.endSession()
@@ -112,21 +113,7 @@ func (cc *clientConn) resume() (hibernated bool) {
 func (cc *clientConn) setFrontend(fe *Frontend) {
 	cc.fe = fe
 	cc.x.bind(fe, cc)
-	cc.set = http1.Settings{
-		TimeoutClient:      fe.timeoutClient,
-		TimeoutHTTPRequest: fe.timeoutHTTPRequest,
-		MaxHdr:             fe.p.Conf.Global.MaxHdr,
-		IdleKeep:           fe.idleKeep,
-		XFF:                cc.set.XFF[:0],
-	}
-	if fe.p.pairOn {
-		cc.set.Relay = relayTunnel
-	}
-	if fe.forwardFor {
-		cc.set.XFF = append(cc.set.XFF, "X-Forwarded-For: "...)
-		cc.set.XFF = cc.src.Addr().Unmap().AppendTo(cc.set.XFF)
-		cc.set.XFF = append(cc.set.XFF, "\r\n"...)
-	}
+	cc.set = &fe.h1set
 }
 
 // Conn implements http1.Client.
@@ -139,7 +126,7 @@ func (cc *clientConn) Deadlines() *netio.Deadlines { return &cc.dl }
 func (cc *clientConn) Src() netip.AddrPort { return cc.src }
 
 // Settings implements http1.Client.
-func (cc *clientConn) Settings() *http1.Settings { return &cc.set }
+func (cc *clientConn) Settings() *http1.Settings { return cc.set }
 
 // Stream implements http1.Client.
 func (cc *clientConn) Stream() http1.Stream { return cc.x }
@@ -196,4 +183,5 @@ func (cc *clientConn) Done() {
 
 var _ http1.Client = (*clientConn)(nil)
 var _ http1.Hibernator = (*clientConn)(nil)
+var _ epoll.Waker = (*clientConn)(nil)
 var _ http1.Stream = (*Stream)(nil)

@@ -395,7 +395,7 @@ func (fe *Frontend) writeLog(x *Stream) {
 	if ev := fe.p.log.Info(); ev != nil {
 		ev.Str("client_ip", x.cc.src.Addr().String()).
 			Uint16("client_port", x.cc.src.Port()).
-			Str("accept_date", x.cc.accepted.Format("2006-01-02T15:04:05.000Z07:00")).
+			Str("accept_date", x.cc.acceptTime().Format("2006-01-02T15:04:05.000Z07:00")).
 			Str("frontend", fe.Name).
 			Str("backend", backend).
 			Str("server", server)
@@ -443,7 +443,7 @@ func (fe *Frontend) writeLog(x *Stream) {
 	}
 	le := logformat.Entry{
 		HTTP: !x.tcp, Client: x.cc.src, ServerAddr: e.serverAddr, BackendSource: e.backendSrc,
-		Accept: x.cc.accepted, Request: x.t0, Frontend: fe.Name, Backend: backend, Server: server,
+		Accept: x.cc.acceptTime(), Request: x.t0, Frontend: fe.Name, Backend: backend, Server: server,
 		Ti: max(ti, 0), TR: x.tq, Tw: tw, Tc: x.tc, Tr: x.tr, Ta: ta, Tt: tt,
 		Status: status, BytesRead: bytesOut, BytesUploaded: bytesIn,
 		ActConn: act, FeConn: fec, BeConn: bec, SrvConn: svc, Retries: e.retries, Redispatched: e.redispatched,

@@ -28,7 +28,7 @@ func clientConns(fe *Frontend) []net.Conn {
 	fe.mu.Lock()
 	defer fe.mu.Unlock()
 	var out []net.Conn
-	for cc := range fe.conns {
+	for cc := range fe.conns.all() {
 		out = append(out, cc.c)
 	}
 	return out

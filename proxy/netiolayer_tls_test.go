@@ -52,8 +52,8 @@ address = "%s"
 	layerOf := func(bind string) string {
 		fe.mu.Lock()
 		defer fe.mu.Unlock()
-		for cc := range fe.conns {
-			if cc.bind != bind {
+		for cc := range fe.conns.all() {
+			if *cc.bind != bind {
 				continue
 			}
 			tc, ok := cc.c.(*tls.Conn)
@@ -226,7 +226,7 @@ address = "%s"
 	}
 	fe := p.Frontends[0]
 	fe.mu.Lock()
-	for cc := range fe.conns {
+	for cc := range fe.conns.all() {
 		if tc, ok := cc.c.(*tls.Conn); !ok {
 			t.Errorf("client connection %T, want *tls.Conn", cc.c)
 		} else if _, ok := tc.NetConn().(*epoll.Conn); !ok {

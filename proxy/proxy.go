@@ -128,7 +128,6 @@ func build(cfg *conf.Config, log zerolog.Logger, prev *Proxy) (*Proxy, error) {
 			timeoutHTTPRequest: fc.TimeoutHTTPRequest,
 			forwardFor:         fc.ForwardFor,
 			idleKeep:           idleKeepBuffers,
-			conns:              map[*clientConn]struct{}{},
 		}
 		if fc.DefaultBackend != "" {
 			fe.backend = byName[fc.DefaultBackend]
@@ -243,6 +242,17 @@ func (p *Proxy) Start() error {
 func (p *Proxy) open(inherited map[string]net.Listener) error {
 	p.started = time.Now()
 	for i, fe := range p.Frontends {
+		fe.h2set = http1.Settings{
+			TimeoutClient:      fe.timeoutClient,
+			TimeoutHTTPRequest: fe.timeoutHTTPRequest,
+			MaxHdr:             p.Conf.Global.MaxHdr,
+			ForwardFor:         fe.forwardFor,
+		}
+		fe.h1set = fe.h2set
+		fe.h1set.IdleKeep = fe.idleKeep
+		if p.pairOn {
+			fe.h1set.Relay = relayTunnel // tunnels after a 101 (WebSocket)
+		}
 		if err := fe.listen(inherited); err != nil {
 			for _, prev := range p.Frontends[:i] {
 				prev.mu.Lock()

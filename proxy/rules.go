@@ -40,8 +40,8 @@ func (fe *Frontend) buildRules(byName map[string]*Backend) error {
 // localAddr returns the address a client connected to (dst): the
 // socket's, or the one a PROXY header gave (edge.go).
 func localAddr(cc *clientConn) (ap acl.Request) {
-	if cc.dst.IsValid() {
-		ap.Dst = cc.dst
+	if cc.dst != nil && cc.dst.IsValid() {
+		ap.Dst = *cc.dst
 		return ap
 	}
 	if a, ok := cc.c.LocalAddr().(*net.TCPAddr); ok {

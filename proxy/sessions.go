@@ -25,11 +25,14 @@ type streamRef struct {
 	be  *Backend
 	srv *Server
 	up  net.Conn // nil while no server connection is bound
+}
 
-	// An HTTP/2 stream's ref is in its connection's list (h2refs),
-	// linked under clientConn.h2mu, with the time the stream opened
-	// (`show sess` age), also under h2mu.
-	prev, next *streamRef
+// h2ref is an HTTP/2 stream's streamRef, in its connection's list
+// (clientConn.h2refs), linked under clientConn.h2mu, with the time the
+// stream opened (`show sess` age), also under h2mu.
+type h2ref struct {
+	streamRef
+	prev, next *h2ref
 	opened     time.Time
 }
 
@@ -78,8 +81,8 @@ func (p *Proxy) ownSessions() []Session {
 	var out []Session
 	for _, fe := range p.Frontends {
 		fe.mu.Lock()
-		for cc := range fe.conns {
-			if cc.h2Streams(func(ref *streamRef) {
+		for cc := range fe.conns.all() {
+			if cc.h2Streams(func(ref *h2ref) {
 				s := Session{ID: uintptr(unsafe.Pointer(ref)), Frontend: fe.Name, Src: cc.src,
 					Age: now.Sub(ref.opened), Active: true}
 				ref.mu.Lock()
@@ -92,7 +95,7 @@ func (p *Proxy) ownSessions() []Session {
 				continue
 			}
 			s := Session{ID: uintptr(unsafe.Pointer(cc)), Frontend: fe.Name, Src: cc.src,
-				Age: now.Sub(cc.accepted), Active: cc.state.Load() == connActive}
+				Age: now.Sub(cc.acceptTime()), Active: cc.state.Load() == connActive}
 			cc.stream.mu.Lock()
 			if cc.stream.srv != nil {
 				s.Backend, s.Server = cc.stream.be.Name, cc.stream.srv.Name
@@ -122,14 +125,14 @@ func (p *Proxy) ShutdownSession(id uintptr) bool {
 func (p *Proxy) shutdownOwnSession(id uintptr) bool {
 	for _, fe := range p.Frontends {
 		fe.mu.Lock()
-		for cc := range fe.conns {
+		for cc := range fe.conns.all() {
 			if uintptr(unsafe.Pointer(cc)) == id {
 				cc.abort()
 				fe.mu.Unlock()
 				return true
 			}
 			found := false
-			cc.h2Streams(func(ref *streamRef) {
+			cc.h2Streams(func(ref *h2ref) {
 				if uintptr(unsafe.Pointer(ref)) == id {
 					found = true
 					ref.mu.Lock()
@@ -170,7 +173,7 @@ func (p *Proxy) shutdownOwnSessions(srv *Server) int {
 	n := 0
 	for _, fe := range p.Frontends {
 		fe.mu.Lock()
-		for cc := range fe.conns {
+		for cc := range fe.conns.all() {
 			cc.stream.mu.Lock()
 			bound := cc.stream.srv == srv
 			cc.stream.mu.Unlock()
@@ -217,7 +220,7 @@ func (cc *clientConn) abortH2(srv *Server) int {
 
 // h2Streams calls f for each stream of cc under cc.h2mu, and reports
 // whether cc speaks HTTP/2 (false: f was not called).
-func (cc *clientConn) h2Streams(f func(*streamRef)) bool {
+func (cc *clientConn) h2Streams(f func(*h2ref)) bool {
 	cc.h2mu.Lock()
 	defer cc.h2mu.Unlock()
 	if !cc.h2 {

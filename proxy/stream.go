@@ -78,7 +78,7 @@ type Stream struct {
 	ans    []byte      // scratch for a rule's answer (redirect)
 	lg     logEntry    // the access log line's and histograms' accounting (log.go)
 	grpc   string      // the response's grpc-status, for the log ("" none)
-	h2ref  streamRef   // ref of an HTTP/2 stream (h2conn.go)
+	h2ref  h2ref       // ref of an HTTP/2 stream (h2conn.go)
 }
 
 // errNoServer is returned when the backend has no usable server.

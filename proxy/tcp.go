@@ -16,7 +16,7 @@ func (fe *Frontend) serveTCP(cc *clientConn) {
 	defer func() { cc.st.release() }() // the connection's tracked entries (tcp_request connection, stick rules): cc.st may be made later
 	var x Stream
 	x.bind(fe, cc)
-	x.beginTCP(cc.accepted)
+	x.beginTCP(cc.acceptTime())
 	// What a server's sni expression may fetch in tcp mode (ssl_fc_sni).
 	x.areq.Src, x.areq.TLS, x.areq.SSL = cc.src, cc.tls, cc.tls != nil
 	be := fe.backend

@@ -48,9 +48,10 @@ type Client interface {
 type Settings struct {
 	TimeoutClient      time.Duration // inactivity, both ways
 	TimeoutHTTPRequest time.Duration // to receive a request head; keep-alive idle
-	// XFF is the X-Forwarded-For line to append to forwarded requests
-	// (with its CRLF), empty when forwardfor is off.
-	XFF []byte
+	// ForwardFor: an X-Forwarded-For field with the client's address
+	// (Client.Src) is appended to forwarded requests. Settings hold
+	// nothing of one connection: a frontend's connections share them.
+	ForwardFor bool
 	// MaxHdr is tune_http_maxhdr (0: HAProxy's default, 101).
 	MaxHdr int
 	// IdleKeep is how long a connection waiting for a request keeps its

@@ -260,9 +260,8 @@ func (s *session) h2Request(call *h2mux.Call) (*http.Request, *countingBody) {
 			h.Add(string(name), string(value))
 		}
 	}
-	if xff := s.set.XFF; len(xff) > 0 {
-		name, value, _ := strings.Cut(strings.TrimRight(string(xff), "\r\n"), ": ")
-		h.Add(name, value)
+	if s.set.ForwardFor {
+		h.Add("X-Forwarded-For", s.cl.Src().Addr().Unmap().String())
 	}
 	host := string(r.host)
 	if host == "" {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/tls"
 	"net"
+	"net/netip"
 	"sync"
 	"syscall"
 	"time"
@@ -426,10 +427,15 @@ func (up *Upstream) stale(c net.Conn) bool {
 	if cur == nil {
 		return false
 	}
-	ta, ok := c.RemoteAddr().(*net.TCPAddr)
-	if !ok {
+	var got netip.AddrPort
+	if ap, ok := c.(interface {
+		AddrPorts() (local, remote netip.AddrPort)
+	}); ok {
+		_, got = ap.AddrPorts() // the epoll layer's: no net.Addr made
+	} else if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		got = ta.AddrPort()
+	} else {
 		return false
 	}
-	got := ta.AddrPort()
 	return got.Addr().Unmap() != cur.Addr().Unmap() || got.Port() != cur.Port()
 }

@@ -893,8 +893,10 @@ func (s *session) writeRequestHead(w *bufio.Writer) int64 {
 	} else if r.http10 && !r.connClose {
 		w.WriteString("Connection: keep-alive\r\n")
 	}
-	if len(s.set.XFF) > 0 {
-		w.Write(s.set.XFF)
+	if s.set.ForwardFor {
+		b := append(w.AvailableBuffer(), "X-Forwarded-For: "...)
+		b = s.cl.Src().Addr().Unmap().AppendTo(b)
+		w.Write(append(b, "\r\n"...))
 	}
 	w.WriteString("\r\n")
 	return int64(w.Buffered() - n)

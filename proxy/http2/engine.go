@@ -204,7 +204,7 @@ func serveOwn(cl Client, srv *Server, raw net.Conn, br *bufio.Reader, g *h2mux.G
 		adv = math.MaxInt32
 	}
 	c := &econn{
-		connBase:  connBase{cl: cl, g: g},
+		connBase:  connBase{cl: cl, g: g, xff: xffOf(cl)},
 		srv:       srv,
 		raw:       raw,
 		br:        br,

@@ -143,7 +143,7 @@ func Serve(cl Client) {
 	bc := bufferedConn{Conn: raw, br: bufio.NewReaderSize(raw, readBufSize)}
 	g := h2mux.NewClientGuard(bc, cl.Counters(), h2mux.DefaultLimits(srv.maxStreams))
 	if srv.xnet {
-		c := &conn{Guard: g, connBase: connBase{cl: cl, g: g}, srv: srv}
+		c := &conn{Guard: g, connBase: connBase{cl: cl, g: g, xff: xffOf(cl)}, srv: srv}
 		srv.h2.ServeConn(c, &http2.ServeConnOpts{Handler: c, BaseConfig: srv.hs})
 		g.Close()
 		c.own.Close(true)
@@ -165,6 +165,18 @@ type connBase struct {
 	// wtimeout: the connection was cut by its write timeout (the own
 	// engine): its streams end as client timeouts.
 	wtimeout atomic.Bool
+	// xff is the X-Forwarded-For value (the client's address) when the
+	// settings say ForwardFor, made once per connection (xffOf).
+	xff string
+}
+
+// xffOf returns the X-Forwarded-For value of cl's requests: its address
+// when its settings say ForwardFor, "" otherwise.
+func xffOf(cl Client) string {
+	if !cl.Settings().ForwardFor {
+		return ""
+	}
+	return cl.Src().Addr().Unmap().String()
 }
 
 // conn is the client connection as x/net/http2's server reads it: the

@@ -324,10 +324,8 @@ func (st *h2stream) requestFields(add func(name, value string)) {
 			add(string(name), string(value))
 		}
 	}
-	if xff := st.c.cl.Settings().XFF; len(xff) > 0 {
-		// The connection's line, never changed while it lives.
-		name, value, _ := bytes.Cut(bytes.TrimRight(xff, "\r\n"), []byte(": "))
-		add(bstr(name), bstr(value))
+	if st.c.xff != "" {
+		add("X-Forwarded-For", st.c.xff)
 	}
 }
 

@@ -13,9 +13,10 @@ import (
 // earlier. A deadline that comes sooner than the armed one (a shorter
 // timeout taking over, as timeout_http_request after a body read under
 // timeout_client) is always armed. The zero value has none armed; it is
-// owned by the goroutine that uses the connection.
+// owned by the goroutine that uses the connection. The deadlines are
+// kept as Unix ns (0: none), 16 bytes: every idle connection has one.
 type Deadlines struct {
-	read, write time.Time
+	read, write int64
 }
 
 // ArmRead makes c's reads fail d after now (d <= 0: no timeout).
@@ -23,8 +24,8 @@ func (dl *Deadlines) ArmRead(c net.Conn, now time.Time, d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	if want := now.Add(d); dl.read.IsZero() || want.Before(dl.read) || want.Sub(dl.read) >= d/8 {
-		dl.read = want
+	if want := now.Add(d); dl.read == 0 || rearm(want.UnixNano(), dl.read, d) {
+		dl.read = want.UnixNano()
 		c.SetReadDeadline(want)
 	}
 }
@@ -34,21 +35,32 @@ func (dl *Deadlines) ArmWrite(c net.Conn, now time.Time, d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	if want := now.Add(d); dl.write.IsZero() || want.Before(dl.write) || want.Sub(dl.write) >= d/8 {
-		dl.write = want
+	if want := now.Add(d); dl.write == 0 || rearm(want.UnixNano(), dl.write, d) {
+		dl.write = want.UnixNano()
 		c.SetWriteDeadline(want)
 	}
 }
 
+// rearm reports whether the deadline want (Unix ns) is to replace the one
+// armed for a timeout d: it comes sooner, or an eighth of d later or more.
+func rearm(want, armed int64, d time.Duration) bool {
+	return want < armed || time.Duration(want-armed) >= d/8
+}
+
 // ForgetWrite forgets the write deadline armed, for a connection whose
 // layer dropped it (epoll.Conn.Hibernate): the next ArmWrite arms one.
-func (dl *Deadlines) ForgetWrite() { dl.write = time.Time{} }
+func (dl *Deadlines) ForgetWrite() { dl.write = 0 }
 
 // ExpireRead makes c's pending and future reads fail now.
 func (dl *Deadlines) ExpireRead(c net.Conn) {
-	dl.read = time.Unix(1, 0)
-	c.SetReadDeadline(dl.read)
+	dl.read = int64(time.Second)
+	c.SetReadDeadline(time.Unix(1, 0))
 }
 
 // Read returns the read deadline last armed (zero: none).
-func (dl *Deadlines) Read() time.Time { return dl.read }
+func (dl *Deadlines) Read() time.Time {
+	if dl.read == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, dl.read)
+}

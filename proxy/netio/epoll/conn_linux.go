@@ -19,7 +19,10 @@ import (
 type Conn struct {
 	fd  int
 	gen int32
-	p   *poller
+	// pidx is c's place in its poller's parking (its read deadline while
+	// it hibernates), plus one; 0: not there. Under the parking's mu.
+	pidx int32
+	p    *poller
 
 	// state counts the operations using fd (in units of 2) and has
 	// closedBit once Close was called; the descriptor is closed when both
@@ -39,9 +42,9 @@ type Conn struct {
 	// until the first operation that has to wait (most accepted sockets of
 	// a connection per request never do, and close without an epoll_ctl
 	// at all), regIn once a read, an accept or a RawConn waited, regInOut
-	// once a write waited for room. Changed under regMu.
-	reg   atomic.Uint32
-	regMu sync.Mutex
+	// once a write waited for room. Changed under r.tmu (the read
+	// side's lock, which otherwise guards its deadline).
+	reg atomic.Uint32
 
 	// counted: c is a connection counted in its group's live (not a
 	// listening socket).
@@ -56,11 +59,14 @@ type Conn struct {
 	// reaper runs its pump on c's events instead of waking waiters.
 	pair atomic.Pointer[Pair]
 
-	raddr net.Addr
+	// raddr is the peer's address, kept as a netip value (no net.Addr
+	// allocated per connection: RemoteAddr makes one when asked).
+	raddr netip.AddrPort
 	laddr atomic.Pointer[net.TCPAddr] // looked up on first use
-	// aps: the local and remote addresses as netip values (AddrPorts),
-	// converted on first use.
-	aps atomic.Pointer[[2]netip.AddrPort]
+
+	// wk resumes c while it hibernates (Hibernate): written before r.hib
+	// is set, read by whoever takes r.hib.
+	wk Waker
 }
 
 // Conn.reg's values.
@@ -90,6 +96,9 @@ type side struct {
 	// virtual machine's paravirtual clock); like Go's own poller, a read
 	// made between the deadline and its timer's run still succeeds.
 	past atomic.Bool
+	// parked: the deadline is in the poller's parking instead of timer
+	// (a hibernating connection's read side); under tmu.
+	parked bool
 	// ch is the waiter's wake-up, one pending at most: made by the side's
 	// first wait, dropped when the connection hibernates (no waiter then,
 	// and an idle connection costs no channel).
@@ -99,17 +108,10 @@ type side struct {
 	dl    int64       // the deadline in Unix ns, 0: none; under tmu
 	timer *time.Timer // wakes the waiter at the deadline
 
-	// hib is the connection's hibernation (Conn.Hibernate, read side
-	// only): set while nothing waits on the connection, taken (once) by
-	// whatever would have woken a waiter.
-	hib atomic.Pointer[hibernation]
-}
-
-// hibernation is what wakes a hibernating connection: resume, called once,
-// and the group whose count of hibernating connections it is in.
-type hibernation struct {
-	g      *Group
-	resume func()
+	// hib is the connection itself while it hibernates (Conn.Hibernate,
+	// read side only), taken (once) by whatever would have woken a
+	// waiter.
+	hib atomic.Pointer[Conn]
 }
 
 func newConn(fd int, p *poller, gen int32) *Conn {
@@ -193,10 +195,76 @@ func (s *side) fire() {
 // it, the bytes read, the connection gone back to sleep) ends no
 // hibernation.
 func (s *side) rouse() {
-	if h := s.hib.Swap(nil); h != nil {
-		h.g.sleeping.Add(-1)
-		h.resume()
+	if c := s.hib.Swap(nil); c != nil {
+		c.unpark()
+		c.p.g.sleeping.Add(-1)
+		c.wk.Wake()
 	}
+}
+
+// park moves the read deadline of c, which is about to hibernate, from
+// its runtime timer (stopped and dropped) to its poller's parking.
+func (c *Conn) park() {
+	s := &c.r
+	s.tmu.Lock()
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	if s.dl != 0 && !s.parked && !s.past.Load() {
+		s.parked = true
+		c.p.park.add(c, s.dl)
+	}
+	s.tmu.Unlock()
+}
+
+// unpark takes c's read deadline out of the parking when c's hibernation
+// ends, and gives it a runtime timer again for the reads that follow
+// (unless one was set meanwhile).
+func (c *Conn) unpark() {
+	s := &c.r
+	s.tmu.Lock()
+	defer s.tmu.Unlock()
+	if !s.parked {
+		return
+	}
+	s.parked = false
+	c.p.park.remove(c)
+	if s.dl == 0 || s.timer != nil || s.past.Load() {
+		return
+	}
+	if left := s.dl - time.Now().UnixNano(); left > 0 {
+		s.timer = time.AfterFunc(time.Duration(left), s.expire)
+	} else {
+		s.past.Store(true)
+	}
+}
+
+// dropPark takes c's read deadline out of the parking, if it is there
+// (a closed connection whose hibernation nothing ended yet).
+func (c *Conn) dropPark() {
+	c.r.tmu.Lock()
+	if c.r.parked {
+		c.r.parked = false
+		c.p.park.remove(c)
+	}
+	c.r.tmu.Unlock()
+}
+
+// expireParked is the parking's for a read deadline found due at now
+// (Unix ns) and taken out of it: as expire for a timer.
+func (s *side) expireParked(now int64) {
+	s.tmu.Lock()
+	s.parked = false
+	if s.dl != 0 && s.timer == nil {
+		if left := s.dl - now; left <= 0 {
+			s.past.Store(true)
+		} else {
+			s.timer = time.AfterFunc(time.Duration(left), s.expire)
+		}
+	}
+	s.tmu.Unlock()
+	s.fire()
 }
 
 // expired reports whether the side's deadline has passed (its timer has
@@ -254,8 +322,8 @@ func (c *Conn) waitWrite() error {
 // then raises its event at once. The caller holds a reference (incref),
 // so that c.fd is still c's socket.
 func (c *Conn) arm(want uint32) error {
-	c.regMu.Lock()
-	defer c.regMu.Unlock()
+	c.r.tmu.Lock()
+	defer c.r.tmu.Unlock()
 	cur := c.reg.Load()
 	if cur >= want {
 		return nil
@@ -276,29 +344,32 @@ func (c *Conn) arm(want uint32) error {
 	return nil
 }
 
-// Hibernate lets c wait for its next bytes with no goroutine: resume is
+// Hibernate lets c wait for its next bytes with no goroutine: w.Wake is
 // called once, from the poller's reaper, a deadline's timer, the
 // goroutine that closes c, or this one, as soon as a Read would not block
 // (bytes or the end of the stream are there, the socket failed, the read
 // deadline passed, or c was closed), possibly before Hibernate returns;
 // rarely when it would (Readable then says so).
-// resume must not block (it starts the goroutine that reads c). Until
+// Wake must not block (it starts the goroutine that reads c). Until
 // then no goroutine, timer or buffer of c's waits: what a hibernating
-// connection costs is its Conn (HAProxy's idle connections cost their
-// connection structure alone). The caller must not use c after calling
-// Hibernate, until resume runs; one read or RawConn.Read must not be in
-// progress. A spurious resume is possible (the first Read then waits as
-// usual, or the caller hibernates c again).
-func (c *Conn) Hibernate(resume func()) {
+// connection costs is its Conn and an entry of its poller's parking for
+// its read deadline (HAProxy's idle connections cost their connection
+// structure alone); hibernating allocates nothing. The caller must not
+// use c after calling Hibernate, until Wake runs; one read or
+// RawConn.Read must not be in progress. A spurious Wake is possible (the
+// first Read then waits as usual, or the caller hibernates c again).
+func (c *Conn) Hibernate(w Waker) {
 	// What only a waiter or a write needs goes: the wake-up channels, and
 	// the write deadline with its timer (the caller arms a new one for
 	// its next write; netio.Deadlines.ForgetWrite). The read deadline
-	// stays: it ends the hibernation.
+	// stays, in the poller's parking: it ends the hibernation.
 	c.r.ch.Store(nil)
 	c.w.ch.Store(nil)
 	c.w.dropDeadline()
+	c.park()
+	c.wk = w
 	c.p.g.sleeping.Add(1)
-	c.r.hib.Store(&hibernation{g: c.p.g, resume: resume})
+	c.r.hib.Store(c)
 	// A socket that never waited is not in the epoll instance yet: no
 	// event would end the hibernation.
 	if c.reg.Load() == regNone && c.incref() {
@@ -329,6 +400,13 @@ func (g *Group) Hibernating() int64 { return g.sleeping.Load() }
 // timer; a deadline already past wakes the waiter now (the queue's
 // dispatcher wakes a waiting reader this way).
 func (s *side) setDeadline(t time.Time) {
+	if s.arm(t) {
+		s.fire() // not under tmu: ending a hibernation takes it (unpark)
+	}
+}
+
+// arm is setDeadline's part under tmu; true when the deadline is past.
+func (s *side) arm(t time.Time) bool {
 	s.tmu.Lock()
 	defer s.tmu.Unlock()
 	s.dl = 0
@@ -340,7 +418,7 @@ func (s *side) setDeadline(t time.Time) {
 		if s.timer != nil {
 			s.timer.Stop()
 		}
-		return
+		return false
 	}
 	d := time.Until(t)
 	if d <= 0 {
@@ -348,8 +426,7 @@ func (s *side) setDeadline(t time.Time) {
 			s.timer.Stop()
 		}
 		s.past.Store(true)
-		s.fire()
-		return
+		return true
 	}
 	s.past.Store(false)
 	if s.timer == nil {
@@ -357,6 +434,7 @@ func (s *side) setDeadline(t time.Time) {
 	} else {
 		s.timer.Reset(d)
 	}
+	return false
 }
 
 // dropDeadline clears the side's deadline and frees its timer.
@@ -413,6 +491,7 @@ func (c *Conn) destroy() {
 	}
 	c.r.stopTimer()
 	c.w.stopTimer()
+	c.dropPark()
 	unix.Close(c.fd)
 }
 
@@ -453,18 +532,18 @@ func (c *Conn) Lend(abort func()) (fd int, giveBack func(), err error) {
 	if !c.incref() {
 		return -1, nil, c.opErr("lend", net.ErrClosed)
 	}
-	c.regMu.Lock()
+	c.r.tmu.Lock()
 	if c.reg.Load() != regNone {
 		// Out of the epoll instance: a relayed socket's events would
 		// wake the reaper for nothing. A later wait registers it again.
 		if err := unix.EpollCtl(c.p.epfd, unix.EPOLL_CTL_DEL, c.fd, nil); err != nil {
-			c.regMu.Unlock()
+			c.r.tmu.Unlock()
 			c.decref()
 			return -1, nil, c.opErr("lend", os.NewSyscallError("epoll_ctl", err))
 		}
 		c.reg.Store(regNone)
 	}
-	c.regMu.Unlock()
+	c.r.tmu.Unlock()
 	c.lent.Store(&abort)
 	if c.state.Load()&closedBit != 0 && c.lent.Swap(nil) != nil {
 		// Closed meanwhile, before its Close could see the abort.
@@ -592,27 +671,23 @@ func (c *Conn) LocalAddr() net.Addr {
 // c's session (its server side) joins the same group.
 func (c *Conn) Group() *Group { return c.p.g }
 
-// RemoteAddr returns the peer's address.
-func (c *Conn) RemoteAddr() net.Addr { return c.raddr }
+// RemoteAddr returns the peer's address, a *net.TCPAddr made at each
+// call (nil when it is not known); AddrPorts makes none.
+func (c *Conn) RemoteAddr() net.Addr {
+	if !c.raddr.IsValid() {
+		return nil
+	}
+	return net.TCPAddrFromAddrPort(c.raddr)
+}
 
 // AddrPorts returns LocalAddr and RemoteAddr as netip values (zero for
-// one that is not known), converted once: the access log asks for them
-// at every request on a kept connection.
+// one that is not known), without allocating once LocalAddr is known:
+// the access log asks for them at every request on a kept connection.
 func (c *Conn) AddrPorts() (local, remote netip.AddrPort) {
-	if p := c.aps.Load(); p != nil {
-		return p[0], p[1]
+	if a, ok := c.LocalAddr().(*net.TCPAddr); ok && a != nil {
+		local = a.AddrPort()
 	}
-	var ap [2]netip.AddrPort
-	if a, ok := c.LocalAddr().(*net.TCPAddr); ok {
-		ap[0] = a.AddrPort()
-	}
-	if a, ok := c.raddr.(*net.TCPAddr); ok {
-		ap[1] = a.AddrPort()
-	}
-	if ap[0].IsValid() && ap[1].IsValid() {
-		c.aps.Store(&ap) // else asked again next time, as LocalAddr
-	}
-	return ap[0], ap[1]
+	return local, c.raddr
 }
 
 // SetDeadline sets both deadlines.
@@ -639,7 +714,7 @@ func (c *Conn) opErr(op string, err error) error {
 	if a := c.laddr.Load(); a != nil {
 		src = a
 	}
-	return &net.OpError{Op: op, Net: "tcp", Source: src, Addr: c.raddr, Err: err}
+	return &net.OpError{Op: op, Net: "tcp", Source: src, Addr: c.RemoteAddr(), Err: err}
 }
 
 // rawConn is Conn's syscall.RawConn, with the semantics of Go's: Read and
@@ -742,6 +817,24 @@ func ignoringEINTR(f func() (int, error)) (int, error) {
 			return n, err
 		}
 	}
+}
+
+// sockaddrAddrPort is sa's address as a netip value (zero for one that
+// is not TCP's); an IPv6 zone is the interface's name.
+func sockaddrAddrPort(sa syscall.Sockaddr) netip.AddrPort {
+	switch a := sa.(type) {
+	case *syscall.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
+	case *syscall.SockaddrInet6:
+		ip := netip.AddrFrom16(a.Addr)
+		if a.ZoneId != 0 {
+			if ifi, err := net.InterfaceByIndex(int(a.ZoneId)); err == nil {
+				ip = ip.WithZone(ifi.Name)
+			}
+		}
+		return netip.AddrPortFrom(ip, uint16(a.Port))
+	}
+	return netip.AddrPort{}
 }
 
 func sockaddrToTCP(sa syscall.Sockaddr) *net.TCPAddr {

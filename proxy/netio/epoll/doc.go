@@ -39,8 +39,9 @@
 //     CloseRead/CloseWrite, and ReadFrom, which splices from another Conn.
 //   - Conn.Hibernate: a connection with nothing to do until its next
 //     bytes (an idle keep-alive client) waits with no goroutine at all:
-//     the reaper's event, the read deadline's timer or Close calls the
-//     resume function given, once, which starts the goroutine that reads
+//     the reaper's event, the read deadline (kept in the poller's parking,
+//     one runtime timer per poller instead of one per connection) or Close
+//     calls the Waker given, once, which starts the goroutine that reads
 //     it (the proxy's HTTP/1 clients idle past IdleKeep, proxy/httpconn.go).
 //   - Pair (StartPair): a mode tcp session relayed by the pollers
 //     themselves, as HAProxy's event loop does: both Conns point at the

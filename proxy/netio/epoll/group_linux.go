@@ -160,6 +160,7 @@ type poller struct {
 	file    *os.File        // epfd, registered in Go's poller
 	rc      syscall.RawConn // file's
 	events  []unix.EpollEvent
+	park    parking // hibernating connections' read deadlines (park_linux.go)
 	started atomic.Bool
 	done    chan struct{} // closed when run returns
 

@@ -50,11 +50,14 @@ func (c *Conn) Idle() bool { return true }
 // Quiet reports true.
 func (c *Conn) Quiet() bool { return true }
 
-// Hibernate calls resume at once: there is no poller to wait on.
-func (c *Conn) Hibernate(resume func()) { resume() }
+// Hibernate calls w.Wake at once: there is no poller to wait on.
+func (c *Conn) Hibernate(w Waker) { w.Wake() }
 
 // Hibernating returns 0.
 func (g *Group) Hibernating() int64 { return 0 }
+
+// Parked returns 0.
+func (g *Group) Parked() int64 { return 0 }
 
 // Readable reports true.
 func (c *Conn) Readable() bool { return true }

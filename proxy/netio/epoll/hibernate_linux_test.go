@@ -33,7 +33,7 @@ func hibernated(t *testing.T, g *Group) (*Conn, net.Conn, chan struct{}) {
 	t.Helper()
 	c, peer := registered(t, g)
 	resumed := make(chan struct{}, 2)
-	c.Hibernate(func() { resumed <- struct{}{} })
+	c.Hibernate(WakeFunc(func() { resumed <- struct{}{} }))
 	return c, peer, resumed
 }
 
@@ -104,7 +104,7 @@ func TestHibernate(t *testing.T) {
 		dl := time.Now().Add(50 * time.Millisecond)
 		c.SetReadDeadline(dl)
 		resumed := make(chan struct{}, 2)
-		c.Hibernate(func() { resumed <- struct{}{} })
+		c.Hibernate(WakeFunc(func() { resumed <- struct{}{} }))
 		resumedOnce(t, g, resumed)
 		if now := time.Now(); now.Before(dl) {
 			t.Fatalf("resumed %v before the deadline", dl.Sub(now))
@@ -125,7 +125,7 @@ func TestHibernate(t *testing.T) {
 		peer.Write([]byte("y"))
 		waitFor(t, "the event", func() bool { return c.r.ready.Load() != 0 })
 		resumed := make(chan struct{}, 2)
-		c.Hibernate(func() { resumed <- struct{}{} })
+		c.Hibernate(WakeFunc(func() { resumed <- struct{}{} }))
 		resumedOnce(t, g, resumed)
 		if got := mustRead(t, c, make([]byte, 8)); got != "y" {
 			t.Fatalf("read %q after resume, want y", got)
@@ -138,7 +138,7 @@ func TestHibernate(t *testing.T) {
 		c, peer := registered(t, g)
 		c.SetWriteDeadline(time.Now().Add(time.Hour))
 		resumed := make(chan struct{}, 2)
-		c.Hibernate(func() { resumed <- struct{}{} })
+		c.Hibernate(WakeFunc(func() { resumed <- struct{}{} }))
 		c.w.tmu.Lock()
 		dl, timer := c.w.dl, c.w.timer
 		c.w.tmu.Unlock()
@@ -172,7 +172,7 @@ func TestHibernate(t *testing.T) {
 		c, peer := accepted(t, g)
 		c.r.ready.Store(0) // as a socket found drained
 		resumed := make(chan struct{}, 2)
-		c.Hibernate(func() { resumed <- struct{}{} })
+		c.Hibernate(WakeFunc(func() { resumed <- struct{}{} }))
 		select {
 		case <-resumed:
 			t.Fatal("resumed with nothing to read")
@@ -199,7 +199,7 @@ func BenchmarkHibernate(b *testing.B) {
 	defer g.Unref()
 	c, peer := registered(b, g)
 	resumed := make(chan struct{}, 1)
-	resume := func() { resumed <- struct{}{} }
+	resume := WakeFunc(func() { resumed <- struct{}{} })
 	msg := []byte("12345678")
 	buf := make([]byte, 64)
 	b.ReportAllocs()

@@ -65,7 +65,9 @@ func (g *Group) Listen(l *net.TCPListener) (*Listener, error) {
 	// Tried at once: connections may already wait in the backlog. The
 	// socket enters the epoll instance at the first Accept that waits.
 	el.s = g.socket(nfd, true)
-	el.s.raddr = addr
+	if addr != nil {
+		el.s.raddr = addr.AddrPort()
+	}
 	l.Close()
 	return el, nil
 }
@@ -109,7 +111,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 					unix.SetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 				}
 				c := l.g.register(nfd, true)
-				c.raddr = sockaddrToTCP(sa)
+				c.raddr = sockaddrAddrPort(sa)
 				if l.laddr != nil {
 					c.laddr.Store(l.laddr) // no getsockname: the bind's own address
 				}
@@ -178,7 +180,9 @@ func (g *Group) FromTCP(c *net.TCPConn) (*Conn, error) {
 	}
 	// The duplicate shares the open file, O_NONBLOCK included.
 	ec := g.register(nfd, false)
-	ec.raddr = c.RemoteAddr()
+	if ra, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		ec.raddr = ra.AddrPort()
+	}
 	if la, ok := c.LocalAddr().(*net.TCPAddr); ok {
 		ec.laddr.Store(la)
 	}
