@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -63,61 +61,6 @@ func wantUringPairs(t *testing.T, p *Proxy, n uint64) {
 	if got := uringPairs(p); got != n {
 		t.Errorf("%d sessions relayed on io_uring, want %d", got, n)
 	}
-}
-
-// Echo, then half-close from the client: the server sees the end of the
-// stream and still sends its reply, which the client gets before its own
-// end of stream. Counters and the log line count the bytes moved.
-func TestTCPUringEchoHalfClose(t *testing.T) {
-	needUring(t)
-	srv := tcpServer(t, func(c *net.TCPConn) {
-		buf := make([]byte, 5)
-		if _, err := io.ReadFull(c, buf); err != nil {
-			return
-		}
-		c.Write(buf) // echo
-		rest, err := io.ReadAll(c)
-		if err != nil {
-			return
-		}
-		// After the client's end of stream: the reply.
-		c.Write(append([]byte("got:"), rest...))
-		c.CloseWrite()
-		io.Copy(io.Discard, c)
-	})
-	p, addr, logs := startLoggedProxy(t, netioConfig(t, "uring", []string{srv}))
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	c.Write([]byte("hello"))
-	b := make([]byte, 5)
-	if _, err := io.ReadFull(c, b); err != nil || string(b) != "hello" {
-		t.Fatalf("echo %q %v", b, err)
-	}
-	c.Write([]byte("last words"))
-	c.(*net.TCPConn).CloseWrite()
-	got, err := io.ReadAll(c)
-	if err != nil || string(got) != "got:last words" {
-		t.Fatalf("after the half-close: %q %v, want the reply then the end of stream", got, err)
-	}
-	c.Close()
-	l := tcpLogLine(t, logs)
-	wantFlags(t, l, "--")
-	if l["bytes_read"] != 19.0 {
-		t.Errorf("bytes_read %v, want 19", l["bytes_read"])
-	}
-	waitFor(t, 5*time.Second, "session end", func() bool { return p.Snapshot().Backends[0].Scur == 0 })
-	be := p.Snapshot().Backends[0]
-	if be.Bin != 15 || be.Bout != 19 || be.Stot != 1 {
-		t.Errorf("backend bin %d bout %d stot %d, want 15 19 1", be.Bin, be.Bout, be.Stot)
-	}
-	if fe := p.Snapshot().Frontends[0]; fe.Bin != 15 || fe.Bout != 19 {
-		t.Errorf("frontend bin %d bout %d, want 15 19", fe.Bin, fe.Bout)
-	}
-	wantUringPairs(t, p, 1)
 }
 
 // 8 MiB each way at once, each side half-closing when done sending, the
@@ -223,145 +166,6 @@ func TestTCPUringTimeouts(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// shutdown session (and shutdown sessions server) ends a relayed session
-// at once: the client sees its connection end, the session is logged and
-// its goroutine returns; then a graceful stop with live sessions ends
-// them at its hard deadline.
-func TestTCPUringShutdownAndStop(t *testing.T) {
-	needUring(t)
-	srv := tcpServer(t, echoConn)
-	cfg := netioConfig(t, "uring", []string{srv})
-	cfg.Frontends[0].TimeoutClient = time.Minute
-	cfg.Backends[0].TimeoutServer = time.Minute
-	p, err := New(cfg, nopLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			p.Shutdown(context.Background())
-		}
-	})
-	addr := p.Frontends[0].Addrs()[0].String()
-	dial := func() net.Conn {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		c.SetDeadline(time.Now().Add(20 * time.Second))
-		c.Write([]byte("ping"))
-		b := make([]byte, 4)
-		if _, err := io.ReadFull(c, b); err != nil || string(b) != "ping" {
-			t.Fatalf("echo %q %v", b, err)
-		}
-		return c
-	}
-	c1 := dial()
-	wantUringPairs(t, p, 1)
-	srvObj := p.Backends[0].Servers()[0]
-	if n := p.ShutdownSessions(srvObj); n != 1 {
-		t.Fatalf("shutdown sessions server: %d, want 1", n)
-	}
-	if rest, err := io.ReadAll(c1); len(rest) != 0 || errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("after shutdown session: %q %v, want the end", rest, err)
-	}
-	waitFor(t, 5*time.Second, "the session's end", func() bool { return p.Snapshot().Backends[0].Scur == 0 })
-	if r := p.uring.Load(); r == nil || r.Live() != 0 {
-		t.Errorf("pairs still relayed after shutdown session")
-	}
-
-	c2, c3 := dial(), dial()
-	wantUringPairs(t, p, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- p.Shutdown(ctx) }()
-	select {
-	case err := <-done:
-		stopped = true
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("Shutdown: %v, want the hard-stop deadline", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Shutdown still waiting on relayed sessions")
-	}
-	for _, c := range []net.Conn{c2, c3} {
-		if rest, err := io.ReadAll(c); len(rest) != 0 || errors.Is(err, os.ErrDeadlineExceeded) {
-			t.Errorf("after the stop: %q %v, want the end", rest, err)
-		}
-	}
-	if p.uring.Load() != nil {
-		t.Errorf("relay still there after the stop")
-	}
-}
-
-// 200 concurrent sessions, each a few round trips: every byte back, the
-// relay's pairs all closed, and no descriptor left open once they end
-// (goroutines: goleak in TestMain).
-func TestTCPUringManySessions(t *testing.T) {
-	needUring(t)
-	srv := tcpServer(t, echoConn)
-	p, addr := startProxy(t, netioConfig(t, "uring", []string{srv}))
-	// One session first, so that the relay's own descriptors are counted
-	// in the baseline.
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Write([]byte("x"))
-	io.ReadFull(c, make([]byte, 1))
-	c.Close()
-	waitFor(t, 5*time.Second, "the first session's end", func() bool { return p.Snapshot().Backends[0].Scur == 0 })
-	base := openFDs(t)
-	const n = 200
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(30 * time.Second))
-			msg := []byte{byte(i), byte(i >> 8), 'a', 'b'}
-			got := make([]byte, len(msg))
-			for range 5 {
-				if _, err := c.Write(msg); err != nil {
-					errs <- err
-					return
-				}
-				if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, msg) {
-					errs <- errors.Join(err, errors.New("echo mismatch"))
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	waitFor(t, 10*time.Second, "every session's end", func() bool { return p.Snapshot().Backends[0].Scur == 0 })
-	wantUringPairs(t, p, n+1)
-	waitFor(t, 10*time.Second, "the descriptors back to the baseline", func() bool { return openFDs(t) <= base })
-	if r := p.uring.Load(); r.Live() != 0 {
-		t.Errorf("%d pairs still relayed", r.Live())
-	}
-	if be := p.Snapshot().Backends[0]; be.Bin != n*20+1 || be.Bout != n*20+1 {
-		t.Errorf("bin %d bout %d, want %d", be.Bin, be.Bout, n*20+1)
 	}
 }
 

@@ -13,30 +13,88 @@ import (
 )
 
 // Mode tcp sessions relayed by the epoll layer's pollers (epoll.Pair,
-// tune_netio = "epoll" and TCPRelayEnv unset): the same bytes,
-// half-closes, counters, log line, aborts and stops as netio.Relay. Each
-// test checks that its sessions did go through a Pair (the group's count
-// while they run). The timeouts and their flags are TestTCPUringTimeouts'
-// "epoll" cases.
+// tune_netio = "epoll" and TCPRelayEnv unset) and on io_uring (tune_netio
+// = "uring"): the same bytes, half-closes, counters, log line, aborts and
+// stops as netio.Relay. Each test checks that its sessions did go through
+// the relay named (its count of sessions while they run). The timeouts
+// and their flags are TestTCPUringTimeouts'.
 
-// defaultRelay makes the test's proxies use the epoll layer's default
-// relay, whatever TCPRelayEnv says.
-func defaultRelay(t *testing.T) {
-	t.Helper()
-	t.Setenv(TCPRelayEnv, "")
+// tcpRelay is one of the relays the tests below run on.
+type tcpRelay struct {
+	netio string             // tune_netio
+	ready func(t *testing.T) // skips where the relay is unavailable, or pins it
+	live  func(p *Proxy) int64
+	// total is how many sessions the relay took so far; nil: not counted.
+	total func(p *Proxy) int64
+	// stopped returns, before p stops, the condition that says the relay
+	// let go of everything once p stopped.
+	stopped func(p *Proxy) func() bool
 }
 
-// wantPairs waits until p's epoll group relays n pairs.
-func wantPairs(t *testing.T, p *Proxy, n int64) {
-	t.Helper()
-	waitFor(t, 5*time.Second, "the group's count of pairs", func() bool { return p.group != nil && p.group.Pairs() == n })
+// pairRelay is the epoll layer's default relay, whatever TCPRelayEnv says.
+func pairRelay() tcpRelay {
+	return tcpRelay{
+		netio: "epoll",
+		ready: func(t *testing.T) { t.Setenv(TCPRelayEnv, "") },
+		live: func(p *Proxy) int64 {
+			if p.group == nil {
+				return 0
+			}
+			return p.group.Pairs()
+		},
+		stopped: func(p *Proxy) func() bool {
+			g := p.group
+			return func() bool { return g.Pairs() == 0 }
+		},
+	}
 }
+
+// uringRelay is the io_uring relay.
+func uringRelay() tcpRelay {
+	return tcpRelay{
+		netio: "uring",
+		ready: needUring,
+		live: func(p *Proxy) int64 {
+			if r := p.uring.Load(); r != nil {
+				return int64(r.Live())
+			}
+			return 0
+		},
+		total: func(p *Proxy) int64 { return int64(uringPairs(p)) },
+		stopped: func(p *Proxy) func() bool {
+			return func() bool { return p.uring.Load() == nil }
+		},
+	}
+}
+
+// wantLive waits until r relays n sessions of p.
+func (r tcpRelay) wantLive(t *testing.T, p *Proxy, n int64) {
+	t.Helper()
+	waitFor(t, 5*time.Second, "the relay's count of sessions", func() bool { return r.live(p) == n })
+}
+
+// wantTotal checks that r took n sessions of p in all, where it counts them.
+func (r tcpRelay) wantTotal(t *testing.T, p *Proxy, n int64) {
+	t.Helper()
+	if r.total != nil {
+		if got := r.total(p); got != n {
+			t.Errorf("%d sessions relayed on %s, want %d", got, r.netio, n)
+		}
+	}
+}
+
+func TestTCPPairEchoHalfClose(t *testing.T)    { testTCPEchoHalfClose(t, pairRelay()) }
+func TestTCPUringEchoHalfClose(t *testing.T)   { testTCPEchoHalfClose(t, uringRelay()) }
+func TestTCPPairShutdownAndStop(t *testing.T)  { testTCPShutdownAndStop(t, pairRelay()) }
+func TestTCPUringShutdownAndStop(t *testing.T) { testTCPShutdownAndStop(t, uringRelay()) }
+func TestTCPPairManySessions(t *testing.T)     { testTCPManySessions(t, pairRelay()) }
+func TestTCPUringManySessions(t *testing.T)    { testTCPManySessions(t, uringRelay()) }
 
 // Echo, then half-close from the client: the server sees the end of the
 // stream and still sends its reply, which the client gets before its own
 // end of stream; counters and the log line count the bytes moved.
-func TestTCPPairEchoHalfClose(t *testing.T) {
-	defaultRelay(t)
+func testTCPEchoHalfClose(t *testing.T, r tcpRelay) {
+	r.ready(t)
 	srv := tcpServer(t, func(c *net.TCPConn) {
 		buf := make([]byte, 5)
 		if _, err := io.ReadFull(c, buf); err != nil {
@@ -47,11 +105,12 @@ func TestTCPPairEchoHalfClose(t *testing.T) {
 		if err != nil {
 			return
 		}
+		// After the client's end of stream: the reply.
 		c.Write(append([]byte("got:"), rest...))
 		c.CloseWrite()
 		io.Copy(io.Discard, c)
 	})
-	p, addr, logs := startLoggedProxy(t, netioConfig(t, "epoll", []string{srv}))
+	p, addr, logs := startLoggedProxy(t, netioConfig(t, r.netio, []string{srv}))
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +122,7 @@ func TestTCPPairEchoHalfClose(t *testing.T) {
 	if _, err := io.ReadFull(c, b); err != nil || string(b) != "hello" {
 		t.Fatalf("echo %q %v", b, err)
 	}
-	wantPairs(t, p, 1)
+	r.wantLive(t, p, 1)
 	c.Write([]byte("last words"))
 	c.(*net.TCPConn).CloseWrite()
 	got, err := io.ReadAll(c)
@@ -81,16 +140,20 @@ func TestTCPPairEchoHalfClose(t *testing.T) {
 	if be.Bin != 15 || be.Bout != 19 || be.Stot != 1 {
 		t.Errorf("backend bin %d bout %d stot %d, want 15 19 1", be.Bin, be.Bout, be.Stot)
 	}
-	wantPairs(t, p, 0)
+	if fe := p.Snapshot().Frontends[0]; fe.Bin != 15 || fe.Bout != 19 {
+		t.Errorf("frontend bin %d bout %d, want 15 19", fe.Bin, fe.Bout)
+	}
+	r.wantLive(t, p, 0)
+	r.wantTotal(t, p, 1)
 }
 
 // shutdown sessions server ends a relayed session at once (the client
-// sees its connection end, the pair ends); a graceful stop with live
-// sessions ends them at its hard deadline.
-func TestTCPPairShutdownAndStop(t *testing.T) {
-	defaultRelay(t)
+// sees its connection end, the relay lets it go); a graceful stop with
+// live sessions ends them at its hard deadline.
+func testTCPShutdownAndStop(t *testing.T, r tcpRelay) {
+	r.ready(t)
 	srv := tcpServer(t, echoConn)
-	cfg := netioConfig(t, "epoll", []string{srv})
+	cfg := netioConfig(t, r.netio, []string{srv})
 	cfg.Frontends[0].TimeoutClient = time.Minute
 	cfg.Backends[0].TimeoutServer = time.Minute
 	p, err := New(cfg, nopLogger())
@@ -122,7 +185,7 @@ func TestTCPPairShutdownAndStop(t *testing.T) {
 		return c
 	}
 	c1 := dial()
-	wantPairs(t, p, 1)
+	r.wantLive(t, p, 1)
 	if n := p.ShutdownSessions(p.Backends[0].Servers()[0]); n != 1 {
 		t.Fatalf("shutdown sessions server: %d, want 1", n)
 	}
@@ -130,11 +193,12 @@ func TestTCPPairShutdownAndStop(t *testing.T) {
 		t.Fatalf("after shutdown session: %q %v, want the end", rest, err)
 	}
 	waitFor(t, 5*time.Second, "the session's end", func() bool { return p.Snapshot().Backends[0].Scur == 0 })
-	wantPairs(t, p, 0)
+	r.wantLive(t, p, 0)
 
 	c2, c3 := dial(), dial()
-	wantPairs(t, p, 2)
-	g := p.group
+	r.wantLive(t, p, 2)
+	r.wantTotal(t, p, 3)
+	released := r.stopped(p)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	done := make(chan error, 1)
@@ -153,16 +217,18 @@ func TestTCPPairShutdownAndStop(t *testing.T) {
 			t.Errorf("after the stop: %q %v, want the end", rest, err)
 		}
 	}
-	waitFor(t, 5*time.Second, "the pairs to end", func() bool { return g.Pairs() == 0 })
+	waitFor(t, 5*time.Second, "the relay to let go after the stop", released)
 }
 
-// 200 concurrent sessions, each a few round trips: every byte back, no
-// pair left and no descriptor left open once they end (goroutines: goleak
-// in TestMain).
-func TestTCPPairManySessions(t *testing.T) {
-	defaultRelay(t)
+// 200 concurrent sessions, each a few round trips: every byte back, each
+// relayed while it ran, none left and no descriptor left open once they
+// end (goroutines: goleak in TestMain).
+func testTCPManySessions(t *testing.T, r tcpRelay) {
+	r.ready(t)
 	srv := tcpServer(t, echoConn)
-	p, addr := startProxy(t, netioConfig(t, "epoll", []string{srv}))
+	p, addr := startProxy(t, netioConfig(t, r.netio, []string{srv}))
+	// One session first, so that the relay's own descriptors are counted
+	// in the baseline.
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +241,7 @@ func TestTCPPairManySessions(t *testing.T) {
 	const n = 200
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
-	maxPairs := make(chan int64, n)
+	live := make(chan int64, n)
 	for i := range n {
 		wg.Add(1)
 		go func() {
@@ -199,22 +265,23 @@ func TestTCPPairManySessions(t *testing.T) {
 					return
 				}
 			}
-			maxPairs <- p.group.Pairs() // this session's pair still runs
+			live <- r.live(p) // this session is still relayed
 		}()
 	}
 	wg.Wait()
 	close(errs)
-	close(maxPairs)
+	close(live)
 	for err := range errs {
 		t.Fatal(err)
 	}
-	for m := range maxPairs {
+	for m := range live {
 		if m < 1 {
-			t.Fatalf("a session saw %d pairs while relayed, want >= 1", m)
+			t.Fatalf("a session saw %d sessions relayed while it ran, want >= 1", m)
 		}
 	}
 	waitFor(t, 10*time.Second, "every session's end", func() bool { return p.Snapshot().Backends[0].Scur == 0 })
-	wantPairs(t, p, 0)
+	r.wantLive(t, p, 0)
+	r.wantTotal(t, p, n+1)
 	waitFor(t, 10*time.Second, "the descriptors back to the baseline", func() bool { return openFDs(t) <= base })
 	if be := p.Snapshot().Backends[0]; be.Bin != n*20+1 || be.Bout != n*20+1 {
 		t.Errorf("bin %d bout %d, want %d", be.Bin, be.Bout, n*20+1)
