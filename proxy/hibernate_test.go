@@ -218,15 +218,7 @@ func TestHibernateKeepAliveTimeout(t *testing.T) {
 	waitFor(t, 10*time.Second, "the connection to hibernate or close", func() bool {
 		return p.group.Hibernating() == 1 || p.Frontends[0].Counters.Scur.Load() == 0
 	})
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	n, err := c.Read(make([]byte, 64))
-	closed := time.Now()
-	if n != 0 || err != io.EOF {
-		t.Fatalf("read %d bytes, %v; want the end of the stream", n, err)
-	}
-	if closed.Before(dialed.Add(timeout)) {
-		t.Fatalf("closed %v after the dial, before the %v timeout", closed.Sub(dialed), timeout)
-	}
+	wantClosedAfter(t, c, dialed, timeout)
 	waitFor(t, 10*time.Second, "the connection to be counted out", func() bool {
 		return p.Frontends[0].Counters.Scur.Load() == 0 && p.group.Hibernating() == 0
 	})
@@ -426,15 +418,7 @@ func TestHibernateParkedDeadline(t *testing.T) {
 	if ss := p.Sessions(); len(ss) != 1 || ss[0].Active || ss[0].Src.String() != c.LocalAddr().String() {
 		t.Fatalf("sessions %+v, want the idle connection from %v", ss, c.LocalAddr())
 	}
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	n, err := c.Read(make([]byte, 64))
-	closed := time.Now()
-	if n != 0 || err != io.EOF {
-		t.Fatalf("read %d bytes, %v; want the end of the stream", n, err)
-	}
-	if closed.Before(dialed.Add(timeout)) {
-		t.Fatalf("closed %v after the dial, before the %v timeout", closed.Sub(dialed), timeout)
-	}
+	closed := wantClosedAfter(t, c, dialed, timeout)
 	if late := closed.Sub(answered.Add(timeout)); late > 3*time.Second {
 		t.Fatalf("closed %v after the timeout", late)
 	}
@@ -465,4 +449,20 @@ func TestHibernateParkedDeadline(t *testing.T) {
 		return p.Frontends[0].Counters.Scur.Load() == 0 && p.group.Hibernating() == 0 && p.group.Parked() == 0 &&
 			len(p.Sessions()) == 0
 	})
+}
+
+// wantClosedAfter reads c until its end, which must come no earlier than
+// timeout after dialed, and returns when it came.
+func wantClosedAfter(t *testing.T, c net.Conn, dialed time.Time, timeout time.Duration) time.Time {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := c.Read(make([]byte, 64))
+	closed := time.Now()
+	if n != 0 || err != io.EOF {
+		t.Fatalf("read %d bytes, %v; want the end of the stream", n, err)
+	}
+	if closed.Before(dialed.Add(timeout)) {
+		t.Fatalf("closed %v after the dial, before the %v timeout", closed.Sub(dialed), timeout)
+	}
+	return closed
 }
