@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"github.com/fulcrum-proxy/fulcrum/conf"
 	"io"
 	"net"
 	"net/http"
@@ -392,20 +393,9 @@ proto = %q
 // the next request is served on the same connection.
 func TestH2ExpectContinueClientGone(t *testing.T) {
 	srv, conns := connServer(t, "s1")
-	cfg := loadConfig(t, t.TempDir(), fmt.Sprintf(`
-[[frontend]]
-name = "www"
-bind = ["127.0.0.1:0"]
-default_backend = "web"
-
-[[backend]]
-name = "web"
-http_reuse = "always"
-[[backend.server]]
-name = "s1"
-address = %q
-proto = "h2"
-`, srv))
+	cfg := testConfig(conf.ModeHTTP, []string{srv}, nil)
+	cfg.Backends[0].HTTPReuse = "always"
+	cfg.Backends[0].Servers[0].Proto = "h2"
 	p, addr := startProxy(t, cfg)
 	pool := p.Backends[0].Servers()[0].up.H2
 	first := rawReuseClient{dialRaw(t, addr)}.get(t, "/warm")
