@@ -335,10 +335,11 @@ func stackInUse() int64 {
 // rawRequest opens a blocking socket to sa, sends one GET and reads the
 // response ("ok\n", Content-Length 3) to its end; it returns the socket.
 func rawRequest(sa *syscall.SockaddrInet4) (int, error) {
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		return -1, err
 	}
+	syscall.CloseOnExec(fd) // SOCK_CLOEXEC is not on every Unix (darwin)
 	tv := syscall.Timeval{Sec: 10}
 	syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
 	if err := syscall.Connect(fd, sa); err != nil {
