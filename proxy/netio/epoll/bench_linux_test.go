@@ -185,3 +185,54 @@ func BenchmarkAccept(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAcceptClose measures a connection's way through the layer's
+// Listener as http-close's clients make it: a client connects, Accept
+// returns the Conn (accept4), the proxy closes it (close), and the client
+// sees the end. "raw" makes accept4, close and epoll_ctl without the
+// runtime's system call bookkeeping (the default), "wrapped" with it
+// (FULCRUM_RAW_CALLS=0). One op is one connection. What the raw calls
+// save is mostly sysmon's wake-ups under load (bench/README.md), which a
+// benchmark on an otherwise idle process shows little of.
+func BenchmarkAcceptClose(b *testing.B) {
+	for _, mode := range []string{"raw", "wrapped"} {
+		b.Run(mode, func(b *testing.B) {
+			saved := rawCalls
+			rawCalls = mode == "raw"
+			defer func() { rawCalls = saved }()
+			g, err := NewGroup(1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer g.Unref()
+			ll, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			el, err := g.Listen(ll.(*net.TCPListener))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer el.Close()
+			addr := el.Addr().String()
+			buf := make([]byte, 1)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				client, err := net.Dial("tcp", addr)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c, err := el.Accept()
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.Close()
+				if _, err := client.Read(buf); err != io.EOF {
+					b.Fatalf("client read: %v, want EOF", err)
+				}
+				client.Close()
+			}
+		})
+	}
+}

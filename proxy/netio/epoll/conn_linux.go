@@ -337,7 +337,7 @@ func (c *Conn) arm(want uint32) error {
 		op = unix.EPOLL_CTL_MOD
 	}
 	ev := unix.EpollEvent{Events: events, Fd: int32(c.fd), Pad: c.gen}
-	if err := unix.EpollCtl(c.p.epfd, op, c.fd, &ev); err != nil {
+	if err := epollCtl(c.p.epfd, op, c.fd, &ev); err != nil {
 		return os.NewSyscallError("epoll_ctl", err)
 	}
 	c.reg.Store(want)
@@ -492,7 +492,7 @@ func (c *Conn) destroy() {
 	c.r.stopTimer()
 	c.w.stopTimer()
 	c.dropPark()
-	unix.Close(c.fd)
+	closeFD(c.fd)
 }
 
 // Close closes the connection; blocked reads and writes return
@@ -536,7 +536,7 @@ func (c *Conn) Lend(abort func()) (fd int, giveBack func(), err error) {
 	if c.reg.Load() != regNone {
 		// Out of the epoll instance: a relayed socket's events would
 		// wake the reaper for nothing. A later wait registers it again.
-		if err := unix.EpollCtl(c.p.epfd, unix.EPOLL_CTL_DEL, c.fd, nil); err != nil {
+		if err := epollCtl(c.p.epfd, unix.EPOLL_CTL_DEL, c.fd, nil); err != nil {
 			c.r.tmu.Unlock()
 			c.decref()
 			return -1, nil, c.opErr("lend", os.NewSyscallError("epoll_ctl", err))
