@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -111,4 +113,45 @@ func benchKeepAlive(b *testing.B, history time.Duration) {
 	b.Cleanup(func() { p.Shutdown(contextBackground()) })
 	addr := p.Frontends[0].Addrs()[0].String()
 	keepAliveClients(b, addr, -1)
+}
+
+// BenchmarkWorkerNext measures an idle worker's wait for its next
+// connection (Proxy.next): one op is a work item handed over the work
+// channel to one of 4 idle workers and its acknowledgement. "trim" waits
+// beside the proxy's trim ticks (the default), "timer" with a timer per
+// worker reset at every wait (FULCRUM_WORKER_TRIM=0).
+func BenchmarkWorkerNext(b *testing.B) {
+	for _, mode := range []string{"trim", "timer"} {
+		b.Run(mode, func(b *testing.B) {
+			saved := workerTrim
+			workerTrim = mode == "trim"
+			defer func() { workerTrim = saved }()
+			ctx, cancel := context.WithCancel(context.Background())
+			p := &Proxy{ctx: ctx, work: make(chan work)}
+			p.trim.ctx = ctx
+			done := make(chan struct{})
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					var iw idleWait
+					defer iw.stop()
+					for {
+						if _, ok := p.next(&iw); !ok {
+							return
+						}
+						done <- struct{}{}
+					}
+				}()
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				p.work <- work{}
+				<-done
+			}
+			cancel()
+			wg.Wait()
+		})
+	}
 }

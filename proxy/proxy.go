@@ -42,6 +42,7 @@ type Proxy struct {
 	globalSlots limiter                       // global maxconn (set maxconn global changes it)
 	fds         *fdBudget                     // the process's descriptors, shared across reloads (fds.go)
 	work        chan work                     // accepted connections for idle worker goroutines
+	trim        trimmer                       // ends idle worker goroutines (workers.go)
 	stopping    atomic.Bool
 	wg          sync.WaitGroup // accept loops and connections
 
@@ -91,6 +92,7 @@ func build(cfg *conf.Config, log zerolog.Logger, prev *Proxy) (*Proxy, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{Conf: cfg, log: log, ctx: ctx, cancel: cancel, work: make(chan work), settled: make(chan struct{}),
 		acceptWarnEvery: acceptWarnEvery}
+	p.trim.ctx = ctx
 	if prev == nil {
 		close(p.settled) // nothing to inherit
 		p.fds = newFDBudget()

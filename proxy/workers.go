@@ -1,6 +1,12 @@
 package proxy
 
-import "time"
+import (
+	"context"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
 
 // Connection goroutines are reused: a goroutine that has served a client
 // connection waits a while for the next one instead of exiting. A new
@@ -37,17 +43,14 @@ func (p *Proxy) run(w work) {
 }
 
 // worker serves w, then further connections handed over by dispatch, until
-// it has been idle for workerIdle or the proxy stops, or its connection
-// hibernated (httpconn.go): the goroutine then ends at once, its stack
-// being most of what hibernation saves (a connection resumes on an idle
-// worker when there is one, else on a new goroutine).
+// it has been idle for workerIdle (workerTrim: between workerIdle/2 and
+// workerIdle) or the proxy stops, or its connection hibernated
+// (httpconn.go): the goroutine then ends at once, its stack being most of
+// what hibernation saves (a connection resumes on an idle worker when
+// there is one, else on a new goroutine).
 func (p *Proxy) worker(w work) {
-	var idle *time.Timer // made when the first connection ends: a long one does not hold it
-	defer func() {
-		if idle != nil {
-			idle.Stop()
-		}
-	}()
+	var idle idleWait
+	defer idle.stop()
 	for {
 		var hibernated bool
 		if w.resume {
@@ -58,17 +61,94 @@ func (p *Proxy) worker(w work) {
 		if hibernated {
 			return
 		}
-		if idle == nil {
-			idle = time.NewTimer(workerIdle)
+		var ok bool
+		if w, ok = p.next(&idle); !ok {
+			return
+		}
+	}
+}
+
+// workerTrim ends idle workers by the proxy's trim ticks instead of a
+// timer per worker (FULCRUM_WORKER_TRIM=0: the timer, for comparison).
+// The timer was reset at the end of every connection and added to and
+// taken out of the runtime's timer heap by every wait for the next one:
+// with a connection per request, about 1% of the proxy's CPU
+// (bench/README.md).
+var workerTrim = os.Getenv("FULCRUM_WORKER_TRIM") != "0"
+
+// idleWait is a worker's state between connections: its idle timer when
+// workerTrim is off (made when its first connection ends, so that a long
+// one does not hold it).
+type idleWait struct {
+	timer *time.Timer
+}
+
+func (iw *idleWait) stop() {
+	if iw.timer != nil {
+		iw.timer.Stop()
+	}
+}
+
+// next waits for the worker's next work: false when the worker is to end
+// (idle long enough, or the proxy stopped).
+func (p *Proxy) next(iw *idleWait) (work, bool) {
+	if !workerTrim {
+		if iw.timer == nil {
+			iw.timer = time.NewTimer(workerIdle)
 		} else {
-			idle.Reset(workerIdle)
+			iw.timer.Reset(workerIdle)
 		}
 		select {
-		case w = <-p.work:
-		case <-idle.C:
-			return
+		case w := <-p.work:
+			return w, true
+		case <-iw.timer.C:
+			return work{}, false
 		case <-p.ctx.Done():
-			return
+			return work{}, false
 		}
+	}
+	// The first tick ends the period in which the worker went idle, the
+	// second a whole period of idleness.
+	for ticks := 0; ticks < 2; ticks++ {
+		select {
+		case w := <-p.work:
+			return w, true
+		case <-p.trim.tick():
+		case <-p.ctx.Done():
+			return work{}, false
+		}
+	}
+	return work{}, false
+}
+
+// trimmer closes a channel every workerIdle/2 (and makes the next), which
+// idle workers wait on beside their work: one runtime timer for the
+// proxy, running from the first idle worker until the proxy stops.
+type trimmer struct {
+	once sync.Once
+	ch   atomic.Pointer[chan struct{}]
+	ctx  context.Context
+}
+
+// tick returns the channel closed at the end of the current period.
+func (t *trimmer) tick() <-chan struct{} {
+	if ch := t.ch.Load(); ch != nil {
+		return *ch
+	}
+	t.once.Do(func() {
+		ch := make(chan struct{})
+		t.ch.Store(&ch)
+		time.AfterFunc(workerIdle/2, t.next)
+	})
+	return *t.ch.Load()
+}
+
+// next ends the current period, and arms the next unless the proxy has
+// stopped (its idle workers end by ctx then).
+func (t *trimmer) next() {
+	ch := make(chan struct{})
+	close(*t.ch.Swap(&ch))
+	if t.ctx.Err() == nil {
+		time.AfterFunc(workerIdle/2, t.next)
 	}
 }

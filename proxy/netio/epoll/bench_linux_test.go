@@ -6,6 +6,9 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
 )
@@ -182,6 +185,106 @@ func BenchmarkAccept(b *testing.B) {
 			b.StopTimer()
 			l.Close()
 			wg.Wait()
+		})
+	}
+}
+
+// BenchmarkAcceptClose measures a connection's way through the layer's
+// Listener as http-close's clients make it: a client connects, Accept
+// returns the Conn (accept4), the proxy closes it (close), and the client
+// sees the end. "raw" makes accept4, close and epoll_ctl without the
+// runtime's system call bookkeeping (the default), "wrapped" with it
+// (FULCRUM_RAW_CALLS=0). One op is one connection. What the raw calls
+// save is mostly sysmon's wake-ups under load (bench/README.md), which a
+// benchmark on an otherwise idle process shows little of.
+func BenchmarkAcceptClose(b *testing.B) {
+	for _, mode := range []string{"raw", "wrapped"} {
+		b.Run(mode, func(b *testing.B) {
+			saved := rawCalls
+			rawCalls = mode == "raw"
+			defer func() { rawCalls = saved }()
+			g, err := NewGroup(1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer g.Unref()
+			ll, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			el, err := g.Listen(ll.(*net.TCPListener))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer el.Close()
+			addr := el.Addr().String()
+			buf := make([]byte, 1)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				client, err := net.Dial("tcp", addr)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c, err := el.Accept()
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.Close()
+				if _, err := client.Read(buf); err != io.EOF {
+					b.Fatalf("client read: %v, want EOF", err)
+				}
+				client.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkDeadlineNoWait measures what a deadline costs a connection
+// served without waiting, as an http-close client whose request is there
+// at its accept: the read deadline is set, the request read, the write
+// deadline set, the answer written, the connection closed. "lazy" makes
+// no timer (the default), "eager" one per deadline
+// (FULCRUM_LAZY_DEADLINES=0). One op is one connection's deadlines,
+// read, write and close; the sockets come from a socketpair made per op
+// (outside the timer).
+func BenchmarkDeadlineNoWait(b *testing.B) {
+	for _, mode := range []string{"lazy", "eager"} {
+		b.Run(mode, func(b *testing.B) {
+			saved := lazyDeadlines
+			lazyDeadlines = mode == "lazy"
+			defer func() { lazyDeadlines = saved }()
+			g, err := NewGroup(1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer g.Unref()
+			req, buf := []byte("GET / HTTP/1.1\r\n\r\n"), make([]byte, 64)
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := unix.Write(fds[1], req); err != nil {
+					b.Fatal(err)
+				}
+				c := g.register(fds[0], true)
+				b.StartTimer()
+				c.SetReadDeadline(time.Now().Add(time.Minute))
+				if _, err := c.Read(buf); err != nil {
+					b.Fatal(err)
+				}
+				c.SetWriteDeadline(time.Now().Add(time.Minute))
+				if _, err := c.Write(req); err != nil {
+					b.Fatal(err)
+				}
+				c.Close()
+				b.StopTimer()
+				unix.Close(fds[1])
+				b.StartTimer()
+			}
 		})
 	}
 }

@@ -3,6 +3,7 @@ package epoll
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -195,6 +196,13 @@ func TestDeadlineTimerState(t *testing.T) {
 		t.Fatal("the byte was lost")
 	}
 	c.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
+	if lazyDeadlines {
+		// The timer is made by the first wait (TestLazyDeadline): this
+		// Read's, which it ends.
+		if _, err := c.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("Read: %v, want a deadline error", err)
+		}
+	}
 	waitFor(t, "the timer to mark the deadline past", c.r.expired)
 	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("Read after the timer: %v, want a deadline error", err)
@@ -470,5 +478,69 @@ func TestAcceptAddrs(t *testing.T) {
 	c, peer := accepted(t, g)
 	if c.LocalAddr().String() != peer.RemoteAddr().String() || c.RemoteAddr().String() != peer.LocalAddr().String() {
 		t.Fatalf("addresses %v -> %v, want %v -> %v", c.RemoteAddr(), c.LocalAddr(), peer.LocalAddr(), peer.RemoteAddr())
+	}
+}
+
+// A deadline set on a side that does not wait makes no timer
+// (lazyDeadlines): a read that finds bytes needs none, the first wait
+// makes it (and fails at once if the deadline has passed), a side with a
+// timer keeps it, and a waiter blocked when the deadline is set gets one
+// at once. FULCRUM_LAZY_DEADLINES=0 makes the timer at every deadline.
+func TestLazyDeadline(t *testing.T) {
+	for _, lazy := range []bool{true, false} {
+		t.Run(fmt.Sprint("lazy=", lazy), func(t *testing.T) {
+			saved := lazyDeadlines
+			lazyDeadlines = lazy
+			defer func() { lazyDeadlines = saved }()
+			g := newGroup(t, 1)
+			c, peer := accepted(t, g)
+			hasTimer := func() bool {
+				c.r.tmu.Lock()
+				defer c.r.tmu.Unlock()
+				return c.r.timer != nil
+			}
+			c.SetReadDeadline(time.Now().Add(time.Hour))
+			if hasTimer() == lazy {
+				t.Fatalf("timer made: %v, want %v", hasTimer(), !lazy)
+			}
+			peer.Write([]byte("a"))
+			if b := make([]byte, 1); mustRead(t, c, b) != "a" {
+				t.Fatal("the byte was lost")
+			}
+			// A deadline that passes with no wait: the next wait reports it.
+			dl := time.Now().Add(20 * time.Millisecond)
+			c.SetReadDeadline(dl)
+			waitFor(t, "the deadline to pass", func() bool { return time.Now().After(dl) })
+			start := time.Now()
+			if _, err := c.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("Read after the deadline: %v, want a deadline error", err)
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Fatalf("the deadline error took %v", d)
+			}
+			if !c.r.expired() {
+				t.Fatal("not expired after the deadline error")
+			}
+			// A waiter blocked when the deadline is set is woken by it.
+			c.SetReadDeadline(time.Time{})
+			errc := make(chan error, 1)
+			go func() {
+				_, err := c.Read(make([]byte, 1))
+				errc <- err
+			}()
+			waitFor(t, "the reader to wait", c.r.waiting.Load)
+			c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+			select {
+			case err := <-errc:
+				if !errors.Is(err, os.ErrDeadlineExceeded) {
+					t.Fatalf("blocked Read: %v, want a deadline error", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the blocked Read was not ended by its deadline")
+			}
+			if !hasTimer() {
+				t.Fatal("no timer after a wait with a deadline")
+			}
+		})
 	}
 }

@@ -21,7 +21,11 @@
 // waiting costs no epoll_ctl; a server connection waits for its first
 // event. Listening sockets are the layer's too: the acceptor waits on the
 // same pollers, with one accept4 per connection and one failing accept4
-// per burst.
+// per burst. The short calls on the sockets (read, write, accept4, close,
+// epoll_ctl, the reaper's epoll_wait) are raw system calls, without the
+// runtime's bookkeeping, which would wake sysmon (rawio_linux.go). A
+// deadline's runtime timer is made by the first wait that needs it
+// (side.arm): a connection served without waiting costs none.
 //
 // The proxy uses it with `tune_netio = "epoll"`, its default on Linux
 // (proxy/netiolayer.go), for HTTP/1, HTTP/2 and TCP binds, plaintext or

@@ -76,6 +76,9 @@ func (g *Group) Listen(l *net.TCPListener) (*Listener, error) {
 // syscall's Accept4, not x/sys/unix's: the latter asks every IPv4 and
 // IPv6 socket its protocol (getsockopt SO_PROTOCOL, for L2TP).
 func accept4(fd int) (int, syscall.Sockaddr, error) {
+	if rawCalls {
+		return rawAccept4(fd)
+	}
 	return syscall.Accept4(fd, syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC)
 }
 

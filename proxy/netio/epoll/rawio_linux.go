@@ -1,6 +1,8 @@
 package epoll
 
 import (
+	"os"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -49,4 +51,71 @@ func rawEpollWait(epfd int, events []unix.EpollEvent) (int, error) {
 		return -1, e
 	}
 	return int(n), nil
+}
+
+// rawCalls says whether the layer's other short calls on its sockets
+// (accept4, close, epoll_ctl) are made raw as well: FULCRUM_RAW_CALLS=0
+// turns that off (the runtime's wrapped calls), for comparison. Under
+// load every one of those wrapped calls made while all Ps were idle woke
+// sysmon from its deep sleep and reset its tick to 20 µs (proc.go's
+// syscallWake): with a connection per request that kept sysmon polling,
+// about a tenth of the proxy's CPU (bench/README.md, "http-close: where
+// the CPU goes"). None of the three blocks: the listening sockets are
+// non-blocking, and no socket of the layer has SO_LINGER set, so close
+// does not wait for the peer.
+var rawCalls = os.Getenv("FULCRUM_RAW_CALLS") != "0"
+
+// closeFD closes fd (close(2)), raw unless rawCalls is off.
+func closeFD(fd int) {
+	if !rawCalls {
+		unix.Close(fd)
+		return
+	}
+	unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0)
+}
+
+// epollCtl is unix.EpollCtl, raw unless rawCalls is off.
+func epollCtl(epfd, op, fd int, ev *unix.EpollEvent) error {
+	if !rawCalls {
+		return unix.EpollCtl(epfd, op, fd, ev)
+	}
+	_, _, e := unix.RawSyscall6(unix.SYS_EPOLL_CTL, uintptr(epfd), uintptr(op), uintptr(fd), uintptr(unsafe.Pointer(ev)), 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// rawAccept4 is accept4(2) with SOCK_NONBLOCK|SOCK_CLOEXEC, raw: what
+// syscall.Accept4 returns, for IPv4 and IPv6 peers (another family's
+// address is returned as nil; the layer serves TCP only).
+func rawAccept4(fd int) (int, syscall.Sockaddr, error) {
+	var rsa syscall.RawSockaddrAny
+	n := uint32(syscall.SizeofSockaddrAny)
+	nfd, _, e := unix.RawSyscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&n)),
+		syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0, 0)
+	if e != 0 {
+		return -1, nil, e
+	}
+	return int(nfd), rawSockaddr(&rsa), nil
+}
+
+// rawSockaddr converts an IPv4 or IPv6 address as the kernel wrote it;
+// nil for another family.
+func rawSockaddr(rsa *syscall.RawSockaddrAny) syscall.Sockaddr {
+	switch rsa.Addr.Family {
+	case syscall.AF_INET:
+		p := (*syscall.RawSockaddrInet4)(unsafe.Pointer(rsa))
+		sa := &syscall.SockaddrInet4{Addr: p.Addr}
+		pp := (*[2]byte)(unsafe.Pointer(&p.Port))
+		sa.Port = int(pp[0])<<8 + int(pp[1])
+		return sa
+	case syscall.AF_INET6:
+		p := (*syscall.RawSockaddrInet6)(unsafe.Pointer(rsa))
+		sa := &syscall.SockaddrInet6{Addr: p.Addr, ZoneId: p.Scope_id}
+		pp := (*[2]byte)(unsafe.Pointer(&p.Port))
+		sa.Port = int(pp[0])<<8 + int(pp[1])
+		return sa
+	}
+	return nil
 }

@@ -1,6 +1,8 @@
 package epoll
 
 import (
+	"net"
+	"net/netip"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -80,5 +82,87 @@ func TestRawEpollWait(t *testing.T) {
 	}
 	if n, err := rawEpollWait(-1, events); n != -1 || err != unix.EBADF {
 		t.Fatalf("fd -1: %d, %v; want -1, EBADF", n, err)
+	}
+}
+
+// rawAccept4 returns what syscall.Accept4 returns for IPv4 and IPv6
+// clients (a non-blocking, close-on-exec socket and the peer's address),
+// EAGAIN on an empty backlog and the errno of a bad descriptor;
+// epollCtl and closeFD act as unix.EpollCtl and unix.Close.
+func TestRawAcceptCloseCtl(t *testing.T) {
+	for _, network := range []string{"tcp4", "tcp6"} {
+		t.Run(network, func(t *testing.T) {
+			addr := "127.0.0.1:0"
+			if network == "tcp6" {
+				addr = "[::1]:0"
+			}
+			ln, err := net.Listen(network, addr)
+			if err != nil {
+				t.Skip(err)
+			}
+			defer ln.Close()
+			rc, err := ln.(*net.TCPListener).SyscallConn()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var lfd int
+			rc.Control(func(fd uintptr) { lfd = int(fd) })
+			if nfd, sa, err := rawAccept4(lfd); nfd != -1 || sa != nil || err != unix.EAGAIN {
+				t.Fatalf("empty backlog: %d, %v, %v; want -1, nil, EAGAIN", nfd, sa, err)
+			}
+			c, err := net.Dial(network, ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			pfd := []unix.PollFd{{Fd: int32(lfd), Events: unix.POLLIN}}
+			if n, err := unix.Poll(pfd, 5000); n != 1 || err != nil {
+				t.Fatalf("poll of the listener: %d, %v", n, err)
+			}
+			nfd, sa, err := rawAccept4(lfd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := c.LocalAddr().(*net.TCPAddr).AddrPort()
+			if got := sockaddrAddrPort(sa); got != netip.AddrPortFrom(want.Addr().Unmap(), want.Port()) {
+				t.Fatalf("peer %v (%#v), want %v", got, sa, want)
+			}
+			fl, err := unix.FcntlInt(uintptr(nfd), unix.F_GETFL, 0)
+			if err != nil || fl&unix.O_NONBLOCK == 0 {
+				t.Fatalf("flags %#x, %v: want O_NONBLOCK", fl, err)
+			}
+			if fd, err := unix.FcntlInt(uintptr(nfd), unix.F_GETFD, 0); err != nil || fd&unix.FD_CLOEXEC == 0 {
+				t.Fatalf("fd flags %#x, %v: want FD_CLOEXEC", fd, err)
+			}
+			epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(epfd)
+			ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(nfd)}
+			if err := epollCtl(epfd, unix.EPOLL_CTL_ADD, nfd, &ev); err != nil {
+				t.Fatal(err)
+			}
+			if err := epollCtl(epfd, unix.EPOLL_CTL_ADD, nfd, &ev); err != unix.EEXIST {
+				t.Fatalf("second add: %v, want EEXIST", err)
+			}
+			if _, err := c.Write([]byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			events := make([]unix.EpollEvent, 1)
+			if n, err := unix.EpollWait(epfd, events, 5000); n != 1 || err != nil || events[0].Fd != int32(nfd) {
+				t.Fatalf("wait: %d, %v, %+v", n, err, events[0])
+			}
+			if err := epollCtl(epfd, unix.EPOLL_CTL_DEL, nfd, nil); err != nil {
+				t.Fatal(err)
+			}
+			closeFD(nfd)
+			if _, err := unix.FcntlInt(uintptr(nfd), unix.F_GETFD, 0); err != unix.EBADF {
+				t.Fatalf("after closeFD: %v, want EBADF", err)
+			}
+			if nfd, _, err := rawAccept4(-1); nfd != -1 || err != unix.EBADF {
+				t.Fatalf("fd -1: %d, %v; want -1, EBADF", nfd, err)
+			}
+		})
 	}
 }
