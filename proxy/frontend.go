@@ -398,10 +398,10 @@ func (fe *Frontend) acceptLoop(a *acceptor) {
 // which a reload may change (handoff.go). It returns true when the
 // connection hibernated (httpconn.go): it keeps all that, and resume
 // serves it on.
-func (fe *Frontend) serve(cc *clientConn) (hibernated bool) {
+func (fe *Frontend) serve(cc *clientConn) (end http1.End) {
 	cc.owner.Store(fe)
 	defer func() {
-		if !hibernated {
+		if end == http1.EndClosed {
 			cc.closed()
 		}
 	}()
@@ -414,7 +414,7 @@ func (fe *Frontend) serve(cc *clientConn) (hibernated bool) {
 	}
 	fe.Counters.sessionStart(cc.acceptTime())
 	defer func() {
-		if !hibernated {
+		if end == http1.EndClosed {
 			cc.endSession()
 		}
 	}()
@@ -428,13 +428,13 @@ func (fe *Frontend) serve(cc *clientConn) (hibernated bool) {
 	if fe.Conf.Mode == conf.ModeTCP {
 		cc.state.Store(connActive)
 		fe.serveTCP(cc)
-		return false
+		return http1.EndClosed
 	}
 	// HTTP/2: a bind with proto h2 (prior knowledge, or forced over TLS),
 	// or a TLS handshake whose ALPN chose h2.
 	if fe.h2Binds[*cc.bind] || (cc.tls != nil && cc.tls.ALPN == "h2") {
 		fe.serveH2(cc) // h2conn.go
-		return false
+		return http1.EndClosed
 	}
 	return fe.serveHTTP(cc)
 }

@@ -1,6 +1,10 @@
 package proxy
 
-import "time"
+import (
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
+)
 
 // Connection goroutines are reused: a goroutine that has served a client
 // connection waits a while for the next one instead of exiting. A new
@@ -12,12 +16,14 @@ import "time"
 // workerIdle is how long an idle connection goroutine waits for work.
 const workerIdle = 10 * time.Second
 
-// work is one accepted connection for a worker goroutine, or one that
-// comes out of hibernation (resume: fe is nil).
+// work is one accepted connection for a worker goroutine, one that
+// comes out of hibernation (resume: fe is nil), or a parked HTTP/1
+// session of one to go on with (k: fe is nil).
 type work struct {
 	fe     *Frontend
 	cc     *clientConn
 	resume bool
+	k      http1.Continuation
 }
 
 // dispatch hands cc to an idle worker goroutine, or starts a new one.
@@ -49,13 +55,16 @@ func (p *Proxy) worker(w work) {
 		}
 	}()
 	for {
-		var hibernated bool
-		if w.resume {
-			hibernated = w.cc.resume()
-		} else {
-			hibernated = w.fe.serve(w.cc)
+		var end http1.End
+		switch {
+		case w.k != nil:
+			end = w.cc.ended(w.k.Continue())
+		case w.resume:
+			end = w.cc.resume()
+		default:
+			end = w.fe.serve(w.cc)
 		}
-		if hibernated {
+		if end == http1.EndHibernated {
 			return
 		}
 		if idle == nil {
