@@ -37,6 +37,8 @@ type Frontend struct {
 	// h1set and h2set are the settings every HTTP/1 and HTTP/2 client
 	// connection of the frontend shares (made by Proxy.open).
 	h1set, h2set http1.Settings
+	// h1inl counts the HTTP/1 requests that parked (h1set.Inline).
+	h1inl http1.InlineCounters
 
 	listeners []*acceptor  // guarded by mu (a reload hands them over)
 	slots     limiter      // maxconn (set maxconn frontend changes it)

@@ -251,7 +251,9 @@ func (p *Proxy) open(inherited map[string]net.Listener) error {
 		}
 		fe.h1set = fe.h2set
 		fe.h1set.IdleKeep = fe.idleKeep
-		fe.h1set.Inline = p.h1inline
+		if p.h1inline {
+			fe.h1set.Inline = &fe.h1inl
+		}
 		if p.pairOn {
 			fe.h1set.Relay = relayTunnel // tunnels after a 101 (WebSocket)
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
@@ -35,6 +36,15 @@ import (
 // Each request thus costs one goroutine run (its arrival) instead of two
 // (its arrival and its response's). FULCRUM_H1INLINE=0 turns it off
 // (Settings.Inline).
+
+// InlineCounters count the parked requests (Settings.Inline): those the
+// epoll layer's callbacks finished, and those a worker went on with; and
+// the wake-ups that found the response's head incomplete and waited again.
+type InlineCounters struct {
+	Finished  atomic.Int64
+	Continued atomic.Int64
+	Waited    atomic.Int64
+}
 
 // End is how Serve, Resume and Continuation.Continue left a connection.
 type End uint8
@@ -206,7 +216,7 @@ func (s *session) initPark() {
 // canPark reports whether the request just sent on uc may wait for its
 // response with no goroutine.
 func (s *session) canPark(uc *upConn) bool {
-	return s.set.Inline && s.cw.c != nil && uc.src.c != nil && uc.br.Buffered() == 0 &&
+	return s.set.Inline != nil && s.cw.c != nil && uc.src.c != nil && uc.br.Buffered() == 0 &&
 		!s.view.HasBody && !s.req.expect100 && !s.req.connUpgrade && s.h2own == nil
 }
 
@@ -226,6 +236,9 @@ func (s *session) sleep() {
 
 // dispatch hands s to a worker, to go on at e.
 func (s *session) dispatch(e entry) {
+	if e == entryResponse && s.set.Inline != nil {
+		s.set.Inline.Continued.Add(1)
+	}
 	s.next = e
 	s.cl.(Parker).Dispatch(s)
 }
@@ -261,6 +274,9 @@ func (s *session) onResponse() {
 			s.dispatch(entryResponse)
 			return
 		}
+		if s.set.Inline != nil {
+			s.set.Inline.Waited.Add(1)
+		}
 		src.c.Await(&s.rw) // the rest of the head
 		return
 	}
@@ -284,6 +300,9 @@ func (s *session) onResponse() {
 		return
 	}
 	// Simple and whole: the request ends here.
+	if s.set.Inline != nil {
+		s.set.Inline.Finished.Add(1)
+	}
 	s.pu, s.pHead = nil, false
 	s.cw.nb = true
 	keep := s.afterExchange(uc, stream.Served)
