@@ -112,6 +112,9 @@ func (cc *clientConn) ended(e http1.End) http1.End {
 	return e
 }
 
+// Closed implements http1.Parker.
+func (cc *clientConn) Closed() { cc.ended(http1.EndClosed) }
+
 // Dispatch implements http1.Parker: k, a session of cc that parked, goes
 // on on a worker of its owner's proxy; it does not block (the epoll
 // layer's reaper calls it).

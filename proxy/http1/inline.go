@@ -74,6 +74,10 @@ type Parker interface {
 	// connection as Serve's caller does. It must not block: the epoll
 	// layer's reaper calls it.
 	Dispatch(k Continuation)
+	// Closed closes the connection and releases it as Serve's caller
+	// does when Serve returns EndClosed (the engine closed its session
+	// in an event callback); it must not block.
+	Closed()
 }
 
 // tryIO is a connection the epoll layer's event callbacks may use without
@@ -319,15 +323,18 @@ func (s *session) onResponse() {
 // by onResponse: the client connection waits for its next request with no
 // goroutine when it can, else a worker goes on.
 func (s *session) afterInline(keep bool) {
-	if !keep || len(s.cw.pending) > 0 {
+	if len(s.cw.pending) > 0 {
 		s.pKeep = keep
 		s.dispatch(entryTail)
 		return
 	}
+	if !keep {
+		s.closeInline()
+		return
+	}
 	ok, moved := s.cl.Idle()
 	if !ok {
-		s.pKeep = false
-		s.dispatch(entryTail)
+		s.closeInline()
 		return
 	}
 	if moved {
@@ -347,6 +354,14 @@ func (s *session) afterInline(keep bool) {
 		s.keepArmed = true
 	}
 	s.cw.c.Await(&s.iw)
+}
+
+// closeInline closes a connection whose last request onResponse
+// finished, as serve's return with EndClosed and its caller would.
+func (s *session) closeInline() {
+	cl := s.cl.(Parker)
+	s.close()
+	cl.Closed()
 }
 
 // continueResponse is a worker's turn for a parked response: the head

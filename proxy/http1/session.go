@@ -148,19 +148,9 @@ func newSession(cl Client) *session {
 func (s *session) serve(e entry, idleStart time.Time) (end End) {
 	cl := s.cl
 	defer func() {
-		if end != EndClosed {
-			return // everything went back in hibernate, or s is parked
-		}
-		if s.owned != nil {
-			s.owned.close()
-		}
-		if s.h2own != nil {
-			s.h2own.Close(true)
-		}
-		netio.PutReader(s.br)
-		netio.PutWriter(s.bw)
-		cl.Done()
-		s.recycle()
+		if end == EndClosed {
+			s.close()
+		} // else everything went back in hibernate, or s is parked
 	}()
 	for {
 		var keep bool
@@ -223,6 +213,21 @@ func (s *session) serve(e entry, idleStart time.Time) (end End) {
 			s.settings() // moved to the configuration a reload started
 		}
 	}
+}
+
+// close releases what the session holds when its connection closes (the
+// Client closes the connection), and s.
+func (s *session) close() {
+	if s.owned != nil {
+		s.owned.close()
+	}
+	if s.h2own != nil {
+		s.h2own.Close(true)
+	}
+	netio.PutReader(s.br)
+	netio.PutWriter(s.bw)
+	s.cl.Done()
+	s.recycle()
 }
 
 // Hibernator is a Client whose connection can wait for its next request
