@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,10 +88,32 @@ func inlineProxy(t *testing.T, addr string, edit func(*conf.Config)) (*Proxy, *F
 	return p, p.Frontends[0], a
 }
 
+// waitParked waits until a request parked (with nothing parked, for
+// comparison, it is enough that its server got it).
+func waitParked(t *testing.T, p *Proxy) {
+	t.Helper()
+	if os.Getenv(H1InlineEnv) != "0" {
+		waitFor(t, 10*time.Second, "the request parked", func() bool { return p.group.Awaiting() == 1 })
+	}
+}
+
+// gate is a channel closed once, by the test or at its end (cleanups
+// registered after the server's run first: a server held on it does not
+// outlive a failed test).
+func gate() (ch chan struct{}, open func()) {
+	ch = make(chan struct{})
+	var once sync.Once
+	open = func() { once.Do(func() { close(ch) }) }
+	return ch, open
+}
+
 // wantInline checks fe's parked requests: finished by the reaper, and
 // continued by a worker.
 func wantInline(t *testing.T, fe *Frontend, finished, continued int64) {
 	t.Helper()
+	if os.Getenv(H1InlineEnv) == "0" {
+		return // the same tests with nothing parked, for comparison
+	}
 	if f, c := fe.h1inl.Finished.Load(), fe.h1inl.Continued.Load(); f != finished || c != continued {
 		t.Fatalf("parked requests: %d finished inline, %d continued, want %d and %d", f, c, finished, continued)
 	}
@@ -300,7 +323,7 @@ func TestInlineTimeoutServer(t *testing.T) {
 // pooled or closed); the next client is served.
 func TestInlineClientGone(t *testing.T) {
 	got := make(chan struct{}, 1)
-	answer := make(chan struct{})
+	answer, release := gate()
 	up, _ := scriptUpstream(t, func(n int, c net.Conn, br *bufio.Reader) {
 		for readReq(br) {
 			if n == 1 {
@@ -310,6 +333,7 @@ func TestInlineClientGone(t *testing.T) {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nlater")
 		}
 	})
+	t.Cleanup(release)
 	p, fe, addr := inlineProxy(t, up, nil)
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -317,11 +341,11 @@ func TestInlineClientGone(t *testing.T) {
 	}
 	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	<-got
-	waitFor(t, 10*time.Second, "the request parked", func() bool { return p.group.Awaiting() == 1 })
+	waitParked(t, p)
 	c.Close()
-	close(answer)
+	release()
 	waitFor(t, 10*time.Second, "the client connection closed", func() bool { return fe.Counters.Scur.Load() == 0 })
-	if f, c := fe.h1inl.Finished.Load(), fe.h1inl.Continued.Load(); f+c != 1 {
+	if f, c := fe.h1inl.Finished.Load(), fe.h1inl.Continued.Load(); f+c != 1 && os.Getenv(H1InlineEnv) != "0" {
 		t.Fatalf("%d finished, %d continued, want 1 in all", f, c)
 	}
 	rc := dialRaw(t, addr)
@@ -334,7 +358,7 @@ func TestInlineClientGone(t *testing.T) {
 // (saying the connection closes), and the stop ends.
 func TestInlineStop(t *testing.T) {
 	got := make(chan struct{}, 1)
-	answer := make(chan struct{})
+	answer, release := gate()
 	up, _ := scriptUpstream(t, func(_ int, c net.Conn, br *bufio.Reader) {
 		for readReq(br) {
 			got <- struct{}{}
@@ -342,16 +366,17 @@ func TestInlineStop(t *testing.T) {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nlast")
 		}
 	})
+	t.Cleanup(release)
 	p, fe, addr := inlineProxy(t, up, nil)
 	rc := dialRaw(t, addr)
 	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
 	io.WriteString(rc.c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	<-got
-	waitFor(t, 10*time.Second, "the request parked", func() bool { return p.group.Awaiting() == 1 })
+	waitParked(t, p)
 	stopped := make(chan error, 1)
 	go func() { stopped <- p.Shutdown(contextBackground()) }()
 	waitFor(t, 10*time.Second, "the stop under way", func() bool { return p.stopping.Load() })
-	close(answer)
+	release()
 	resp, err := http.ReadResponse(rc.br, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -363,4 +388,65 @@ func TestInlineStop(t *testing.T) {
 		t.Fatalf("Shutdown: %v", err)
 	}
 	wantInline(t, fe, 1, 0)
+}
+
+// The log line of a request finished inline is the usual one; an
+// operator's `shutdown session` while a response is awaited kills it (K
+// flags, the client closed), and the proxy serves on.
+func TestInlineLogAndShutdownSession(t *testing.T) {
+	got := make(chan struct{}, 1)
+	answer, release := gate()
+	up, _ := scriptUpstream(t, func(n int, c net.Conn, br *bufio.Reader) {
+		for readReq(br) {
+			if n == 2 {
+				got <- struct{}{}
+				<-answer
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst")
+		}
+	})
+	t.Cleanup(release)
+	cfg := epollConfig(t, conf.ModeHTTP, []string{up})
+	cfg.Backends[0].HTTPReuse = "never"
+	p, addr, logs := startLoggedProxy(t, cfg)
+	fe := p.Frontends[0]
+	rc := dialRaw(t, addr)
+	if b := bodyOf(rc.do(t, "GET /one HTTP/1.1\r\nHost: x\r\n\r\n")); b != "first" {
+		t.Fatalf("got %q", b)
+	}
+	waitFor(t, 5*time.Second, "the first log line", func() bool { return len(logs.lines()) == 1 })
+	line := logs.lines()[0]
+	wantFlags(t, line, "--")
+	if line["status"] != float64(200) || line["request"] != "GET /one HTTP/1.1" || line["server"] != "s1" {
+		t.Fatalf("log line %v", line)
+	}
+	wantInline(t, fe, 1, 0)
+
+	rc2 := dialRaw(t, addr)
+	rc2.c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(rc2.c, "GET /two HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-got
+	waitParked(t, p)
+	killed := 0
+	for _, s := range p.Sessions() {
+		if s.Active && s.Server == "s1" && p.ShutdownSession(s.ID) {
+			killed++
+		}
+	}
+	release()
+	if killed != 1 {
+		t.Fatalf("%d sessions shut down, want 1 (%+v)", killed, p.Sessions())
+	}
+	if _, err := io.ReadAll(rc2.br); err != nil {
+		t.Fatalf("after the shutdown: %v, want the connection closed", err)
+	}
+	waitFor(t, 5*time.Second, "the killed request's log line", func() bool { return len(logs.lines()) == 2 })
+	if f, _ := logs.lines()[1]["termination_state"].(string); f != "K-" {
+		t.Fatalf("termination state %q, want K- (as with nothing parked)", f)
+	}
+	wantInline(t, fe, 1, 1)
+	rc3 := dialRaw(t, addr)
+	if b := bodyOf(rc3.do(t, "GET /three HTTP/1.1\r\nHost: x\r\n\r\n")); b != "first" {
+		t.Fatalf("after the shutdown: %q", b)
+	}
 }

@@ -79,8 +79,9 @@ func (p *Proxy) initNetIO(old *Proxy) {
 		p.pairOn = mode == "epoll"
 	}
 	// Responses finished by the reapers write their access log lines
-	// there: not when lines go to stderr, whose writes may block.
-	p.h1inline = p.epoll && os.Getenv(H1InlineEnv) != "0" && p.log.Info() == nil
+	// there (a log writer that blocks stalls the poller's connections,
+	// as it stalls every worker otherwise).
+	p.h1inline = p.epoll && os.Getenv(H1InlineEnv) != "0"
 	if old != nil && old.group != nil && old.group.Ref() {
 		p.group = old.group
 	}
