@@ -450,3 +450,55 @@ func TestInlineLogAndShutdownSession(t *testing.T) {
 		t.Fatalf("after the shutdown: %q", b)
 	}
 }
+
+// A client that does not read while it pipelines requests: the responses
+// the reaper finishes meet a full socket (the rest waits for a worker's
+// write), and every response arrives whole, in order.
+func TestInlineSlowClientPipelined(t *testing.T) {
+	body := strings.Repeat("0123456789abcdef", 512) // 8 KiB
+	up, _ := fixedUpstream(t, body)
+	_, fe, addr := inlineProxy(t, up, nil)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	const n = 1000
+	sent := make(chan error, 1)
+	go func() {
+		var err error
+		for i := 0; i < n && err == nil; i++ {
+			_, err = io.WriteString(c, "GET /p"+strconv.Itoa(i)+" HTTP/1.1\r\nHost: x\r\n\r\n")
+		}
+		sent <- err
+	}()
+	// Not read until the proxy's writes to it are blocked: the requests
+	// stop being served (the served count stays put).
+	var last int64 = -1
+	waitFor(t, 20*time.Second, "the proxy blocked on the client", func() bool {
+		cur := fe.h1inl.Finished.Load() + fe.h1inl.Continued.Load()
+		stalled := cur == last && cur > 0 && cur < n
+		last = cur
+		if !stalled {
+			time.Sleep(20 * time.Millisecond)
+		}
+		return stalled || cur == n
+	})
+	br := bufio.NewReader(c)
+	for i := range n {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+		if b := bodyOf(resp); resp.StatusCode != 200 || b != body {
+			t.Fatalf("response %d: %d, %d bytes", i, resp.StatusCode, len(b))
+		}
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	if f, c := fe.h1inl.Finished.Load(), fe.h1inl.Continued.Load(); f+c != n || f == 0 {
+		t.Fatalf("%d finished inline, %d continued: want %d in all, some inline", f, c, n)
+	}
+}
