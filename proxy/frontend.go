@@ -397,9 +397,9 @@ func (fe *Frontend) acceptLoop(a *acceptor) {
 
 // serve runs one client connection and releases its slots. The slots,
 // the session count and the stop's wait belong to the connection's owner,
-// which a reload may change (handoff.go). It returns true when the
-// connection hibernated (httpconn.go): it keeps all that, and resume
-// serves it on.
+// which a reload may change (handoff.go). Unless it returns
+// http1.EndClosed, the connection hibernated or parked (httpconn.go): it
+// keeps all that, and resume or its session's continuation serves it on.
 func (fe *Frontend) serve(cc *clientConn) (end http1.End) {
 	cc.owner.Store(fe)
 	defer func() {

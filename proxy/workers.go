@@ -11,7 +11,10 @@ import (
 // goroutine starts with a small stack that the request path then grows,
 // copying it; a reused one keeps its grown stack. This is per connection,
 // never per request: a connection stays on one goroutine from accept to
-// close, or to its hibernation (httpconn.go) and from its resumption.
+// close, or to its hibernation (httpconn.go) and from its resumption; an
+// HTTP/1 request that parks while its response comes (http1/inline.go)
+// leaves its goroutine, which serves other work, and goes on on
+// whichever worker its continuation is handed to.
 
 // workerIdle is how long an idle connection goroutine waits for work.
 const workerIdle = 10 * time.Second
