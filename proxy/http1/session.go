@@ -286,15 +286,23 @@ func (s *session) canHibernate() bool {
 // read is Resume's. br and bw are set when it returns, whatever the
 // outcome, except with errHibernate (both nil).
 func (s *session) awaitRequest(idleStart time.Time) error {
-	if s.br.Buffered() > 0 {
-		return nil
-	}
 	deadline := s.dl.Read()
-	keep := idleStart.Add(s.set.IdleKeep)
+	// armed: afterInline set the read deadline at IdleKeep already; any
+	// way that does not wait until then puts back the request's.
 	armed := s.keepArmed
 	s.keepArmed = false
+	if s.br.Buffered() > 0 {
+		if armed {
+			s.c.SetReadDeadline(deadline)
+		}
+		return nil
+	}
+	keep := idleStart.Add(s.set.IdleKeep)
 	if s.set.IdleKeep > 0 {
 		if !deadline.IsZero() && !keep.Before(deadline) {
+			if armed {
+				s.c.SetReadDeadline(deadline)
+			}
 			_, err := s.br.Peek(1) // the whole wait with the buffers
 			return err
 		}
