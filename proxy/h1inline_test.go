@@ -154,9 +154,9 @@ func TestInlineFinishesResponses(t *testing.T) {
 	}
 }
 
-// A head that comes in two parts is read by two wake-ups and finished
-// inline; a body that is not all there when the head is goes on on a
-// worker, which reads the rest after the bytes already read.
+// A head that comes in two parts, and a body whose rest comes later, are
+// waited for by the reaper (three wake-ups) and finished inline; the
+// bytes read at each are kept, in order.
 func TestInlinePartialResponses(t *testing.T) {
 	const head = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nX-Part: "
 	step := make(chan struct{})
@@ -175,7 +175,7 @@ func TestInlinePartialResponses(t *testing.T) {
 	io.WriteString(rc.c, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
 	waitFor(t, 10*time.Second, "a wake-up with half a head", func() bool { return fe.h1inl.Waited.Load() == 1 })
 	step <- struct{}{}
-	waitFor(t, 10*time.Second, "the response handed to a worker", func() bool { return fe.h1inl.Continued.Load() == 1 })
+	waitFor(t, 10*time.Second, "a wake-up with half a body", func() bool { return fe.h1inl.Waited.Load() == 2 })
 	step <- struct{}{}
 	resp, err := http.ReadResponse(rc.br, nil)
 	if err != nil {
@@ -184,16 +184,44 @@ func TestInlinePartialResponses(t *testing.T) {
 	if got := bodyOf(resp); got != "0123456789" || resp.Header.Get("X-Part") != "a" {
 		t.Fatalf("got %q, X-Part %q", got, resp.Header.Get("X-Part"))
 	}
-	wantInline(t, fe, 0, 1)
-	// The same again, the parts all there at once: finished inline.
+	wantInline(t, fe, 1, 0)
+	// The same again, the parts as they come.
 	go func() { step <- struct{}{}; step <- struct{}{} }()
 	r := rc.do(t, "GET /b HTTP/1.1\r\nHost: x\r\n\r\n")
 	if got := bodyOf(r); got != "0123456789" {
 		t.Fatalf("second response %q", got)
 	}
-	if f, c := fe.h1inl.Finished.Load()+fe.h1inl.Continued.Load(), fe.Counters.Hrsp[2].Load(); f != 2 || c != 2 {
-		t.Fatalf("%d parked, %d 2xx: want 2 and 2", f, c)
+	wantInline(t, fe, 2, 0)
+}
+
+// A server that closes in the middle of a body the reaper waits for: the
+// response goes on on a worker with the bytes read, as without parking:
+// the client gets the head and those bytes, then the close (SD).
+func TestInlineServerAbortMidBody(t *testing.T) {
+	step := make(chan struct{})
+	up, _ := scriptUpstream(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		readReq(br)
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n01234")
+		<-step
+	})
+	p, fe, addr := inlineProxy(t, up, nil)
+	rc := dialRaw(t, addr)
+	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(rc.c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if os.Getenv(H1InlineEnv) != "0" {
+		waitFor(t, 10*time.Second, "a wake-up with half a body", func() bool { return fe.h1inl.Waited.Load() == 1 })
 	}
+	close(step)
+	resp, err := http.ReadResponse(rc.br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if string(b) != "01234" || err != io.ErrUnexpectedEOF {
+		t.Fatalf("body %q, %v; want 01234 and the close", b, err)
+	}
+	wantInline(t, fe, 0, 1)
+	waitFor(t, 5*time.Second, "srv_abrt", func() bool { return p.Backends[0].Counters.SrvAbrt.Load() == 1 })
 }
 
 // A response larger than the server reader's buffer, a chunked one and
@@ -501,4 +529,35 @@ func TestInlineSlowClientPipelined(t *testing.T) {
 	if f, c := fe.h1inl.Finished.Load(), fe.h1inl.Continued.Load(); f+c != n || f == 0 {
 		t.Fatalf("%d finished inline, %d continued: want %d in all, some inline", f, c, n)
 	}
+}
+
+// timeout_server holds while the reaper waits for the rest of a body:
+// from the last bytes, the client gets the head and those bytes, then the
+// close, as without parking.
+func TestInlineTimeoutServerMidBody(t *testing.T) {
+	up, _ := scriptUpstream(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		readReq(br)
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n01234")
+		br.ReadByte() // silent until closed
+	})
+	p, fe, addr := inlineProxy(t, up, func(cfg *conf.Config) {
+		cfg.Backends[0].TimeoutServer = 300 * time.Millisecond
+	})
+	rc := dialRaw(t, addr)
+	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+	start := time.Now()
+	io.WriteString(rc.c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(rc.br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if took := time.Since(start); string(b) != "01234" || err != io.ErrUnexpectedEOF || took < 300*time.Millisecond {
+		t.Fatalf("body %q, %v after %v; want 01234 and the close after 300ms", b, err, took)
+	}
+	wantInline(t, fe, 0, 1)
+	if os.Getenv(H1InlineEnv) != "0" && fe.h1inl.Waited.Load() < 1 {
+		t.Fatal("the reaper did not wait for the body")
+	}
+	waitFor(t, 5*time.Second, "srv_abrt", func() bool { return p.Backends[0].Counters.SrvAbrt.Load() == 1 })
 }

@@ -26,9 +26,11 @@ import (
 // non-blocking write to the client, the counters, the log line, the
 // server connection back to its pool; then the client connection waits
 // for its next request the same way (idleWaker), and a worker serves it
-// when it comes. Anything else (an interim or 101 response, a chunked or
-// close-delimited body, a body not all there yet, an error, the deadline)
-// goes to a worker, which goes on from exactly where the session stands
+// when it comes. A head, or a body that fits in the reader, still coming
+// is waited for the same way (timeout server running as for a worker's
+// reads). Anything else (an interim or 101 response, a chunked,
+// close-delimited or larger body, an error, the deadline) goes to a
+// worker, which goes on from exactly where the session stands
 // (Continue): the bytes already read are in the reader, nothing is lost
 // or reordered. A client write that the socket does not take whole keeps
 // the rest (cliSink), and a worker writes it before the request ends.
@@ -273,34 +275,44 @@ func (s *session) onResponse() {
 		s.dispatch(entryResponse)
 		return
 	}
-	if headEnd(p) < 0 {
-		if len(p) >= uc.br.Size() || len(p) >= maxHeaderBytes {
+	if !s.pHead {
+		if headEnd(p) < 0 {
+			if len(p) >= uc.br.Size() || len(p) >= maxHeaderBytes {
+				s.dispatch(entryResponse)
+				return
+			}
+			s.waitMore()
+			return
+		}
+		// The whole head is buffered: reading it reads nothing more.
+		s.pHead = true
+		if err := s.resp.readHead(uc.br, true); err != nil {
+			s.pErr = err
 			s.dispatch(entryResponse)
 			return
 		}
-		if s.set.Inline != nil {
-			s.set.Inline.Waited.Add(1)
+		if err := s.resp.parse(true); err != nil {
+			s.pErr = err
+			s.dispatch(entryResponse)
+			return
 		}
-		src.c.Await(&s.rw) // the rest of the head
-		return
-	}
-	// The whole head is buffered: reading it reads nothing more.
-	s.pHead = true
-	if err := s.resp.readHead(uc.br, true); err != nil {
-		s.pErr = err
-		s.dispatch(entryResponse)
-		return
-	}
-	if err := s.resp.parse(true); err != nil {
-		s.pErr = err
-		s.dispatch(entryResponse)
-		return
+		s.pGot = 0
 	}
 	r := &s.resp
 	st := r.status
 	noBody := string(s.req.line[0]) == "HEAD" || st == 204 || st == 304
-	if st < 200 || st == 101 || (!noBody && (r.chunked || r.contentLength < 0 || int64(uc.br.Buffered()) < r.contentLength)) {
+	if st < 200 || st == 101 || (!noBody && (r.chunked || r.contentLength < 0 || r.contentLength > int64(uc.br.Size()))) {
 		s.dispatch(entryResponse)
+		return
+	}
+	if got := uc.br.Buffered(); !noBody && int64(got) < r.contentLength {
+		// The rest of a body that fits in the buffer: waited for here,
+		// timeout server running from the last bytes (as relay's reads).
+		if got > s.pGot {
+			s.pGot = got
+			uc.dl.ArmRead(uc.c, time.Now(), s.backendTimeoutServer(uc))
+		}
+		s.waitMore()
 		return
 	}
 	// Simple and whole: the request ends here.
@@ -317,6 +329,14 @@ func (s *session) onResponse() {
 	}
 	s.releaseStream(keep)
 	s.afterInline(keep)
+}
+
+// waitMore makes the parked response wait for more of its bytes.
+func (s *session) waitMore() {
+	if s.set.Inline != nil {
+		s.set.Inline.Waited.Add(1)
+	}
+	s.pu.src.c.Await(&s.rw)
 }
 
 // afterInline is the end of the serve loop's turn for a request finished
