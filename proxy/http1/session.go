@@ -113,8 +113,9 @@ func (s *session) recycle() {
 // Serve serves the client connection cl until the client closes, a
 // timeout fires, an error forces a close, or the proxy stops; or until
 // it hibernates (a Hibernator's connection, idle past IdleKeep: see
-// awaitRequest), when it returns true: the connection is then not closed,
-// and Resume serves it from its next request on.
+// awaitRequest), when it returns EndHibernated: the connection is then not
+// closed, and Resume serves it from its next request on; or until it
+// parks (EndParked, inline.go): its continuation serves it on.
 func Serve(cl Client) End {
 	s := newSession(cl)
 	s.br, s.bw = netio.GetReader(s.c), s.newWriter()
@@ -125,7 +126,7 @@ func Serve(cl Client) End {
 // nreq requests, idle since idleStart, as Serve would have gone on: it
 // reads the connection (the next request's first bytes, the end of the
 // stream, the expired deadline or the close that ended the hibernation)
-// and serves it until it closes or hibernates again (true).
+// and serves it until it closes, hibernates again or parks.
 func Resume(cl Client, nreq int, idleStart time.Time) End {
 	s := newSession(cl)
 	s.nreq = nreq
@@ -161,7 +162,8 @@ func (s *session) serve(e entry, idleStart time.Time) (end End) {
 		case entryFlush:
 			keep = s.continueFlush()
 		case entryTail:
-			keep = s.pKeep && s.cw.flush() == nil
+			err := s.cw.flush() // written even before a close
+			keep = s.pKeep && err == nil
 		default:
 			var err error
 			switch e {
