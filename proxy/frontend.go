@@ -37,6 +37,8 @@ type Frontend struct {
 	// h1set and h2set are the settings every HTTP/1 and HTTP/2 client
 	// connection of the frontend shares (made by Proxy.open).
 	h1set, h2set http1.Settings
+	// h1inl counts the HTTP/1 requests that parked (h1set.Inline).
+	h1inl http1.InlineCounters
 
 	listeners []*acceptor  // guarded by mu (a reload hands them over)
 	slots     limiter      // maxconn (set maxconn frontend changes it)
@@ -395,13 +397,13 @@ func (fe *Frontend) acceptLoop(a *acceptor) {
 
 // serve runs one client connection and releases its slots. The slots,
 // the session count and the stop's wait belong to the connection's owner,
-// which a reload may change (handoff.go). It returns true when the
-// connection hibernated (httpconn.go): it keeps all that, and resume
-// serves it on.
-func (fe *Frontend) serve(cc *clientConn) (hibernated bool) {
+// which a reload may change (handoff.go). Unless it returns
+// http1.EndClosed, the connection hibernated or parked (httpconn.go): it
+// keeps all that, and resume or its session's continuation serves it on.
+func (fe *Frontend) serve(cc *clientConn) (end http1.End) {
 	cc.owner.Store(fe)
 	defer func() {
-		if !hibernated {
+		if end == http1.EndClosed {
 			cc.closed()
 		}
 	}()
@@ -414,7 +416,7 @@ func (fe *Frontend) serve(cc *clientConn) (hibernated bool) {
 	}
 	fe.Counters.sessionStart(cc.acceptTime())
 	defer func() {
-		if !hibernated {
+		if end == http1.EndClosed {
 			cc.endSession()
 		}
 	}()
@@ -428,13 +430,13 @@ func (fe *Frontend) serve(cc *clientConn) (hibernated bool) {
 	if fe.Conf.Mode == conf.ModeTCP {
 		cc.state.Store(connActive)
 		fe.serveTCP(cc)
-		return false
+		return http1.EndClosed
 	}
 	// HTTP/2: a bind with proto h2 (prior knowledge, or forced over TLS),
 	// or a TLS handshake whose ALPN chose h2.
 	if fe.h2Binds[*cc.bind] || (cc.tls != nil && cc.tls.ALPN == "h2") {
 		fe.serveH2(cc) // h2conn.go
-		return false
+		return http1.EndClosed
 	}
 	return fe.serveHTTP(cc)
 }

@@ -40,9 +40,9 @@ const idleKeepBuffers = 100 * time.Millisecond
 // for this package variable).
 var streamPool = sync.Pool{New: func() any { return new(Stream) }}
 
-// serveHTTP serves cc, accepted by fe, with the HTTP/1 engine; true when
-// the connection hibernated.
-func (fe *Frontend) serveHTTP(cc *clientConn) bool {
+// serveHTTP serves cc, accepted by fe, with the HTTP/1 engine, until it
+// closes, hibernates or parks.
+func (fe *Frontend) serveHTTP(cc *clientConn) http1.End {
 	cc.x = streamPool.Get().(*Stream)
 	cc.setFrontend(fe)
 	cc.x.trk.inherit(cc.st) // entries tracked at the connection stage
@@ -91,21 +91,35 @@ func (cc *clientConn) Wake() {
 }
 
 // resume serves cc, which comes out of hibernation, until it closes (it
-// then releases what serve would have) or hibernates again (true).
-func (cc *clientConn) resume() (hibernated bool) {
+// then releases what serve would have), hibernates again or parks.
+func (cc *clientConn) resume() http1.End {
 	if ec := cc.c.(*epoll.Conn); !ec.Readable() {
 		ec.Hibernate(cc) // woken by an event or a timer handled late
-		return true
+		return http1.EndHibernated
 	}
 	cc.x = streamPool.Get().(*Stream)
 	cc.x.bind(cc.fe, cc) // Active moves it to its owner if a reload did
 	cc.x.trk.inherit(cc.st)
-	if http1.Resume(cc, cc.nreq, time.Unix(0, cc.idleStart)) {
-		return true
+	return cc.ended(http1.Resume(cc, cc.nreq, time.Unix(0, cc.idleStart)))
+}
+
+// ended releases what serve would have when the HTTP/1 engine closed cc.
+func (cc *clientConn) ended(e http1.End) http1.End {
+	if e == http1.EndClosed {
+		cc.endSession()
+		cc.closed()
 	}
-	cc.endSession()
-	cc.closed()
-	return false
+	return e
+}
+
+// Closed implements http1.Parker.
+func (cc *clientConn) Closed() { cc.ended(http1.EndClosed) }
+
+// Dispatch implements http1.Parker: k, a session of cc that parked, goes
+// on on a worker of its owner's proxy; it does not block (the epoll
+// layer's reaper calls it).
+func (cc *clientConn) Dispatch(k http1.Continuation) {
+	cc.owner.Load().p.run(work{cc: cc, k: k})
 }
 
 // setFrontend makes fe the connection's frontend: at the start, and when
@@ -183,5 +197,6 @@ func (cc *clientConn) Done() {
 
 var _ http1.Client = (*clientConn)(nil)
 var _ http1.Hibernator = (*clientConn)(nil)
+var _ http1.Parker = (*clientConn)(nil)
 var _ epoll.Waker = (*clientConn)(nil)
 var _ http1.Stream = (*Stream)(nil)

@@ -40,10 +40,13 @@ func startProxyKeep(tb testing.TB, cfg *conf.Config, keep time.Duration) (*Proxy
 // parkedWithoutBuffers counts p's sessions waiting for a request without
 // buffers: in the read without buffers (awaitRequest, from the goroutines'
 // stacks) or hibernating (the epoll layer, no goroutine); and those
-// waiting with them (a bufio Peek).
+// waiting with them (a bufio Peek, or the epoll layer's Await of a session
+// kept after a response it finished: no request is in flight when this
+// is asked).
 func parkedWithoutBuffers(p *Proxy) (without, with int) {
 	if p.group != nil {
 		without = int(p.group.Hibernating())
+		with = int(p.group.Awaiting())
 	}
 	buf := make([]byte, 1<<20)
 	for {

@@ -37,6 +37,12 @@ const H2EngineEnv = "FULCRUM_H2_ENGINE"
 // poller), for comparison (bench/README.md).
 const TCPRelayEnv = "FULCRUM_TCP_RELAY"
 
+// H1InlineEnv set to "0" keeps a goroutine per HTTP/1 request while its
+// response comes, instead of letting the epoll layer's reapers finish
+// simple responses (http1.Settings.Inline), for comparison
+// (bench/README.md).
+const H1InlineEnv = "FULCRUM_H1INLINE"
+
 // netIOMode returns the layer cfg asks for, after NetIOEnv; an unset
 // tune_netio (a Config not made by conf.Parse) is conf.DefaultNetIO.
 func (p *Proxy) netIOMode() string {
@@ -72,6 +78,10 @@ func (p *Proxy) initNetIO(old *Proxy) {
 		p.log.Warn().Str(TCPRelayEnv, v).Msg("unknown tcp relay in the environment (want pair or goroutines): pair applies")
 		p.pairOn = mode == "epoll"
 	}
+	// Responses finished by the reapers write their access log lines
+	// there (a log writer that blocks stalls the poller's connections,
+	// as it stalls every worker otherwise).
+	p.h1inline = p.epoll && os.Getenv(H1InlineEnv) != "0"
 	if old != nil && old.group != nil && old.group.Ref() {
 		p.group = old.group
 	}

@@ -75,6 +75,7 @@ type Proxy struct {
 	// layer are relayed by the pollers themselves (epoll.Pair, tune_netio
 	// "epoll" unless TCPRelayEnv says "goroutines"; netiolayer.go).
 	pairOn    bool
+	h1inline  bool // http1.Settings.Inline (H1InlineEnv)
 	uringMu   sync.Mutex
 	uring     atomic.Pointer[uring.Relay]
 	uringDown bool
@@ -252,6 +253,9 @@ func (p *Proxy) open(inherited map[string]net.Listener) error {
 		}
 		fe.h1set = fe.h2set
 		fe.h1set.IdleKeep = fe.idleKeep
+		if p.h1inline {
+			fe.h1set.Inline = &fe.h1inl
+		}
 		if p.pairOn {
 			fe.h1set.Relay = relayTunnel // tunnels after a 101 (WebSocket)
 		}

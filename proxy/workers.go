@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 )
 
 // Connection goroutines are reused: a goroutine that has served a client
@@ -13,17 +15,22 @@ import (
 // goroutine starts with a small stack that the request path then grows,
 // copying it; a reused one keeps its grown stack. This is per connection,
 // never per request: a connection stays on one goroutine from accept to
-// close, or to its hibernation (httpconn.go) and from its resumption.
+// close, or to its hibernation (httpconn.go) and from its resumption; an
+// HTTP/1 request that parks while its response comes (http1/inline.go)
+// leaves its goroutine, which serves other work, and goes on on
+// whichever worker its continuation is handed to.
 
 // workerIdle is how long an idle connection goroutine waits for work.
 const workerIdle = 10 * time.Second
 
-// work is one accepted connection for a worker goroutine, or one that
-// comes out of hibernation (resume: fe is nil).
+// work is one accepted connection for a worker goroutine, one that
+// comes out of hibernation (resume: fe is nil), or a parked HTTP/1
+// session of one to go on with (k: fe is nil).
 type work struct {
 	fe     *Frontend
 	cc     *clientConn
 	resume bool
+	k      http1.Continuation
 }
 
 // dispatch hands cc to an idle worker goroutine, or starts a new one.
@@ -52,13 +59,16 @@ func (p *Proxy) worker(w work) {
 	var idle idleWait
 	defer idle.stop()
 	for {
-		var hibernated bool
-		if w.resume {
-			hibernated = w.cc.resume()
-		} else {
-			hibernated = w.fe.serve(w.cc)
+		var end http1.End
+		switch {
+		case w.k != nil:
+			end = w.cc.ended(w.k.Continue())
+		case w.resume:
+			end = w.cc.resume()
+		default:
+			end = w.fe.serve(w.cc)
 		}
-		if hibernated {
+		if end == http1.EndHibernated {
 			return
 		}
 		var ok bool

@@ -59,6 +59,12 @@ type Settings struct {
 	// their pools until the next request's first bytes arrive (HAProxy
 	// releases an idle connection's buffers at once). 0: at once.
 	IdleKeep time.Duration
+	// Inline (nil: off) lets a request without a body wait for its
+	// response with no goroutine when both its connections are the epoll
+	// layer's plaintext ones, and the response be finished by the
+	// layer's event callbacks when it comes whole (inline.go; the client
+	// must be a Parker); it counts what became of them.
+	Inline *InlineCounters
 	// Relay relays a tunnel (after a 101) as netio.Relay does, which it
 	// is when nil: the proxy gives the epoll layer's (epoll.Pair).
 	Relay func(client, server net.Conn, clientIdle, serverIdle time.Duration) (in, out netio.CopyEnd)

@@ -316,6 +316,10 @@ type upConn struct {
 	// ex is the exchange of the HTTP/2 engine's request on the
 	// connection (foreign.go), reused from one request to the next.
 	ex Exchange
+
+	// src is what br reads when c is the epoll layer's (tryIO): c, or
+	// without blocking while an event callback fills br (inline.go).
+	src upSrc
 }
 
 // selfPolled is a connection that keeps its own readiness (the epoll
@@ -330,7 +334,8 @@ type selfPolled interface {
 // a TLS connection looks at the socket under it: a close_notify or any
 // record from the server makes it unusable.
 func newUpConn(c net.Conn, up *Upstream, key string) *upConn {
-	uc := &upConn{c: c, br: netio.GetReader(c), bw: netio.GetWriter(c), up: up, key: key}
+	uc := &upConn{c: c, bw: netio.GetWriter(c), up: up, key: key}
+	uc.br = uc.newReader()
 	if ic, ok := c.(selfPolled); ok {
 		uc.idler = ic
 		return uc
@@ -384,7 +389,7 @@ func (uc *upConn) dry() {
 // given them back.
 func (uc *upConn) wet() {
 	if uc.br == nil {
-		uc.br, uc.bw = netio.GetReader(uc.c), netio.GetWriter(uc.c)
+		uc.br, uc.bw = uc.newReader(), netio.GetWriter(uc.c)
 	}
 }
 

@@ -52,6 +52,29 @@ type session struct {
 	// br reads them before the connection's next ones.
 	first      firstBytes
 	firstSpace [firstReadSize]byte
+
+	// Parking (inline.go): what the session waits for once its goroutine
+	// has left (park), where a worker goes on (next), and the state it
+	// goes on with.
+	park     parkState
+	next     entry
+	pu       *upConn   // parkResponse: the server connection answering
+	pReused  bool      // pu was reused (the exchange's retry)
+	pAttempt int       // the exchange's attempt
+	pHead    bool      // the response head was read (pErr: how)
+	pGot     int       // body bytes buffered at the last wake-up
+	pErr     error     // reading the head failed
+	pKeep    bool      // entryTail: the connection stays usable
+	pClose   bool      // entryFlush: the response said it closes
+	pIdle    time.Time // entryAwait: idle since
+	// flushPending: relay left the response's last bytes in cw.pending
+	// (entryFlush ends the request once they are written).
+	flushPending bool
+	// keepArmed: the read deadline is at IdleKeep already (afterInline).
+	keepArmed bool
+	rw        respWaker
+	iw        idleWaker
+	cw        cliSink
 }
 
 // firstReadSize is how many bytes a connection waiting without its buffers
@@ -90,23 +113,24 @@ func (s *session) recycle() {
 // Serve serves the client connection cl until the client closes, a
 // timeout fires, an error forces a close, or the proxy stops; or until
 // it hibernates (a Hibernator's connection, idle past IdleKeep: see
-// awaitRequest), when it returns true: the connection is then not closed,
-// and Resume serves it from its next request on.
-func Serve(cl Client) (hibernated bool) {
+// awaitRequest), when it returns EndHibernated: the connection is then not
+// closed, and Resume serves it from its next request on; or until it
+// parks (EndParked, inline.go): its continuation serves it on.
+func Serve(cl Client) End {
 	s := newSession(cl)
-	s.br, s.bw = netio.GetReader(s.c), netio.GetWriter(s.c)
-	return s.serve(time.Time{}, false)
+	s.br, s.bw = netio.GetReader(s.c), s.newWriter()
+	return s.serve(entryTop, time.Time{})
 }
 
 // Resume serves a connection that hibernated (Hibernator.Hibernate) after
 // nreq requests, idle since idleStart, as Serve would have gone on: it
 // reads the connection (the next request's first bytes, the end of the
 // stream, the expired deadline or the close that ended the hibernation)
-// and serves it until it closes or hibernates again (true).
-func Resume(cl Client, nreq int, idleStart time.Time) (hibernated bool) {
+// and serves it until it closes, hibernates again or parks.
+func Resume(cl Client, nreq int, idleStart time.Time) End {
 	s := newSession(cl)
 	s.nreq = nreq
-	return s.serve(idleStart, true)
+	return s.serve(entryResumed, idleStart)
 }
 
 // newSession returns a session for cl, without its buffers.
@@ -115,71 +139,98 @@ func newSession(cl Client) *session {
 	s.cl, s.c, s.dl, s.x = cl, cl.Conn(), cl.Deadlines(), cl.Stream()
 	s.wait = s.waitQueue
 	s.settings()
+	s.initPark()
 	return s
 }
 
-// serve is the loop of Serve and Resume; resumed says the connection
-// comes out of hibernation, idle since idleStart: its first wait is the
-// read hibernation stood for.
-func (s *session) serve(idleStart time.Time, resumed bool) (hibernated bool) {
+// serve is the loop of Serve, Resume and Continue, from e: entryResumed
+// says the connection comes out of hibernation, idle since idleStart (its
+// first wait is the read hibernation stood for); the others are a parked
+// session's (inline.go).
+func (s *session) serve(e entry, idleStart time.Time) (end End) {
 	cl := s.cl
 	defer func() {
-		if hibernated {
-			return // everything went back in hibernate
-		}
-		if s.owned != nil {
-			s.owned.close()
-		}
-		if s.h2own != nil {
-			s.h2own.Close(true)
-		}
-		netio.PutReader(s.br)
-		netio.PutWriter(s.bw)
-		cl.Done()
-		s.recycle()
+		if end == EndClosed {
+			s.close()
+		} // else everything went back in hibernate, or s is parked
 	}()
 	for {
-		var err error
-		if resumed {
-			resumed = false
-			err = s.readFirst()
-		} else {
-			idleStart = time.Now()
-			s.dl.ArmRead(s.c, idleStart, s.set.TimeoutHTTPRequest)
-			err = s.awaitRequest(idleStart)
-		}
-		if err == errHibernate {
-			s.hibernate(idleStart)
-			return true
-		}
-		if err != nil {
-			// Nothing received: a keep-alive connection going idle or away is
-			// closed silently; a first request that never comes gets 408, as
-			// HAProxy without http-ignore-probes (counted as a request and a
-			// request error).
-			if s.nreq == 0 && netio.IsTimeout(err) {
-				s.x.Begin(idleStart, time.Time{})
-				s.fail(stream.IdleTimeout)
+		var keep bool
+		switch e {
+		case entryResponse:
+			keep = s.continueResponse()
+		case entryFlush:
+			keep = s.continueFlush()
+		case entryTail:
+			err := s.cw.flush() // written even before a close
+			keep = s.pKeep && err == nil
+		default:
+			var err error
+			switch e {
+			case entryResumed:
+				err = s.readFirst()
+			case entryAwait: // armed at idleStart by afterInline
+				err = s.awaitRequest(idleStart)
+			default:
+				idleStart = time.Now()
+				s.dl.ArmRead(s.c, idleStart, s.set.TimeoutHTTPRequest)
+				err = s.awaitRequest(idleStart)
 			}
-			return false
+			if err == errHibernate {
+				s.hibernate(idleStart)
+				return EndHibernated
+			}
+			if err != nil {
+				// Nothing received: a keep-alive connection going idle or away is
+				// closed silently; a first request that never comes gets 408, as
+				// HAProxy without http-ignore-probes (counted as a request and a
+				// request error).
+				if s.nreq == 0 && netio.IsTimeout(err) {
+					s.x.Begin(idleStart, time.Time{})
+					s.fail(stream.IdleTimeout)
+				}
+				return EndClosed
+			}
+			ok, moved := cl.Active()
+			if !ok {
+				return EndClosed
+			}
+			if moved {
+				s.settings() // moved by a reload while idle
+			}
+			keep = s.handle(idleStart)
 		}
-		ok, moved := cl.Active()
+		e = entryTop
+		if s.park != parkNone {
+			s.sleep() // the last use of s: it may go on elsewhere at once
+			return EndParked
+		}
+		if !keep {
+			return EndClosed
+		}
+		ok, moved := cl.Idle()
 		if !ok {
-			return false
-		}
-		if moved {
-			s.settings() // moved by a reload while idle
-		}
-		if !s.handle(idleStart) {
-			return false
-		}
-		if ok, moved = cl.Idle(); !ok {
-			return false
+			return EndClosed
 		}
 		if moved {
 			s.settings() // moved to the configuration a reload started
 		}
 	}
+}
+
+// close releases what the session holds when its connection closes (the
+// Client closes the connection), and s.
+func (s *session) close() {
+	if s.owned != nil {
+		s.owned.close()
+	}
+	if s.h2own != nil {
+		s.h2own.Close(true)
+	}
+	netio.PutReader(s.br)
+	netio.PutWriter(s.bw)
+	s.cl.Done()
+	s.recycle()
 }
 
 // Hibernator is a Client whose connection can wait for its next request
@@ -238,17 +289,29 @@ func (s *session) canHibernate() bool {
 // read is Resume's. br and bw are set when it returns, whatever the
 // outcome, except with errHibernate (both nil).
 func (s *session) awaitRequest(idleStart time.Time) error {
+	deadline := s.dl.Read()
+	// armed: afterInline set the read deadline at IdleKeep already; any
+	// way that does not wait until then puts back the request's.
+	armed := s.keepArmed
+	s.keepArmed = false
 	if s.br.Buffered() > 0 {
+		if armed {
+			s.c.SetReadDeadline(deadline)
+		}
 		return nil
 	}
-	deadline := s.dl.Read()
 	keep := idleStart.Add(s.set.IdleKeep)
 	if s.set.IdleKeep > 0 {
 		if !deadline.IsZero() && !keep.Before(deadline) {
+			if armed {
+				s.c.SetReadDeadline(deadline)
+			}
 			_, err := s.br.Peek(1) // the whole wait with the buffers
 			return err
 		}
-		s.c.SetReadDeadline(keep)
+		if !armed {
+			s.c.SetReadDeadline(keep)
+		}
 		_, err := s.br.Peek(1)
 		s.c.SetReadDeadline(deadline)
 		if err == nil || !netio.IsTimeout(err) || time.Now().Before(keep) {
@@ -281,7 +344,7 @@ func (s *session) readFirst() error {
 	} else {
 		s.br = netio.GetReader(s.c)
 	}
-	s.bw = netio.GetWriter(s.c)
+	s.bw = s.newWriter()
 	return err
 }
 
@@ -374,15 +437,29 @@ func (s *session) fail(o stream.Outcome) bool {
 // in the phases of the request path: assign (pick or queue), connect
 // (reuse or dial), send, receive, relay. It returns true when the client
 // connection stays usable.
-func (s *session) forward() (keep bool) {
+func (s *session) forward() bool {
+	keep := s.forwardH1()
+	if s.park != parkNone {
+		return true // its continuation releases it
+	}
+	s.releaseStream(keep)
+	return keep
+}
+
+// releaseStream releases the request's Stream: keep says the client
+// connection stays usable.
+func (s *session) releaseStream(keep bool) {
+	if keep {
+		s.x.Release()
+	} else {
+		s.x.ReleaseLast()
+	}
+}
+
+// forwardH1 is forward without the Stream's release; the request may
+// park (s.park), its response to come (inline.go).
+func (s *session) forwardH1() bool {
 	x := s.x
-	defer func() {
-		if keep {
-			x.Release()
-		} else {
-			x.ReleaseLast()
-		}
-	}()
 	if o := s.assign(); o != stream.Served {
 		return s.fail(o)
 	}
@@ -396,12 +473,23 @@ func (s *session) forward() (keep bool) {
 	case h2c != nil:
 		return s.forwardH2(h2c)
 	}
-	defer x.Unbind()
 	if o := s.expectContinue(); o != stream.Served {
 		uc.close()
-		return s.fail(o)
+		keep := s.fail(o)
+		x.Unbind()
+		return keep
 	}
 	uc, o = s.exchange(uc, reused)
+	if s.park != parkNone {
+		return true
+	}
+	return s.afterExchange(uc, o)
+}
+
+// afterExchange ends a request whose exchange ended with o: the relay of
+// the response read from uc, or the error's answer.
+func (s *session) afterExchange(uc *upConn, o stream.Outcome) bool {
+	defer s.x.Unbind()
 	if o != stream.Served {
 		if uc != nil {
 			uc.close()
@@ -482,23 +570,41 @@ func (s *session) expectContinue() stream.Outcome {
 // does. It returns the connection the response is read from (nil when it
 // was closed) and stream.Served, or the outcome to end with.
 func (s *session) exchange(uc *upConn, reused bool) (*upConn, stream.Outcome) {
+	return s.exchangeFrom(uc, reused, 0, false, nil)
+}
+
+// exchangeFrom is exchange from its attempt attempt; resumed says that
+// attempt's request was sent and its response head read already, with
+// herr (a parked request's, inline.go). The request may park instead of
+// reading its response (s.park: it returns nil and stream.Served).
+func (s *session) exchangeFrom(uc *upConn, reused bool, attempt int, resumed bool, herr error) (*upConn, stream.Outcome) {
 	x := s.x
 	hasBody := s.view.HasBody
 	replay := s.replayable()
 	if replay && hasBody {
 		defer s.br.Discard(int(s.req.contentLength)) // sent from the buffer
 	}
-	counted := false
-	for attempt := 0; ; attempt++ {
-		bodyBytes, ferr := s.sendRequest(uc, hasBody, replay)
-		var err error
-		if ferr == nil {
-			if !counted {
-				// Once per request: a retry sends the same bytes again.
-				x.Sent(bodyBytes)
-				counted = true
+	counted := resumed
+	for ; ; attempt++ {
+		var ferr, err error
+		if resumed {
+			resumed = false
+			err = herr
+		} else {
+			var bodyBytes int64
+			bodyBytes, ferr = s.sendRequest(uc, hasBody, replay)
+			if ferr == nil {
+				if !counted {
+					// Once per request: a retry sends the same bytes again.
+					x.Sent(bodyBytes)
+					counted = true
+				}
+				if s.canPark(uc) {
+					s.parkResponse(uc, reused, attempt)
+					return nil, stream.Served
+				}
+				err = s.readResponseHead(uc, true, false)
 			}
-			err = s.readResponseHead(uc)
 		}
 		if ferr != nil && errors.Is(ferr, errClientSide) {
 			uc.close() // the server never gets a complete request
@@ -642,6 +748,19 @@ func (s *session) relay(uc *upConn) bool {
 	if berr == nil {
 		berr = s.flushClient()
 	}
+	if berr == nil && s.cw.nb && len(s.cw.pending) > 0 {
+		// Finished by the epoll layer, and the client's socket did not
+		// take it all: a worker writes the rest, then ends the request.
+		s.flushPending, s.pClose = true, closeAfter
+		return true
+	}
+	return s.relayEnd(uc, berr, upgrade, closeAfter)
+}
+
+// relayEnd ends the request relay sent the response of, once written to
+// the client (berr: how that went).
+func (s *session) relayEnd(uc *upConn, berr error, upgrade, closeAfter bool) bool {
+	x := s.x
 	if berr != nil {
 		if uc != nil {
 			uc.close()
@@ -904,15 +1023,23 @@ func (s *session) writeRequestHead(w *bufio.Writer) int64 {
 
 // readResponseHead reads the final response head from uc, relaying interim
 // 1xx responses (other than 101) to the client as they come.
-func (s *session) readResponseHead(uc *upConn) error {
+// arm false leaves the read deadline as it is for the first head (a
+// parked request's, armed when it parked); have says that head was read
+// and parsed already.
+func (s *session) readResponseHead(uc *upConn, arm, have bool) error {
 	for {
-		uc.dl.ArmRead(uc.c, time.Now(), s.backendTimeoutServer(uc))
-		if err := s.resp.readHead(uc.br, true); err != nil {
-			return err
+		if !have {
+			if arm {
+				uc.dl.ArmRead(uc.c, time.Now(), s.backendTimeoutServer(uc))
+			}
+			if err := s.resp.readHead(uc.br, true); err != nil {
+				return err
+			}
+			if err := s.resp.parse(true); err != nil {
+				return err
+			}
 		}
-		if err := s.resp.parse(true); err != nil {
-			return err
-		}
+		have, arm = false, true
 		if s.resp.status >= 200 || s.resp.status == 101 {
 			return nil
 		}

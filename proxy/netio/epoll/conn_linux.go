@@ -67,6 +67,9 @@ type Conn struct {
 	// wk resumes c while it hibernates (Hibernate): written before r.hib
 	// is set, read by whoever takes r.hib.
 	wk Waker
+	// short says the hibernation is an Await's (not counted in sleeping,
+	// its deadline on its runtime timer): written with wk.
+	short bool
 }
 
 // Conn.reg's values.
@@ -201,6 +204,11 @@ func (s *side) fire() {
 // hibernation.
 func (s *side) rouse() {
 	if c := s.hib.Swap(nil); c != nil {
+		if c.short {
+			c.p.g.awaiting.Add(-1)
+			c.wk.Wake()
+			return
+		}
 		c.unpark()
 		c.p.g.sleeping.Add(-1)
 		c.wk.Wake()
@@ -377,7 +385,7 @@ func (c *Conn) Hibernate(w Waker) {
 	c.w.ch.Store(nil)
 	c.w.dropDeadline()
 	c.park()
-	c.wk = w
+	c.wk, c.short = w, false
 	c.p.g.sleeping.Add(1)
 	c.r.hib.Store(c)
 	if c.r.lazy.Load() {
@@ -397,6 +405,98 @@ func (c *Conn) Hibernate(w Waker) {
 	}
 }
 
+// Await is Hibernate for a short wait (a server's response, a keep-alive
+// client's next request while its session is kept): w.Wake is called
+// once, as Hibernate's, when a Read would not block (bytes or the end of
+// the stream, the read deadline passed, c closed), possibly before Await
+// returns. Unlike Hibernate it changes nothing else: the read deadline
+// keeps its runtime timer (the one whose expiry wakes the wait), the
+// wake-up channels and the write deadline stay, and c is not counted as
+// hibernating. The caller must not use c after calling Await, until Wake
+// runs; one read must not be in progress. A spurious Wake is possible.
+func (c *Conn) Await(w Waker) {
+	c.wk, c.short = w, true
+	c.p.g.awaiting.Add(1)
+	c.r.hib.Store(c)
+	if c.reg.Load() == regNone && c.incref() {
+		err := c.arm(regIn)
+		c.decref()
+		if err != nil {
+			c.r.ready.Store(1)
+		}
+	}
+	if c.Readable() {
+		c.r.rouse()
+	}
+}
+
+// TryRead is Read without the wait: when the socket has nothing to read
+// (or no event said it has) it returns 0 and ErrWouldBlock at once. It
+// never blocks: the epoll layer's event callbacks (Await's Wake) read
+// with it.
+func (c *Conn) TryRead(b []byte) (int, error) {
+	if !c.incref() {
+		return 0, c.opErr("read", net.ErrClosed)
+	}
+	defer c.decref()
+	if len(b) == 0 {
+		return 0, nil
+	}
+	if c.r.expired() {
+		return 0, c.opErr("read", os.ErrDeadlineExceeded)
+	}
+	if c.r.ready.Swap(0) == 0 {
+		return 0, ErrWouldBlock
+	}
+	n, err := ignoringEINTR(func() (int, error) { return sysRead(c.fd, b) })
+	switch {
+	case err == nil && n == 0:
+		c.r.ready.Store(1)
+		return 0, io.EOF
+	case err == nil:
+		if n == len(b) || c.hup.Load() {
+			c.r.ready.Store(1)
+		}
+		return n, nil
+	case err == unix.EAGAIN:
+		return 0, ErrWouldBlock
+	}
+	c.r.ready.Store(1)
+	return 0, c.opErr("read", os.NewSyscallError("read", err))
+}
+
+// TryWrite is Write without the wait: it writes what the socket takes
+// now and returns ErrWouldBlock with the count written when it did not
+// take all of b (the caller writes the rest with Write).
+func (c *Conn) TryWrite(b []byte) (int, error) {
+	if !c.incref() {
+		return 0, c.opErr("write", net.ErrClosed)
+	}
+	defer c.decref()
+	nn := 0
+	for {
+		if c.w.expired() {
+			return nn, c.opErr("write", os.ErrDeadlineExceeded)
+		}
+		c.w.ready.Store(0)
+		n, err := ignoringEINTR(func() (int, error) { return sysWrite(c.fd, b[nn:]) })
+		if n > 0 {
+			nn += n
+		}
+		if nn == len(b) {
+			c.w.ready.Store(1)
+			return nn, nil
+		}
+		switch {
+		case err == unix.EAGAIN:
+			return nn, ErrWouldBlock
+		case err != nil:
+			c.w.ready.Store(1)
+			return nn, c.opErr("write", os.NewSyscallError("write", err))
+		}
+	}
+}
+
 // Readable reports whether a Read of c would not wait: an event (or a
 // read that did not drain the socket) says bytes or the end may be there,
 // its read deadline has passed, or c is closed. A hibernating connection
@@ -404,6 +504,9 @@ func (c *Conn) Hibernate(w Waker) {
 func (c *Conn) Readable() bool {
 	return c.r.ready.Load() != 0 || c.state.Load()&closedBit != 0 || c.r.expired()
 }
+
+// Awaiting returns how many of g's connections wait in an Await now.
+func (g *Group) Awaiting() int64 { return g.awaiting.Load() }
 
 // Hibernating returns how many of g's connections hibernate (Conn.Hibernate)
 // now.

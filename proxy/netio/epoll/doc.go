@@ -47,6 +47,12 @@
 //     one runtime timer per poller instead of one per connection) or Close
 //     calls the Waker given, once, which starts the goroutine that reads
 //     it (the proxy's HTTP/1 clients idle past IdleKeep, proxy/httpconn.go).
+//   - Conn.Await: Hibernate for a short wait (an HTTP/1 request's
+//     response, the next request of a client whose session is kept):
+//     the Waker is called as Hibernate's, the read deadline keeps its
+//     runtime timer; TryRead and TryWrite read and write without ever
+//     waiting (ErrWouldBlock), for the Waker's code, which runs on the
+//     reaper (proxy/http1/inline.go).
 //   - Pair (StartPair): a mode tcp session relayed by the pollers
 //     themselves, as HAProxy's event loop does: both Conns point at the
 //     Pair, and the reaper that collects an event of either reads the

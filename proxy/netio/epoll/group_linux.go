@@ -31,6 +31,8 @@ type Group struct {
 	live  atomic.Int64 // connections registered and not yet closed
 	// sleeping counts the connections that hibernate (Conn.Hibernate).
 	sleeping atomic.Int64
+	// awaiting counts the connections waiting in an Await.
+	awaiting atomic.Int64
 	// pairs counts the Pairs relaying now (StartPair to their end).
 	pairs atomic.Int64
 

@@ -56,6 +56,9 @@ func (c *Conn) Hibernate(w Waker) { w.Wake() }
 // Hibernating returns 0.
 func (g *Group) Hibernating() int64 { return 0 }
 
+// Awaiting returns 0: there is no group.
+func (g *Group) Awaiting() int64 { return 0 }
+
 // Parked returns 0.
 func (g *Group) Parked() int64 { return 0 }
 

@@ -11,3 +11,13 @@ type WakeFunc func()
 
 // Wake calls f.
 func (f WakeFunc) Wake() { f() }
+
+// ErrWouldBlock is what Conn.TryRead and Conn.TryWrite return when the
+// operation would wait for the socket.
+var ErrWouldBlock = errWouldBlock{}
+
+type errWouldBlock struct{}
+
+func (errWouldBlock) Error() string   { return "epoll: operation would block" }
+func (errWouldBlock) Timeout() bool   { return false }
+func (errWouldBlock) Temporary() bool { return true }

@@ -1,0 +1,444 @@
+package http1
+
+import (
+	"bufio"
+	"bytes"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio/epoll"
+	"github.com/fulcrum-proxy/fulcrum/proxy/stream"
+)
+
+// Responses finished by the epoll layer (issue 21): a request without a
+// body whose client and server connections are both plaintext Conns of
+// the epoll layer does not keep its goroutine while the server answers.
+// Once the request is sent, the session "parks": the server connection
+// waits for its response with no goroutine (epoll.Conn.Await), and the
+// worker goes back to its pool. The reaper that collects the server's
+// event (or the timer of its read deadline, or whoever closes it) calls
+// the session's respWaker: it fills the server's reader without blocking
+// and, when the whole response is there and simple (a final status, a
+// Content-Length body all read, or none), finishes the request right
+// there with the session's own code: response rules and edits, the
+// non-blocking write to the client, the counters, the log line, the
+// server connection back to its pool; then the client connection waits
+// for its next request the same way (idleWaker), and a worker serves it
+// when it comes. A head, or a body that fits in the reader, still coming
+// is waited for the same way (timeout server running as for a worker's
+// reads). Anything else (an interim or 101 response, a chunked,
+// close-delimited or larger body, an error, the deadline) goes to a
+// worker, which goes on from exactly where the session stands
+// (Continue): the bytes already read are in the reader, nothing is lost
+// or reordered. A client write that the socket does not take whole keeps
+// the rest (cliSink), and a worker writes it before the request ends.
+//
+// Each request thus costs one goroutine run (its arrival) instead of two
+// (its arrival and its response's). FULCRUM_H1INLINE=0 turns it off
+// (Settings.Inline).
+
+// InlineCounters count the parked requests (Settings.Inline): those the
+// epoll layer's callbacks finished, and those a worker went on with; and
+// the wake-ups that found the response's head incomplete and waited again.
+type InlineCounters struct {
+	Finished  atomic.Int64
+	Continued atomic.Int64
+	Waited    atomic.Int64
+}
+
+// End is how Serve, Resume and Continuation.Continue left a connection.
+type End uint8
+
+const (
+	// EndClosed: the connection is closed and the session released.
+	EndClosed End = iota
+	// EndHibernated: the connection hibernates (Hibernator).
+	EndHibernated
+	// EndParked: the connection waits with its session kept, and a worker
+	// goes on through Parker.Dispatch when it is to.
+	EndParked
+)
+
+// Continuation is a parked session, to be continued on a worker
+// goroutine (Parker.Dispatch).
+type Continuation interface {
+	// Continue serves the connection from where it parked, as Serve does.
+	Continue() End
+}
+
+// Parker is a Client whose requests may park while their responses come
+// (its connection is the epoll layer's, not TLS).
+type Parker interface {
+	// Dispatch calls k.Continue on a worker goroutine of the
+	// connection's proxy, and, when it returns EndClosed, releases the
+	// connection as Serve's caller does. It must not block: the epoll
+	// layer's reaper calls it.
+	Dispatch(k Continuation)
+	// Closed closes the connection and releases it as Serve's caller
+	// does when Serve returns EndClosed (the engine closed its session
+	// in an event callback); it must not block.
+	Closed()
+}
+
+// tryIO is a connection the epoll layer's event callbacks may use without
+// blocking (epoll.Conn).
+type tryIO interface {
+	net.Conn
+	Await(epoll.Waker)
+	Readable() bool
+	TryRead([]byte) (int, error)
+	TryWrite([]byte) (int, error)
+}
+
+// entry is where a session's serve loop starts.
+type entry uint8
+
+const (
+	entryTop      entry = iota // wait for the next request
+	entryResumed               // out of hibernation: readFirst
+	entryAwait                 // the next request is awaited since pIdle (armed)
+	entryResponse              // the response of the parked request
+	entryFlush                 // the client's pending bytes, then the request's end
+	entryTail                  // pending bytes, then the loop's end with pKeep
+)
+
+// parkState says what a session waits for once its goroutine leaves.
+type parkState uint8
+
+const (
+	parkNone     parkState = iota
+	parkResponse           // pu's response
+)
+
+// upSrc is the reader under an epoll server connection's br.
+type upSrc struct {
+	c   tryIO
+	nb  bool  // a callback fills br: TryRead
+	err error // an error a non-blocking fill met: the next read's
+}
+
+// Read implements io.Reader.
+func (u *upSrc) Read(p []byte) (int, error) {
+	if u.err != nil {
+		err := u.err
+		u.err = nil
+		return 0, err
+	}
+	if u.nb {
+		return u.c.TryRead(p)
+	}
+	return u.c.Read(p)
+}
+
+// newReader returns uc's buffered reader: through src on the epoll layer.
+func (uc *upConn) newReader() *bufio.Reader {
+	if tc, ok := uc.c.(tryIO); ok {
+		uc.src = upSrc{c: tc}
+		return netio.GetReader(&uc.src)
+	}
+	return netio.GetReader(uc.c)
+}
+
+// cliSink is the writer under a parkable client's bw. While nb (an event
+// callback writes), what the socket does not take is kept in pending, for
+// a worker to write (flush); bw sees every write succeed.
+type cliSink struct {
+	c       tryIO
+	nb      bool
+	pending []byte
+}
+
+// Write implements io.Writer.
+func (w *cliSink) Write(p []byte) (int, error) {
+	if !w.nb {
+		return w.c.Write(p)
+	}
+	if len(w.pending) > 0 {
+		w.pending = append(w.pending, p...)
+		return len(p), nil
+	}
+	n, err := w.c.TryWrite(p)
+	if err == epoll.ErrWouldBlock {
+		w.pending = append(w.pending[:0], p[n:]...)
+		return len(p), nil
+	}
+	return n, err
+}
+
+// flush writes the pending bytes, blocking (a worker's), under the write
+// deadline armed when they were written.
+func (w *cliSink) flush() error {
+	if len(w.pending) == 0 {
+		return nil
+	}
+	_, err := w.c.Write(w.pending)
+	w.pending = w.pending[:0]
+	if cap(w.pending) > 64<<10 {
+		w.pending = nil
+	}
+	return err
+}
+
+// respWaker and idleWaker are a parked session's epoll.Wakers: for its
+// server's response, for its client's next request.
+type respWaker struct{ s *session }
+type idleWaker struct{ s *session }
+
+// Wake implements epoll.Waker.
+func (w *respWaker) Wake() { w.s.onResponse() }
+
+// Wake implements epoll.Waker.
+func (w *idleWaker) Wake() {
+	s := w.s
+	if !s.cw.c.Readable() {
+		s.cw.c.Await(&s.iw) // a late event or timer: wait again
+		return
+	}
+	s.dispatch(entryAwait)
+}
+
+// newWriter returns the client's buffered writer: through cw when the
+// connection can park.
+func (s *session) newWriter() *bufio.Writer {
+	if s.cw.c != nil {
+		return netio.GetWriter(&s.cw)
+	}
+	return netio.GetWriter(s.c)
+}
+
+// initPark readies s to park when its client can.
+func (s *session) initPark() {
+	s.rw.s, s.iw.s = s, s
+	if _, ok := s.cl.(Parker); !ok {
+		return
+	}
+	if tc, ok := s.c.(tryIO); ok {
+		s.cw = cliSink{c: tc}
+	}
+}
+
+// canPark reports whether the request just sent on uc may wait for its
+// response with no goroutine.
+func (s *session) canPark(uc *upConn) bool {
+	return s.set.Inline != nil && s.cw.c != nil && uc.src.c != nil && uc.br.Buffered() == 0 &&
+		!s.view.HasBody && !s.req.expect100 && !s.req.connUpgrade && s.h2own == nil
+}
+
+// parkResponse makes s wait for uc's response (sleep, once the stack has
+// unwound): the read deadline is armed as readResponseHead's.
+func (s *session) parkResponse(uc *upConn, reused bool, attempt int) {
+	s.park = parkResponse
+	s.pu, s.pReused, s.pAttempt, s.pHead, s.pErr = uc, reused, attempt, false, nil
+	uc.dl.ArmRead(uc.c, time.Now(), s.backendTimeoutServer(uc))
+}
+
+// sleep is the parking goroutine's last use of s.
+func (s *session) sleep() {
+	s.park = parkNone
+	s.pu.src.c.Await(&s.rw)
+}
+
+// dispatch hands s to a worker, to go on at e.
+func (s *session) dispatch(e entry) {
+	if e == entryResponse && s.set.Inline != nil {
+		s.set.Inline.Continued.Add(1)
+	}
+	s.next = e
+	s.cl.(Parker).Dispatch(s)
+}
+
+// Continue implements Continuation.
+func (s *session) Continue() End {
+	e := s.next
+	s.next = entryTop
+	return s.serve(e, s.pIdle)
+}
+
+// onResponse is the parked response's wake-up: an event, the read
+// deadline, or a close of the server connection; it never blocks.
+func (s *session) onResponse() {
+	uc := s.pu
+	src := &uc.src
+	if !src.c.Readable() {
+		src.c.Await(&s.rw) // a late event or timer: wait again
+		return
+	}
+	src.nb = true
+	p, err := uc.br.Peek(uc.br.Size())
+	src.nb = false
+	switch err {
+	case nil, bufio.ErrBufferFull, epoll.ErrWouldBlock:
+	default:
+		src.err = err // the worker's read meets it
+		s.dispatch(entryResponse)
+		return
+	}
+	if !s.pHead {
+		if headEnd(p) < 0 {
+			if len(p) >= uc.br.Size() || len(p) >= maxHeaderBytes {
+				s.dispatch(entryResponse)
+				return
+			}
+			s.waitMore()
+			return
+		}
+		// The whole head is buffered: reading it reads nothing more.
+		s.pHead = true
+		if err := s.resp.readHead(uc.br, true); err != nil {
+			s.pErr = err
+			s.dispatch(entryResponse)
+			return
+		}
+		if err := s.resp.parse(true); err != nil {
+			s.pErr = err
+			s.dispatch(entryResponse)
+			return
+		}
+		s.pGot = 0
+	}
+	r := &s.resp
+	st := r.status
+	noBody := string(s.req.line[0]) == "HEAD" || st == 204 || st == 304
+	if st < 200 || st == 101 || (!noBody && (r.chunked || r.contentLength < 0 || r.contentLength > int64(uc.br.Size()))) {
+		s.dispatch(entryResponse)
+		return
+	}
+	if got := uc.br.Buffered(); !noBody && int64(got) < r.contentLength {
+		// The rest of a body that fits in the buffer: waited for here,
+		// timeout server running from the last bytes (as relay's reads).
+		if got > s.pGot {
+			s.pGot = got
+			uc.dl.ArmRead(uc.c, time.Now(), s.backendTimeoutServer(uc))
+		}
+		s.waitMore()
+		return
+	}
+	// Simple and whole: the request ends here.
+	if s.set.Inline != nil {
+		s.set.Inline.Finished.Add(1)
+	}
+	s.pu, s.pHead = nil, false
+	s.cw.nb = true
+	keep := s.afterExchange(uc, stream.Served)
+	s.cw.nb = false
+	if s.flushPending {
+		s.dispatch(entryFlush)
+		return
+	}
+	s.releaseStream(keep)
+	s.afterInline(keep)
+}
+
+// waitMore makes the parked response wait for more of its bytes.
+func (s *session) waitMore() {
+	if s.set.Inline != nil {
+		s.set.Inline.Waited.Add(1)
+	}
+	s.pu.src.c.Await(&s.rw)
+}
+
+// afterInline is the end of the serve loop's turn for a request finished
+// by onResponse: the client connection waits for its next request with no
+// goroutine when it can, else a worker goes on.
+func (s *session) afterInline(keep bool) {
+	if len(s.cw.pending) > 0 {
+		s.pKeep = keep
+		s.dispatch(entryTail)
+		return
+	}
+	if !keep {
+		s.closeInline()
+		return
+	}
+	ok, moved := s.cl.Idle()
+	if !ok {
+		s.closeInline()
+		return
+	}
+	if moved {
+		s.settings()
+	}
+	idleStart := time.Now()
+	s.dl.ArmRead(s.c, idleStart, s.set.TimeoutHTTPRequest)
+	s.pIdle = idleStart
+	if s.br.Buffered() > 0 || s.set.IdleKeep <= 0 {
+		s.dispatch(entryAwait)
+		return
+	}
+	// As awaitRequest: the wait with the buffers ends at IdleKeep.
+	deadline := s.dl.Read()
+	if keepEnd := idleStart.Add(s.set.IdleKeep); deadline.IsZero() || keepEnd.Before(deadline) {
+		s.c.SetReadDeadline(keepEnd)
+		s.keepArmed = true
+	}
+	s.cw.c.Await(&s.iw)
+}
+
+// closeInline closes a connection whose last request onResponse
+// finished, as serve's return with EndClosed and its caller would.
+func (s *session) closeInline() {
+	cl := s.cl.(Parker)
+	s.close()
+	cl.Closed()
+}
+
+// continueResponse is a worker's turn for a parked response: the head
+// (unless the callback read it), the exchange's end, the relay.
+func (s *session) continueResponse() bool {
+	uc := s.pu
+	s.pu = nil
+	err := s.pErr
+	if err == nil {
+		err = s.readResponseHead(uc, false, s.pHead)
+	}
+	s.pHead, s.pErr = false, nil
+	uc, o := s.exchangeFrom(uc, s.pReused, s.pAttempt, true, err)
+	if s.park != parkNone {
+		return true // parked again (a retry on a new connection)
+	}
+	keep := s.afterExchange(uc, o)
+	s.releaseStream(keep)
+	return keep
+}
+
+// continueFlush is a worker's turn for a response finished by onResponse
+// whose last bytes the client's socket did not take at once.
+func (s *session) continueFlush() bool {
+	s.flushPending = false
+	var berr error
+	if err := s.cw.flush(); err != nil {
+		berr = wrapClient(err)
+	}
+	keep := s.relayEnd(nil, berr, false, s.pClose)
+	s.releaseStream(keep)
+	return keep
+}
+
+// headEnd returns where the head at the start of p ends (after the LF of
+// its empty line), as readHead finds it, or -1 when it does not end in p.
+func headEnd(p []byte) int {
+	i := 0
+	for {
+		if i < len(p) && p[i] == '\n' {
+			i++
+		} else if i+1 < len(p) && p[i] == '\r' && p[i+1] == '\n' {
+			i += 2
+		} else {
+			break
+		}
+	}
+	start := i
+	for {
+		j := bytes.IndexByte(p[i:], '\n')
+		if j < 0 {
+			return -1
+		}
+		end := i + j + 1
+		if h := p[start:end]; len(h) >= 2 && h[len(h)-2] == '\n' || len(h) >= 3 && string(h[len(h)-3:]) == "\n\r\n" {
+			return end
+		}
+		i = end
+	}
+}
