@@ -418,6 +418,12 @@ func (c *Conn) Await(w Waker) {
 	c.wk, c.short = w, true
 	c.p.g.awaiting.Add(1)
 	c.r.hib.Store(c)
+	if c.r.lazy.Load() {
+		// A deadline set without a timer (lazyDeadlines): its timer
+		// ends the wait. hib is set first, as Hibernate does, so that
+		// a deadline set meanwhile (side.arm) makes its own.
+		c.r.ensureTimer()
+	}
 	if c.reg.Load() == regNone && c.incref() {
 		err := c.arm(regIn)
 		c.decref()
