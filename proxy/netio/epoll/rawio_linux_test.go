@@ -10,8 +10,20 @@ import (
 
 // rawRead and rawWrite return what unix.Read and unix.Write return, on a
 // non-blocking socket pair: bytes, EAGAIN on an empty socket, 0 at the
-// end, and the errno of a bad descriptor.
+// end, and the errno of a bad descriptor; as read(2) and write(2), and as
+// recvfrom(2) and sendto(2) (sockCalls, the default).
 func TestRawReadWrite(t *testing.T) {
+	for _, sock := range []bool{false, true} {
+		t.Run(map[bool]string{false: "readwrite", true: "sockcalls"}[sock], func(t *testing.T) {
+			old := sockCalls
+			sockCalls = sock
+			defer func() { sockCalls = old }()
+			testRawReadWrite(t)
+		})
+	}
+}
+
+func testRawReadWrite(t *testing.T) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -162,6 +174,60 @@ func TestRawAcceptCloseCtl(t *testing.T) {
 			}
 			if nfd, _, err := rawAccept4(-1); nfd != -1 || err != unix.EBADF {
 				t.Fatalf("fd -1: %d, %v; want -1, EBADF", nfd, err)
+			}
+		})
+	}
+}
+
+// BenchmarkRawIO: one write of 120 bytes on a loopback TCP connection and
+// the read of them at its other end, non-blocking, in one goroutine:
+// read(2) and write(2) against recvfrom(2) and sendto(2) (sockCalls).
+func BenchmarkRawIO(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	cc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cc.Close()
+	sc, err := ln.Accept()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sc.Close()
+	fd := func(c net.Conn) int {
+		f, err := c.(*net.TCPConn).File()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { f.Close() })
+		unix.SetNonblock(int(f.Fd()), true)
+		return int(f.Fd())
+	}
+	wfd, rfd := fd(cc), fd(sc)
+	msg, buf := make([]byte, 120), make([]byte, 4096)
+	for _, sock := range []bool{false, true} {
+		b.Run(map[bool]string{false: "readwrite", true: "sockcalls"}[sock], func(b *testing.B) {
+			old := sockCalls
+			sockCalls = sock
+			defer func() { sockCalls = old }()
+			for range b.N {
+				if n, err := rawWrite(wfd, msg); n != len(msg) || err != nil {
+					b.Fatalf("write: %d, %v", n, err)
+				}
+				for got := 0; got < len(msg); {
+					n, err := rawRead(rfd, buf)
+					if err == unix.EAGAIN {
+						continue
+					}
+					if err != nil {
+						b.Fatalf("read: %v", err)
+					}
+					got += n
+				}
 			}
 		})
 	}
