@@ -440,68 +440,12 @@ func (c *Conn) Await(w Waker) {
 // (or no event said it has) it returns 0 and ErrWouldBlock at once. It
 // never blocks: the epoll layer's event callbacks (Await's Wake) read
 // with it.
-func (c *Conn) TryRead(b []byte) (int, error) {
-	if !c.incref() {
-		return 0, c.opErr("read", net.ErrClosed)
-	}
-	defer c.decref()
-	if len(b) == 0 {
-		return 0, nil
-	}
-	if c.r.expired() {
-		return 0, c.opErr("read", os.ErrDeadlineExceeded)
-	}
-	if c.r.ready.Swap(0) == 0 {
-		return 0, ErrWouldBlock
-	}
-	n, err := ignoringEINTR(func() (int, error) { return sysRead(c.fd, b) })
-	switch {
-	case err == nil && n == 0:
-		c.r.ready.Store(1)
-		return 0, io.EOF
-	case err == nil:
-		if n == len(b) || c.hup.Load() {
-			c.r.ready.Store(1)
-		}
-		return n, nil
-	case err == unix.EAGAIN:
-		return 0, ErrWouldBlock
-	}
-	c.r.ready.Store(1)
-	return 0, c.opErr("read", os.NewSyscallError("read", err))
-}
+func (c *Conn) TryRead(b []byte) (int, error) { return c.read(b, false) }
 
 // TryWrite is Write without the wait: it writes what the socket takes
 // now and returns ErrWouldBlock with the count written when it did not
 // take all of b (the caller writes the rest with Write).
-func (c *Conn) TryWrite(b []byte) (int, error) {
-	if !c.incref() {
-		return 0, c.opErr("write", net.ErrClosed)
-	}
-	defer c.decref()
-	nn := 0
-	for {
-		if c.w.expired() {
-			return nn, c.opErr("write", os.ErrDeadlineExceeded)
-		}
-		c.w.ready.Store(0)
-		n, err := ignoringEINTR(func() (int, error) { return sysWrite(c.fd, b[nn:]) })
-		if n > 0 {
-			nn += n
-		}
-		if nn == len(b) {
-			c.w.ready.Store(1)
-			return nn, nil
-		}
-		switch {
-		case err == unix.EAGAIN:
-			return nn, ErrWouldBlock
-		case err != nil:
-			c.w.ready.Store(1)
-			return nn, c.opErr("write", os.NewSyscallError("write", err))
-		}
-	}
-}
+func (c *Conn) TryWrite(b []byte) (int, error) { return c.write(b, false) }
 
 // Readable reports whether a Read of c would not wait: an event (or a
 // read that did not drain the socket) says bytes or the end may be there,
@@ -729,7 +673,10 @@ func (c *Conn) Lend(abort func()) (fd int, giveBack func(), err error) {
 // when an event, or a previous read that filled b, says bytes may be
 // there. As net.Conn, an expired deadline fails the read even with bytes
 // waiting.
-func (c *Conn) Read(b []byte) (int, error) {
+func (c *Conn) Read(b []byte) (int, error) { return c.read(b, true) }
+
+// read is Read, or TryRead when !wait.
+func (c *Conn) read(b []byte, wait bool) (int, error) {
 	if !c.incref() {
 		return 0, c.opErr("read", net.ErrClosed)
 	}
@@ -757,6 +704,9 @@ func (c *Conn) Read(b []byte) (int, error) {
 				return 0, c.opErr("read", os.NewSyscallError("read", err))
 			}
 		}
+		if !wait {
+			return 0, ErrWouldBlock
+		}
 		if err := c.wait(&c.r); err != nil {
 			return 0, c.opErr("read", err)
 		}
@@ -764,7 +714,10 @@ func (c *Conn) Read(b []byte) (int, error) {
 }
 
 // Write writes all of b, waiting for room when the socket's buffer is full.
-func (c *Conn) Write(b []byte) (int, error) {
+func (c *Conn) Write(b []byte) (int, error) { return c.write(b, true) }
+
+// write is Write, or TryWrite when !wait.
+func (c *Conn) write(b []byte, wait bool) (int, error) {
 	if !c.incref() {
 		return 0, c.opErr("write", net.ErrClosed)
 	}
@@ -786,6 +739,12 @@ func (c *Conn) Write(b []byte) (int, error) {
 		if err != nil && err != unix.EAGAIN {
 			c.w.ready.Store(1)
 			return nn, c.opErr("write", os.NewSyscallError("write", err))
+		}
+		if !wait {
+			if err == nil {
+				continue // a short write: the next one says EAGAIN or takes more
+			}
+			return nn, ErrWouldBlock
 		}
 		if err := c.waitWrite(); err != nil {
 			return nn, c.opErr("write", err)
