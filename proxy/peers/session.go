@@ -458,7 +458,12 @@ func (s *session) writeLoop() {
 		}
 		s.calls.Add(1)
 		if err := s.send(); err != nil {
-			s.close(fmt.Errorf("write: %w", err))
+			if !errors.Is(err, errSessionEnded) {
+				s.close(fmt.Errorf("write: %w", err))
+			}
+			// else the reader sent the error message that ends the
+			// session, and closes it with its reason (run): closing here
+			// first would log this write's error instead.
 			return
 		}
 	}
