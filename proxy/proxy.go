@@ -74,14 +74,14 @@ type Proxy struct {
 	// pairOn: mode tcp sessions between plaintext sockets of the epoll
 	// layer are relayed by the pollers themselves (epoll.Pair, tune_netio
 	// "epoll" unless TCPRelayEnv says "goroutines"; netiolayer.go).
-	pairOn    bool
-	h1inline  bool // http1.Settings.Inline (H1InlineEnv)
+	pairOn   bool
+	h1inline bool // http1.Settings.Inline (H1InlineEnv)
 	// h1inlineReq: the reapers do the request phase too
 	// (http1.InlineCounters.Requests, H1InlineReqEnv).
 	h1inlineReq bool
-	uringMu   sync.Mutex
-	uring     atomic.Pointer[uring.Relay]
-	uringDown bool
+	uringMu     sync.Mutex
+	uring       atomic.Pointer[uring.Relay]
+	uringDown   bool
 }
 
 // New builds a proxy from a validated configuration. Nothing listens until

@@ -58,15 +58,15 @@ type session struct {
 	// goes on with.
 	park     parkState
 	next     entry
-	pu       *upConn   // parkResponse: the server connection answering
-	pReused  bool      // pu was reused (the exchange's retry)
-	pAttempt int       // the exchange's attempt
-	pHead    bool      // the response head was read (pErr: how)
-	pGot     int       // body bytes buffered at the last wake-up
-	pErr     error     // reading the head failed
-	pKeep    bool      // entryTail: the connection stays usable
-	pClose   bool      // entryFlush: the response said it closes
-	pIdle    time.Time // entryAwait: idle since
+	pu       *upConn      // parkResponse: the server connection answering
+	pReused  bool         // pu was reused (the exchange's retry)
+	pAttempt int          // the exchange's attempt
+	pHead    bool         // the response head was read (pErr: how)
+	pGot     int          // body bytes buffered at the last wake-up
+	pErr     error        // reading the head failed
+	pKeep    bool         // entryTail: the connection stays usable
+	pClose   bool         // entryFlush: the response said it closes
+	pIdle    time.Time    // entryAwait: idle since
 	pRoute   stream.Route // entryRouted: the request's route
 	pSend    sendState    // entryExchange: how the reaper's send went
 	pUp      *upConn      // entryExchange: the server connection
