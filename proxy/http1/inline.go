@@ -39,6 +39,16 @@ import (
 // Each request thus costs one goroutine run (its arrival) instead of two
 // (its arrival and its response's). FULCRUM_H1INLINE=0 turns it off
 // (Settings.Inline).
+//
+// The arrival is the reaper's too (onRequest, InlineCounters.Requests):
+// the idle client's wake-up reads the next request's head without
+// blocking (cs under br), routes it, assigns a server that needs no queue
+// (Stream.TryTake), takes a pooled connection and sends the request
+// without blocking (sink under the server's bw), then parks it as a
+// worker would. At the first step that could block or is not simple, a
+// worker goes on from exactly there (continueRequest's entries); a head
+// not whole is left to a worker before anything is begun.
+// FULCRUM_H1INLINE_REQ=0 turns that part off.
 
 // InlineCounters count the parked requests (Settings.Inline): those the
 // epoll layer's callbacks finished, and those a worker went on with; and
@@ -578,7 +588,7 @@ func (s *session) onRequest() bool {
 	s.pUp = uc
 	switch {
 	case err != nil:
-		s.pSend, s.pErr = sendFailed, err
+		s.pSend = sendFailed // with err, in pErr
 	case len(uc.sink.pending) > 0:
 		s.pSend = sendPending
 	case !s.canPark(uc):
@@ -591,14 +601,18 @@ func (s *session) onRequest() bool {
 		s.sleep()
 		return true
 	}
-	s.handOff(in, entryExchange, nil)
+	s.handOff(in, entryExchange, err)
 	return true
 }
 
-// beginHead is handle's start, on the reaper: the head is all in br.
+// beginHead is handle's start, on the reaper: the head is all in br, and
+// reading it reads nothing more (were it to, the read would not block).
 func (s *session) beginHead() error {
 	s.beginRequest(s.pIdle)
-	return s.req.readHead(s.br, false)
+	s.cs.nb = true
+	err := s.req.readHead(s.br, false)
+	s.cs.nb = false
+	return err
 }
 
 // handOff has a worker go on with the request onRequest began, at e.
