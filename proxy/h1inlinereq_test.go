@@ -181,11 +181,16 @@ address = "127.0.0.1:1"
 		t.Fatalf("after: %q", b)
 	}
 	wantReq(t, fe, 1, 3)
+	// Credentials (a password check may be long): a worker's.
+	if b := bodyOf(rc.do(t, "GET /f HTTP/1.1\r\nHost: x\r\nAuthorization: Basic YTpi\r\n\r\n")); b != "/f" {
+		t.Fatalf("auth: %q", b)
+	}
+	wantReq(t, fe, 1, 4)
 	if got := fe.Counters.Dreq.Load(); got != 1 {
 		t.Fatalf("denied %d, want 1", got)
 	}
-	if got := p.Backends[0].Servers()[0].Counters.Hrsp[2].Load(); got != 7 {
-		t.Fatalf("server 2xx %d, want 7", got)
+	if got := p.Backends[0].Servers()[0].Counters.Hrsp[2].Load(); got != 8 {
+		t.Fatalf("server 2xx %d, want 8", got)
 	}
 }
 

@@ -558,7 +558,7 @@ func (s *session) onRequest() bool {
 		return true
 	}
 	s.setView()
-	if s.view.HasBody || s.req.expect100 || s.req.connUpgrade {
+	if s.view.HasBody || s.req.expect100 || s.req.connUpgrade || s.req.hasAuth() {
 		s.handOff(in, entryParsed, nil)
 		return true
 	}
@@ -664,4 +664,17 @@ func (s *session) sentBefore(uc *upConn) error {
 		return err
 	}
 	return nil
+}
+
+// hasAuth reports whether h has an Authorization or Proxy-Authorization
+// field: checking credentials (http_auth, the stats page's) may hash a
+// password, too long for a reaper, which the other connections wait on.
+func (h *head) hasAuth() bool {
+	for _, f := range h.headers {
+		if n := f.name; len(n) >= 13 && bytes.EqualFold(n[len(n)-13:], []byte("authorization")) &&
+			(len(n) == 13 || len(n) == 19 && bytes.EqualFold(n[:6], []byte("proxy-"))) {
+			return true
+		}
+	}
+	return false
 }
