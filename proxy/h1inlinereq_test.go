@@ -349,3 +349,66 @@ func TestInlineReqIdleEnds(t *testing.T) {
 		t.Fatalf("4xx %d, want 0", got)
 	}
 }
+
+// A request the reaper sent: its log line is the usual one; `shutdown
+// session` while its response is awaited kills it (K-), as a worker's.
+func TestInlineReqLogAndShutdownSession(t *testing.T) {
+	held := make(chan struct{}, 1)
+	answer, release := gate()
+	up, _ := scriptUpstream(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			if req.URL.Path == "/hold" {
+				held <- struct{}{}
+				<-answer
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: "+strconv.Itoa(len(req.URL.Path))+"\r\n\r\n"+req.URL.Path)
+		}
+	})
+	t.Cleanup(release)
+	cfg := epollConfig(t, conf.ModeHTTP, []string{up})
+	cfg.Backends[0].HTTPReuse = "always"
+	p, addr, logs := startLoggedProxy(t, cfg)
+	fe := p.Frontends[0]
+	rc := dialRaw(t, addr)
+	for _, path := range []string{"/one", "/two"} {
+		if b := bodyOf(rc.do(t, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")); b != path {
+			t.Fatalf("got %q", b)
+		}
+	}
+	waitFor(t, 5*time.Second, "two log lines", func() bool { return len(logs.lines()) == 2 })
+	for i, path := range []string{"/one", "/two"} {
+		line := logs.lines()[i]
+		wantFlags(t, line, "--")
+		if line["status"] != float64(200) || line["request"] != "GET "+path+" HTTP/1.1" || line["server"] != "s1" {
+			t.Fatalf("log line %d: %v", i, line)
+		}
+	}
+	wantReq(t, fe, 1, 0)
+	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(rc.c, "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-held
+	waitParked(t, p)
+	wantReq(t, fe, 2, 0)
+	killed := 0
+	for _, s := range p.Sessions() {
+		if s.Active && s.Server == "s1" && p.ShutdownSession(s.ID) {
+			killed++
+		}
+	}
+	release()
+	if killed != 1 {
+		t.Fatalf("%d sessions shut down, want 1 (%+v)", killed, p.Sessions())
+	}
+	if _, err := io.ReadAll(rc.br); err != nil {
+		t.Fatalf("after the shutdown: %v, want the connection closed", err)
+	}
+	waitFor(t, 5*time.Second, "the killed request's log line", func() bool { return len(logs.lines()) == 3 })
+	if f, _ := logs.lines()[2]["termination_state"].(string); f != "K-" {
+		t.Fatalf("termination state %q, want K-", f)
+	}
+	waitFor(t, 5*time.Second, "the client closed", func() bool { return fe.Counters.Scur.Load() == 0 })
+}
