@@ -672,6 +672,29 @@ var (
 // pendingPool recycles Pendings with their channels.
 var pendingPool = sync.Pool{New: func() any { return new(queue.Pending) }}
 
+// tryTake is take's assignment without a queue (Stream.TryTake; not under
+// hash_preserve_affinity): the server it starts a session on, or nil when
+// r would have to queue, no server is usable, or pin was deleted; nothing
+// is then counted or reserved (take does it all again).
+func (b *Backend) tryTake(r *lb.Request, pin *Server, now time.Time) *Server {
+	if pin != nil {
+		if pin.lb.Queued.Load() != 0 || !reserve(&pin.lb) {
+			return nil
+		}
+		if pin.gone.Load() {
+			b.unreserve(pin)
+			return nil
+		}
+		if pin.lb.MaxConn.Load() > 0 {
+			b.countFree(pin, -1)
+		}
+		b.started(pin, now)
+		return pin
+	}
+	srv, _ := b.assignOrQueue(r, nil, now)
+	return srv
+}
+
 // take starts a session for r on a server of b, waiting in a queue while
 // every slot is taken, and returns the server and how long r waited.
 //

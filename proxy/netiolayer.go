@@ -43,6 +43,11 @@ const TCPRelayEnv = "FULCRUM_TCP_RELAY"
 // (bench/README.md).
 const H1InlineEnv = "FULCRUM_H1INLINE"
 
+// H1InlineReqEnv set to "0" keeps the request phase of a parked HTTP/1
+// client connection's next request on a worker (the reapers then finish
+// responses only), for comparison (bench/README.md).
+const H1InlineReqEnv = "FULCRUM_H1INLINE_REQ"
+
 // netIOMode returns the layer cfg asks for, after NetIOEnv; an unset
 // tune_netio (a Config not made by conf.Parse) is conf.DefaultNetIO.
 func (p *Proxy) netIOMode() string {
@@ -82,6 +87,7 @@ func (p *Proxy) initNetIO(old *Proxy) {
 	// there (a log writer that blocks stalls the poller's connections,
 	// as it stalls every worker otherwise).
 	p.h1inline = p.epoll && os.Getenv(H1InlineEnv) != "0"
+	p.h1inlineReq = p.h1inline && os.Getenv(H1InlineReqEnv) != "0"
 	if old != nil && old.group != nil && old.group.Ref() {
 		p.group = old.group
 	}

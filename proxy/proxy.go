@@ -74,11 +74,14 @@ type Proxy struct {
 	// pairOn: mode tcp sessions between plaintext sockets of the epoll
 	// layer are relayed by the pollers themselves (epoll.Pair, tune_netio
 	// "epoll" unless TCPRelayEnv says "goroutines"; netiolayer.go).
-	pairOn    bool
-	h1inline  bool // http1.Settings.Inline (H1InlineEnv)
-	uringMu   sync.Mutex
-	uring     atomic.Pointer[uring.Relay]
-	uringDown bool
+	pairOn   bool
+	h1inline bool // http1.Settings.Inline (H1InlineEnv)
+	// h1inlineReq: the reapers do the request phase too
+	// (http1.InlineCounters.Requests, H1InlineReqEnv).
+	h1inlineReq bool
+	uringMu     sync.Mutex
+	uring       atomic.Pointer[uring.Relay]
+	uringDown   bool
 }
 
 // New builds a proxy from a validated configuration. Nothing listens until
@@ -254,6 +257,7 @@ func (p *Proxy) open(inherited map[string]net.Listener) error {
 		fe.h1set = fe.h2set
 		fe.h1set.IdleKeep = fe.idleKeep
 		if p.h1inline {
+			fe.h1inl.Requests = p.h1inlineReq
 			fe.h1set.Inline = &fe.h1inl
 		}
 		if p.pairOn {

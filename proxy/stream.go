@@ -294,6 +294,35 @@ func (x *Stream) Take(wake queue.Waker, wait queue.WaitFunc) stream.Outcome {
 	return stream.NoServer
 }
 
+// TryTake implements http1.Stream: Take's assignment when it needs no
+// queue (a free slot on the pinned server with none waiting for it, or
+// the algorithm's pick of a server with a free slot while no request
+// waits in the backend's queue), for the epoll layer's reaper, which must
+// not wait. Under a hashing algorithm that keeps keys on their servers
+// (hash_preserve_affinity) it assigns nothing. False: nothing was counted
+// or reserved, and Take is to be called.
+func (x *Stream) TryTake() bool {
+	be, now := x.be, x.tHead
+	if be.affine != nil {
+		return false
+	}
+	srv := be.tryTake(&x.lbreq, x.pin, now)
+	if srv == nil {
+		return false
+	}
+	be.Counters.sessionStart(now)
+	if !x.tcp {
+		be.Counters.request(now)
+	}
+	x.inBackend = true
+	x.lg.logQueue(be, x.pin)
+	x.lg.logQueued(-1)
+	x.tw = 0
+	x.srv = srv
+	x.assigned = true
+	return true
+}
+
 // TLS returns the client connection's TLS as the log and the fetches see
 // it (version, cipher, SNI, ALPN, client certificate: HAProxy's %sslv and
 // %sslc), nil on a plain connection.

@@ -79,6 +79,10 @@ type Stream interface {
 	BadHead()
 	Route(r *stream.Request, tHead time.Time) stream.Route
 	Take(wake queue.Waker, wait queue.WaitFunc) stream.Outcome
+	// TryTake is Take when a server has a free slot for the request now
+	// (no queue, no wait): true when it assigned one; false when it did
+	// nothing, and Take is to be called.
+	TryTake() bool
 	// Upstream is the assigned server as the engine needs it (after Take
 	// and Connect, which may change it).
 	Upstream() *Upstream

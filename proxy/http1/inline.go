@@ -3,6 +3,7 @@ package http1
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"net"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,16 @@ import (
 // Each request thus costs one goroutine run (its arrival) instead of two
 // (its arrival and its response's). FULCRUM_H1INLINE=0 turns it off
 // (Settings.Inline).
+//
+// The arrival is the reaper's too (onRequest, InlineCounters.Requests):
+// the idle client's wake-up reads the next request's head without
+// blocking (cs under br), routes it, assigns a server that needs no queue
+// (Stream.TryTake), takes a pooled connection and sends the request
+// without blocking (sink under the server's bw), then parks it as a
+// worker would. At the first step that could block or is not simple, a
+// worker goes on from exactly there (continueRequest's entries); a head
+// not whole is left to a worker before anything is begun.
+// FULCRUM_H1INLINE_REQ=0 turns that part off.
 
 // InlineCounters count the parked requests (Settings.Inline): those the
 // epoll layer's callbacks finished, and those a worker went on with; and
@@ -46,6 +57,13 @@ type InlineCounters struct {
 	Finished  atomic.Int64
 	Continued atomic.Int64
 	Waited    atomic.Int64
+	// Sent counts the requests the reaper read, routed and sent itself
+	// (Requests), Handed those it began and a worker went on with.
+	Sent   atomic.Int64
+	Handed atomic.Int64
+	// Requests turns on the request phase on the reaper (set before the
+	// counters are shared; FULCRUM_H1INLINE_REQ=0 leaves it off).
+	Requests bool
 }
 
 // End is how Serve, Resume and Continuation.Continue left a connection.
@@ -102,6 +120,22 @@ const (
 	entryResponse              // the response of the parked request
 	entryFlush                 // the client's pending bytes, then the request's end
 	entryTail                  // pending bytes, then the loop's end with pKeep
+	// A request the reaper began (onRequest), gone on with by a worker:
+	entryHead     // its head read, with pErr
+	entryParsed   // its head parsed, with pErr
+	entryRouted   // routed (pRoute)
+	entryAssigned // a server assigned
+	entryExchange // sent (pSend) on pUp
+)
+
+// sendState is how the reaper's send of a request went (entryExchange).
+type sendState uint8
+
+const (
+	sendNone    sendState = iota
+	sendDone              // sent whole
+	sendPending           // the rest is in pUp.sink.pending
+	sendFailed            // with pErr
 )
 
 // parkState says what a session waits for once its goroutine leaves.
@@ -130,6 +164,16 @@ func (u *upSrc) Read(p []byte) (int, error) {
 		return u.c.TryRead(p)
 	}
 	return u.c.Read(p)
+}
+
+// newWriter returns uc's buffered writer: through sink on the epoll layer
+// (the reaper's non-blocking send of a request, inline.go).
+func (uc *upConn) newWriter() *bufio.Writer {
+	if tc, ok := uc.c.(tryIO); ok {
+		uc.sink = cliSink{c: tc}
+		return netio.GetWriter(&uc.sink)
+	}
+	return netio.GetWriter(uc.c)
 }
 
 // newReader returns uc's buffered reader: through src on the epoll layer.
@@ -196,6 +240,9 @@ func (w *idleWaker) Wake() {
 		s.cw.c.Await(&s.iw) // a late event or timer: wait again
 		return
 	}
+	if s.set.Inline != nil && s.set.Inline.Requests && s.onRequest() {
+		return
+	}
 	s.dispatch(entryAwait)
 }
 
@@ -216,6 +263,7 @@ func (s *session) initPark() {
 	}
 	if tc, ok := s.c.(tryIO); ok {
 		s.cw = cliSink{c: tc}
+		s.cs = upSrc{c: tc}
 	}
 }
 
@@ -441,4 +489,192 @@ func headEnd(p []byte) int {
 		}
 		i = end
 	}
+}
+
+// src is what the client's reader reads: cs on a connection that can park.
+func (s *session) src() io.Reader {
+	if s.cw.c != nil {
+		return &s.cs
+	}
+	return s.c
+}
+
+// onRequest is the request phase of a parked client connection whose next
+// request's bytes arrived (issue 21): on the reaper, it reads the head
+// without blocking, routes the request, assigns a server that has a free
+// slot, takes a pooled connection to it and sends the request, which then
+// parks for its response, as a worker would. At the first step that could
+// block, or that is not that simple, a worker goes on from exactly there
+// (continueRequest): the bytes read are in br, the Stream as it stands. It
+// returns false, having changed nothing that matters (bytes read stay in
+// br), when the worker is to serve the request whole (entryAwait).
+func (s *session) onRequest() bool {
+	if s.br == nil || s.bw.Buffered() > 0 || len(s.cw.pending) > 0 {
+		return false
+	}
+	s.cs.nb = true
+	p, err := s.br.Peek(s.br.Size())
+	s.cs.nb = false
+	switch err {
+	case nil, bufio.ErrBufferFull:
+	case epoll.ErrWouldBlock:
+		if len(p) == 0 {
+			return false
+		}
+	default:
+		s.cs.err = err // the worker's read meets it
+		return false
+	}
+	if headEnd(p) < 0 {
+		return false // the rest of the head: a worker waits for it
+	}
+	// As awaitRequest with bytes buffered, then serve.
+	if s.keepArmed {
+		s.keepArmed = false
+		s.c.SetReadDeadline(s.dl.Read())
+	}
+	ok, moved := s.cl.Active()
+	if !ok {
+		s.closeInline()
+		return true
+	}
+	if moved {
+		s.settings()
+	}
+	in := s.set.Inline
+	if in == nil || !in.Requests {
+		// Moved to a configuration without it: a worker reads the head.
+		s.handOff(in, entryHead, s.beginHead())
+		return true
+	}
+	if err := s.beginHead(); err != nil {
+		s.handOff(in, entryHead, err)
+		return true
+	}
+	x := s.x
+	x.HeadRead(len(s.req.buf))
+	if err := s.req.parse(false); err != nil {
+		s.handOff(in, entryParsed, err)
+		return true
+	}
+	s.setView()
+	if s.view.HasBody || s.req.expect100 || s.req.connUpgrade || s.req.hasAuth() {
+		s.handOff(in, entryParsed, nil)
+		return true
+	}
+	rt := x.Route(&s.view, time.Now())
+	if rt.Kind != stream.RouteBackend || !x.TryTake() {
+		s.pRoute = rt
+		s.handOff(in, entryRouted, nil)
+		return true
+	}
+	up := x.Upstream()
+	if up.H2 != nil || s.owned != nil {
+		s.handOff(in, entryAssigned, nil)
+		return true
+	}
+	uc := s.reuse(up)
+	if uc == nil || uc.sink.c == nil || uc.src.c == nil {
+		if uc != nil {
+			s.release(uc) // not a connection to send on here: back for connect
+		}
+		s.handOff(in, entryAssigned, nil)
+		return true
+	}
+	x.Connected(uc.c, true)
+	uc.sink.nb = true
+	_, err = s.sendRequest(uc, false, true)
+	uc.sink.nb = false
+	s.pUp = uc
+	switch {
+	case err != nil:
+		s.pSend = sendFailed // with err, in pErr
+	case len(uc.sink.pending) > 0:
+		s.pSend = sendPending
+	case !s.canPark(uc):
+		s.pSend = sendDone
+	default:
+		s.pUp = nil
+		in.Sent.Add(1)
+		x.Sent(0)
+		s.parkResponse(uc, true, 0)
+		s.sleep()
+		return true
+	}
+	s.handOff(in, entryExchange, err)
+	return true
+}
+
+// beginHead is handle's start, on the reaper: the head is all in br, and
+// reading it reads nothing more (were it to, the read would not block).
+func (s *session) beginHead() error {
+	s.beginRequest(s.pIdle)
+	s.cs.nb = true
+	err := s.req.readHead(s.br, false)
+	s.cs.nb = false
+	return err
+}
+
+// handOff has a worker go on with the request onRequest began, at e.
+func (s *session) handOff(in *InlineCounters, e entry, err error) {
+	if in != nil {
+		in.Handed.Add(1)
+	}
+	s.pErr = err
+	s.dispatch(e)
+}
+
+// continueRequest is a worker's turn for a request onRequest began: from
+// where it stopped, as handle goes on.
+func (s *session) continueRequest(e entry) bool {
+	err := s.pErr
+	s.pErr = nil
+	switch e {
+	case entryHead:
+		return s.handleHead(err)
+	case entryParsed:
+		return s.handleParsed(err)
+	case entryRouted:
+		rt := s.pRoute
+		s.pRoute = stream.Route{}
+		return s.handleRoute(rt)
+	case entryAssigned:
+		return s.forwarded(s.forwardAssigned())
+	}
+	// entryExchange
+	uc := s.pUp
+	s.pUp = nil
+	s.pErr = err // sentBefore's
+	uc, o := s.exchange(uc, true)
+	if s.park != parkNone {
+		return true
+	}
+	return s.forwarded(s.afterExchange(uc, o))
+}
+
+// sentBefore is exchange's first send when the reaper sent the request
+// (pSend): the rest of its bytes, or the error it met.
+func (s *session) sentBefore(uc *upConn) error {
+	st, err := s.pSend, s.pErr
+	s.pSend, s.pErr = sendNone, nil
+	switch st {
+	case sendPending:
+		return uc.sink.flush()
+	case sendFailed:
+		return err
+	}
+	return nil
+}
+
+// hasAuth reports whether h has an Authorization or Proxy-Authorization
+// field: checking credentials (http_auth, the stats page's) may hash a
+// password, too long for a reaper, which the other connections wait on.
+func (h *head) hasAuth() bool {
+	for _, f := range h.headers {
+		if n := f.name; len(n) >= 13 && bytes.EqualFold(n[len(n)-13:], []byte("authorization")) &&
+			(len(n) == 13 || len(n) == 19 && bytes.EqualFold(n[:6], []byte("proxy-"))) {
+			return true
+		}
+	}
+	return false
 }

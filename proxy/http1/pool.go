@@ -320,6 +320,9 @@ type upConn struct {
 	// src is what br reads when c is the epoll layer's (tryIO): c, or
 	// without blocking while an event callback fills br (inline.go).
 	src upSrc
+	// sink is what bw writes when c is the epoll layer's: c, or TryWrite
+	// for the reaper's send of a request (onRequest).
+	sink cliSink
 }
 
 // selfPolled is a connection that keeps its own readiness (the epoll
@@ -334,8 +337,8 @@ type selfPolled interface {
 // a TLS connection looks at the socket under it: a close_notify or any
 // record from the server makes it unusable.
 func newUpConn(c net.Conn, up *Upstream, key string) *upConn {
-	uc := &upConn{c: c, bw: netio.GetWriter(c), up: up, key: key}
-	uc.br = uc.newReader()
+	uc := &upConn{c: c, up: up, key: key}
+	uc.br, uc.bw = uc.newReader(), uc.newWriter()
 	if ic, ok := c.(selfPolled); ok {
 		uc.idler = ic
 		return uc
@@ -389,7 +392,7 @@ func (uc *upConn) dry() {
 // given them back.
 func (uc *upConn) wet() {
 	if uc.br == nil {
-		uc.br, uc.bw = uc.newReader(), netio.GetWriter(uc.c)
+		uc.br, uc.bw = uc.newReader(), uc.newWriter()
 	}
 }
 

@@ -58,15 +58,18 @@ type session struct {
 	// goes on with.
 	park     parkState
 	next     entry
-	pu       *upConn   // parkResponse: the server connection answering
-	pReused  bool      // pu was reused (the exchange's retry)
-	pAttempt int       // the exchange's attempt
-	pHead    bool      // the response head was read (pErr: how)
-	pGot     int       // body bytes buffered at the last wake-up
-	pErr     error     // reading the head failed
-	pKeep    bool      // entryTail: the connection stays usable
-	pClose   bool      // entryFlush: the response said it closes
-	pIdle    time.Time // entryAwait: idle since
+	pu       *upConn      // parkResponse: the server connection answering
+	pReused  bool         // pu was reused (the exchange's retry)
+	pAttempt int          // the exchange's attempt
+	pHead    bool         // the response head was read (pErr: how)
+	pGot     int          // body bytes buffered at the last wake-up
+	pErr     error        // reading the head failed
+	pKeep    bool         // entryTail: the connection stays usable
+	pClose   bool         // entryFlush: the response said it closes
+	pIdle    time.Time    // entryAwait: idle since
+	pRoute   stream.Route // entryRouted: the request's route
+	pSend    sendState    // entryExchange: how the reaper's send went
+	pUp      *upConn      // entryExchange: the server connection
 	// flushPending: relay left the response's last bytes in cw.pending
 	// (entryFlush ends the request once they are written).
 	flushPending bool
@@ -75,6 +78,7 @@ type session struct {
 	rw        respWaker
 	iw        idleWaker
 	cw        cliSink
+	cs        upSrc // under br when the connection can park (src)
 }
 
 // firstReadSize is how many bytes a connection waiting without its buffers
@@ -86,7 +90,7 @@ const firstReadSize = 128
 // wait without buffers: the bytes that wait read, then the connection.
 type firstBytes struct {
 	b []byte
-	c net.Conn
+	c io.Reader
 }
 
 // Read implements io.Reader.
@@ -118,7 +122,7 @@ func (s *session) recycle() {
 // parks (EndParked, inline.go): its continuation serves it on.
 func Serve(cl Client) End {
 	s := newSession(cl)
-	s.br, s.bw = netio.GetReader(s.c), s.newWriter()
+	s.br, s.bw = netio.GetReader(s.src()), s.newWriter()
 	return s.serve(entryTop, time.Time{})
 }
 
@@ -164,6 +168,8 @@ func (s *session) serve(e entry, idleStart time.Time) (end End) {
 		case entryTail:
 			err := s.cw.flush() // written even before a close
 			keep = s.pKeep && err == nil
+		case entryHead, entryParsed, entryRouted, entryAssigned, entryExchange:
+			keep = s.continueRequest(e)
 		default:
 			var err error
 			switch e {
@@ -337,12 +343,12 @@ func (s *session) awaitRequest(idleStart time.Time) error {
 // when it returns, whatever the outcome.
 func (s *session) readFirst() error {
 	n, err := s.c.Read(s.firstSpace[:])
-	s.first = firstBytes{b: s.firstSpace[:n], c: s.c}
+	s.first = firstBytes{b: s.firstSpace[:n], c: s.src()}
 	if n > 0 {
 		s.br = netio.GetReader(&s.first)
 		err = nil
 	} else {
-		s.br = netio.GetReader(s.c)
+		s.br = netio.GetReader(s.src())
 	}
 	s.bw = s.newWriter()
 	return err
@@ -367,12 +373,23 @@ func (s *session) settings() {
 // handle serves one request whose first byte has arrived. It returns true
 // when the client connection may carry another request.
 func (s *session) handle(idleStart time.Time) bool {
-	x := s.x
+	s.beginRequest(idleStart)
+	return s.handleHead(s.req.readHead(s.br, false))
+}
+
+// beginRequest starts the request whose first byte has arrived: the
+// http-request timeout from now, the Stream's Begin.
+func (s *session) beginRequest(idleStart time.Time) {
 	t0 := time.Now()
 	s.dl.ArmRead(s.c, t0, s.set.TimeoutHTTPRequest)
 	s.nreq++
-	x.Begin(idleStart, t0)
-	if err := s.req.readHead(s.br, false); err != nil {
+	s.x.Begin(idleStart, t0)
+}
+
+// handleHead is handle once the request head was read, with err.
+func (s *session) handleHead(err error) bool {
+	x := s.x
+	if err != nil {
 		switch {
 		case netio.IsTimeout(err):
 			return s.fail(stream.RequestTimeout)
@@ -385,14 +402,28 @@ func (s *session) handle(idleStart time.Time) bool {
 		return s.fail(stream.BadRequest)
 	}
 	x.HeadRead(len(s.req.buf))
-	if err := s.req.parse(false); err != nil {
+	return s.handleParsed(s.req.parse(false))
+}
+
+// handleParsed is handle once the request head was parsed, with err.
+func (s *session) handleParsed(err error) bool {
+	if err != nil {
 		s.captureError(&s.req, s.br, false, err) // show errors (errpos.go)
 		return s.fail(stream.BadRequest)
 	}
+	s.setView()
+	return s.handleRoute(s.x.Route(&s.view, time.Now()))
+}
+
+// setView fills the request's view from its parsed head.
+func (s *session) setView() {
 	r := &s.req
 	s.view = stream.Request{Method: r.line[0], URI: r.line[1], Version: r.line[2], Host: r.host,
 		Headers: r, HasBody: r.chunked || r.contentLength > 0, ConnClose: r.connClose}
-	rt := x.Route(&s.view, time.Now())
+}
+
+// handleRoute is handle once the request was routed.
+func (s *session) handleRoute(rt stream.Route) bool {
 	switch rt.Kind {
 	case stream.RouteAnswer:
 		return s.answer(rt)
@@ -438,7 +469,12 @@ func (s *session) fail(o stream.Outcome) bool {
 // (reuse or dial), send, receive, relay. It returns true when the client
 // connection stays usable.
 func (s *session) forward() bool {
-	keep := s.forwardH1()
+	return s.forwarded(s.forwardH1())
+}
+
+// forwarded ends forward's turn: the Stream is released unless the
+// request parked.
+func (s *session) forwarded(keep bool) bool {
 	if s.park != parkNone {
 		return true // its continuation releases it
 	}
@@ -459,10 +495,15 @@ func (s *session) releaseStream(keep bool) {
 // forwardH1 is forward without the Stream's release; the request may
 // park (s.park), its response to come (inline.go).
 func (s *session) forwardH1() bool {
-	x := s.x
 	if o := s.assign(); o != stream.Served {
 		return s.fail(o)
 	}
+	return s.forwardAssigned()
+}
+
+// forwardAssigned is forwardH1 once a server is assigned.
+func (s *session) forwardAssigned() bool {
+	x := s.x
 	if up := x.Upstream(); up.H2 != nil && !(up.ByALPN && s.req.connUpgrade) {
 		return s.forwardH2(nil)
 	}
@@ -592,7 +633,11 @@ func (s *session) exchangeFrom(uc *upConn, reused bool, attempt int, resumed boo
 			err = herr
 		} else {
 			var bodyBytes int64
-			bodyBytes, ferr = s.sendRequest(uc, hasBody, replay)
+			if s.pSend != sendNone {
+				ferr = s.sentBefore(uc) // the reaper's send (inline.go)
+			} else {
+				bodyBytes, ferr = s.sendRequest(uc, hasBody, replay)
+			}
 			if ferr == nil {
 				if !counted {
 					// Once per request: a retry sends the same bytes again.
