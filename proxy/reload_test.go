@@ -161,6 +161,9 @@ func TestReloadTCPSessionFinishesOnOld(t *testing.T) {
 	next := reloadTo(t, p, keepBind(testConfig(conf.ModeTCP, []string{echo}, nil), p))
 	retired := make(chan error, 1)
 	go func() { retired <- next.Retire(context.Background(), p) }()
+	// The Runtime API sees the old proxy's sessions once Retire has
+	// begun (it may not have on a loaded machine by the checks below).
+	waitFor(t, 5*time.Second, "Retire to begin", func() bool { return next.retiring.Load() == p })
 
 	roundTrip(c1, br1, "during") // still relayed by the old proxy
 	c2, err := net.Dial("tcp", addr)
