@@ -76,7 +76,39 @@ func FuzzHTTPRequest(f *testing.F) {
 		// is still incomplete keeps the upstream inside it, which
 		// exchangeFuzz reports before the pool is emptied.
 		defer srv.CloseIdle()
-		exchangeFuzz(t, addr, up, data)
+		exchangeFuzz(t, addr, up, data, false)
+		if n++; n%fuzzCheckEvery == 0 {
+			checkProxyServes(t, addr, up)
+		}
+	})
+}
+
+// FuzzHTTPRequestKeepAlive is FuzzHTTPRequest for a keep-alive
+// connection's next request: each input is sent after a first request
+// was answered, while a server connection waits in the pool, so that the
+// pollers parse, route and send it themselves where they can (issue 21,
+// http1's onRequest), or hand it to a worker at the step they stop at.
+// The checks are FuzzHTTPRequest's. Its corpus is FuzzHTTPRequest's
+// seeds and testdata/fuzz/FuzzHTTPRequestKeepAlive.
+func FuzzHTTPRequestKeepAlive(f *testing.F) {
+	up := startRecUpstream(f, "fuzz", "X-Fuzz-Src", nil)
+	addr, srv := startFuzzProxy(f, up.addr())
+	for _, seed := range fuzzHTTPSeeds {
+		f.Add([]byte(seed))
+	}
+	broken := knownBrokenInputs(true)
+	var n int
+	f.Cleanup(func() {
+		if !f.Failed() {
+			checkProxyServes(f, addr, up)
+		}
+	})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if name, ok := broken[string(data)]; ok {
+			t.Skipf("known broken: %s (%s)", name, knownBroken[name])
+		}
+		defer srv.CloseIdle()
+		exchangeFuzz(t, addr, up, data, true)
 		if n++; n%fuzzCheckEvery == 0 {
 			checkProxyServes(t, addr, up)
 		}
@@ -197,8 +229,12 @@ type fuzzResp struct {
 	upstream bool // the response came from the upstream (X-Upstream)
 }
 
-// exchangeFuzz sends data on a new connection and checks the reply.
-func exchangeFuzz(t *testing.T, addr string, up *recUpstream, data []byte) {
+// exchangeFuzz sends data on a new connection and checks the reply. With
+// warm, a first GET is answered on the connection before data is sent,
+// so that data arrives while the connection waits for its next request
+// with a server connection pooled: on the epoll layer the pollers read,
+// route and send it themselves (http1's onRequest).
+func exchangeFuzz(t *testing.T, addr string, up *recUpstream, data []byte, warm bool) {
 	c, err := net.DialTimeout("tcp", addr, fuzzReplyDeadline)
 	if err != nil {
 		t.Fatalf("dial: %v", err)
@@ -207,6 +243,21 @@ func exchangeFuzz(t *testing.T, addr string, up *recUpstream, data []byte) {
 	port := strconv.Itoa(c.LocalAddr().(*net.TCPAddr).Port)
 	up.expect(port)
 	c.SetDeadline(time.Now().Add(fuzzReplyDeadline))
+	br := bufio.NewReader(c)
+	answered := 0 // requests of this client the upstream answered
+	if warm {
+		io.WriteString(c, "GET /warm HTTP/1.1\r\nHost: a\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("the warm-up request: %v", err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("the warm-up request: status %d", resp.StatusCode)
+		}
+		answered = 1
+	}
 	// The proxy may close before it has read everything (a 400 on the
 	// first request of a pipeline): write in the background and ignore
 	// write errors, so that a large input cannot block the read.
@@ -216,7 +267,7 @@ func exchangeFuzz(t *testing.T, addr string, up *recUpstream, data []byte) {
 		c.Write(data)
 		c.(*net.TCPConn).CloseWrite()
 	}()
-	raw, rerr := io.ReadAll(c)
+	raw, rerr := io.ReadAll(br)
 	<-wrote
 	reply := fuzzReply{raw: raw}
 	switch {
@@ -248,7 +299,6 @@ func exchangeFuzz(t *testing.T, addr string, up *recUpstream, data []byte) {
 	// A proxy-made 400 ends the connection, and its request never reached
 	// the upstream whole: the upstream framed exactly the requests of this
 	// client that it answered before the 400.
-	answered := 0
 	for i, r := range reply.resps {
 		if r.upstream {
 			answered++

@@ -102,6 +102,9 @@ func countingUpstream(t *testing.T) (string, *counter) {
 // a body, a deny rule, the stats page: the reaper hands the request on
 // after its head; the next simple request is the reaper's again.
 func TestInlineReqFallbacks(t *testing.T) {
+	if os.Getenv(H1InlineEnv) == "0" {
+		t.Skip("it waits for the client parked on the reaper: nothing parks with " + H1InlineEnv + "=0")
+	}
 	up, _ := countingUpstream(t)
 	cfg := epollConfig(t, conf.ModeHTTP, []string{up})
 	cfg.Backends[0].HTTPReuse = "always"
@@ -197,6 +200,9 @@ address = "127.0.0.1:1"
 // Pipelined requests: the reaper sends the first, the second waits in the
 // client's reader and a worker serves it after; the responses are in order.
 func TestInlineReqPipelined(t *testing.T) {
+	if os.Getenv(H1InlineEnv) == "0" {
+		t.Skip("it waits for the client parked on the reaper: nothing parks with " + H1InlineEnv + "=0")
+	}
 	up, _ := countingUpstream(t)
 	p, fe, addr := inlineProxy(t, up, nil)
 	rc := dialRaw(t, addr)
@@ -411,4 +417,33 @@ func TestInlineReqLogAndShutdownSession(t *testing.T) {
 		t.Fatalf("termination state %q, want K-", f)
 	}
 	waitFor(t, 5*time.Second, "the client closed", func() bool { return fe.Counters.Scur.Load() == 0 })
+}
+
+// A client that half-closes right after its next request (its end of the
+// stream may reach the reaper with the request) still has the request
+// sent by the reaper, its response, then the connection's close.
+func TestInlineReqHalfClosed(t *testing.T) {
+	up, _ := countingUpstream(t)
+	_, fe, addr := inlineProxy(t, up, nil)
+	rc := dialRaw(t, addr)
+	if r := rc.do(t, "GET /first HTTP/1.1\r\nHost: x\r\n\r\n"); r.StatusCode != 200 {
+		t.Fatalf("first request: %d", r.StatusCode)
+	}
+	if os.Getenv(H1InlineEnv) != "0" {
+		waitFor(t, 5*time.Second, "the connection to wait for its next request on the reaper", func() bool { return fe.h1inl.Finished.Load() == 1 })
+	}
+	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(rc.c, "GET /last HTTP/1.1\r\nHost: x\r\n\r\n")
+	rc.c.(*net.TCPConn).CloseWrite()
+	resp, err := http.ReadResponse(rc.br, nil)
+	if err != nil {
+		t.Fatalf("read response: %v", err)
+	}
+	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != 200 || string(b) != "/last" {
+		t.Fatalf("last request: %d %q", resp.StatusCode, b)
+	}
+	if rest, err := io.ReadAll(rc.br); err != nil || len(rest) != 0 {
+		t.Fatalf("after the last response: %q %v, want the close", rest, err)
+	}
+	wantReq(t, fe, 1, 0)
 }

@@ -522,8 +522,14 @@ func (s *session) onRequest() bool {
 			return false
 		}
 	default:
-		s.cs.err = err // the worker's read meets it
-		return false
+		// The end of the stream (a client that half-closed after its
+		// request) or an error: the next read after the buffered bytes
+		// meets it, the worker's or this callback's; what came before it
+		// is served as any request.
+		s.cs.err = err
+		if len(p) == 0 {
+			return false
+		}
 	}
 	if headEnd(p) < 0 {
 		return false // the rest of the head: a worker waits for it
