@@ -391,7 +391,9 @@ func (fe *Frontend) acceptLoop(a *acceptor) {
 		cc.src = remoteAddrPort(c)
 		fe.track(cc)
 		fe.p.wg.Add(1)
-		fe.p.dispatch(fe, cc)
+		if !fe.awaitFirst(cc) {
+			fe.p.dispatch(fe, cc)
+		}
 	}
 }
 

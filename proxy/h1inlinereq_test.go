@@ -23,11 +23,16 @@ import (
 // on from where the reaper stopped (or serves the request whole).
 
 // wantReq checks fe's requests sent by the reaper and handed to a worker
-// after it began them.
-func wantReq(t *testing.T, fe *Frontend, sent, handed int64) {
+// after it began them: next requests of keep-alive connections (sent,
+// handed), and first requests of new connections (fsent, fhanded), which
+// are a worker's with H1InlineFirstEnv=0.
+func wantReq(t *testing.T, fe *Frontend, sent, handed, fsent, fhanded int64) {
 	t.Helper()
 	if os.Getenv(H1InlineEnv) == "0" || os.Getenv(H1InlineReqEnv) == "0" {
 		sent, handed = 0, 0
+	}
+	if os.Getenv(H1InlineEnv) != "0" && os.Getenv(H1InlineReqEnv) != "0" && os.Getenv(H1InlineFirstEnv) != "0" {
+		sent, handed = sent+fsent, handed+fhanded
 	}
 	if s, h := fe.h1inl.Sent.Load(), fe.h1inl.Handed.Load(); s != sent || h != handed {
 		t.Fatalf("requests: %d sent by the reaper, %d handed to a worker, want %d and %d", s, h, sent, handed)
@@ -54,9 +59,9 @@ func TestInlineReqServed(t *testing.T) {
 				}
 			}
 			if on {
-				wantReq(t, fe, n-1, 0)
+				wantReq(t, fe, n-1, 0, 0, 1)
 			} else {
-				wantReq(t, fe, 0, 0)
+				wantReq(t, fe, 0, 0, 0, 0)
 			}
 			wantInline(t, fe, n, 0)
 			if got := conns.get(); got != 1 {
@@ -154,20 +159,20 @@ address = "127.0.0.1:1"
 	if b := bodyOf(rc.do(t, "st: x\r\n\r\n")); b != "/b" {
 		t.Fatalf("two parts: %q", b)
 	}
-	wantReq(t, fe, 0, 0)
+	wantReq(t, fe, 0, 0, 0, 1)
 	// Each fallback's answer comes from a worker: the next request is a
 	// worker's too; the one after, the reaper's.
 	if b := bodyOf(rc.do(t, "POST /c HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")); b != "/c:abc" {
 		t.Fatalf("body: %q", b)
 	}
-	wantReq(t, fe, 0, 1)
+	wantReq(t, fe, 0, 1, 0, 1)
 	if b := bodyOf(rc.do(t, "GET /e1 HTTP/1.1\r\nHost: x\r\n\r\n")); b != "/e1" {
 		t.Fatalf("e1: %q", b)
 	}
 	if r := rc.do(t, "GET /deny HTTP/1.1\r\nHost: x\r\n\r\n"); r.StatusCode != 403 {
 		t.Fatalf("deny: %d", r.StatusCode)
 	}
-	wantReq(t, fe, 0, 2)
+	wantReq(t, fe, 0, 2, 0, 1)
 	if b := bodyOf(rc.do(t, "GET /e2 HTTP/1.1\r\nHost: x\r\n\r\n")); b != "/e2" {
 		t.Fatalf("e2: %q", b)
 	}
@@ -176,19 +181,19 @@ address = "127.0.0.1:1"
 	} else if b := bodyOf(r); !strings.Contains(b, "<html") {
 		t.Fatalf("stats page: %.200q", b)
 	}
-	wantReq(t, fe, 0, 3)
+	wantReq(t, fe, 0, 3, 0, 1)
 	if b := bodyOf(rc.do(t, "GET /e3 HTTP/1.1\r\nHost: x\r\n\r\n")); b != "/e3" {
 		t.Fatalf("e3: %q", b)
 	}
 	if b := bodyOf(rc.do(t, "GET /d HTTP/1.1\r\nHost: x\r\n\r\n")); b != "/d" {
 		t.Fatalf("after: %q", b)
 	}
-	wantReq(t, fe, 1, 3)
+	wantReq(t, fe, 1, 3, 0, 1)
 	// Credentials (a password check may be long): a worker's.
 	if b := bodyOf(rc.do(t, "GET /f HTTP/1.1\r\nHost: x\r\nAuthorization: Basic YTpi\r\n\r\n")); b != "/f" {
 		t.Fatalf("auth: %q", b)
 	}
-	wantReq(t, fe, 1, 4)
+	wantReq(t, fe, 1, 4, 0, 1)
 	if got := fe.Counters.Dreq.Load(); got != 1 {
 		t.Fatalf("denied %d, want 1", got)
 	}
@@ -221,7 +226,7 @@ func TestInlineReqPipelined(t *testing.T) {
 			t.Fatalf("got %q, want %q", b, want)
 		}
 	}
-	wantReq(t, fe, 1, 0)
+	wantReq(t, fe, 1, 0, 0, 1)
 	wantInline(t, fe, 3, 0)
 }
 
@@ -273,7 +278,7 @@ func TestInlineReqQueued(t *testing.T) {
 			t.Fatalf("got %q, want %q", b, c.want)
 		}
 	}
-	wantReq(t, fe, 0, 1)
+	wantReq(t, fe, 0, 1, 1, 1)
 	if got := be.Servers()[0].Counters.Stot.Load(); got != 3 {
 		t.Fatalf("server stot %d, want 3", got)
 	}
@@ -310,7 +315,7 @@ func TestInlineReqNoPooledConn(t *testing.T) {
 	if b := bodyOf(rc.do(t, "GET /b HTTP/1.1\r\nHost: x\r\n\r\n")); b != "/b" {
 		t.Fatalf("second: %q", b)
 	}
-	wantReq(t, fe, 0, 1)
+	wantReq(t, fe, 0, 1, 1, 1)
 	if got := conns.get(); got != 2 {
 		t.Fatalf("%d server connections, want 2", got)
 	}
@@ -350,7 +355,7 @@ func TestInlineReqIdleEnds(t *testing.T) {
 	}
 	rc2.c.Close()
 	waitFor(t, 10*time.Second, "the clients closed", func() bool { return fe.Counters.Scur.Load() == 0 })
-	wantReq(t, fe, 0, 0)
+	wantReq(t, fe, 0, 0, 1, 1)
 	if got := fe.Counters.Hrsp[4].Load(); got != 0 {
 		t.Fatalf("4xx %d, want 0", got)
 	}
@@ -393,12 +398,12 @@ func TestInlineReqLogAndShutdownSession(t *testing.T) {
 			t.Fatalf("log line %d: %v", i, line)
 		}
 	}
-	wantReq(t, fe, 1, 0)
+	wantReq(t, fe, 1, 0, 0, 1)
 	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
 	io.WriteString(rc.c, "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
 	<-held
 	waitParked(t, p)
-	wantReq(t, fe, 2, 0)
+	wantReq(t, fe, 2, 0, 0, 1)
 	killed := 0
 	for _, s := range p.Sessions() {
 		if s.Active && s.Server == "s1" && p.ShutdownSession(s.ID) {
@@ -445,5 +450,5 @@ func TestInlineReqHalfClosed(t *testing.T) {
 	if rest, err := io.ReadAll(rc.br); err != nil || len(rest) != 0 {
 		t.Fatalf("after the last response: %q %v, want the close", rest, err)
 	}
-	wantReq(t, fe, 1, 0)
+	wantReq(t, fe, 1, 0, 0, 1)
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio/epoll"
@@ -47,6 +48,33 @@ func (fe *Frontend) serveHTTP(cc *clientConn) http1.End {
 	cc.setFrontend(fe)
 	cc.x.trk.inherit(cc.st) // entries tracked at the connection stage
 	return http1.Serve(cc)
+}
+
+// awaitFirst begins serving cc, just accepted by fe, on the accept loop's
+// goroutine when its first request can be awaited by the epoll layer
+// (http1.AwaitFirst): what serve does before the engine (the owner, the
+// tcp_request connection rules, the session count), then the wait, with
+// no worker goroutine. It returns false, having done nothing, when cc is
+// to be served by serve on a worker: another layer, TLS, a PROXY header
+// to read, an HTTP/2 bind, or the switch off (H1InlineFirstEnv).
+func (fe *Frontend) awaitFirst(cc *clientConn) bool {
+	if fe.Conf.Mode != conf.ModeHTTP || !http1.CanAwaitFirst(&fe.h1set, cc.c) || fe.h2Binds[*cc.bind] {
+		return false
+	}
+	if e := fe.edgeOf(cc); e != nil && (e.acceptProxy || e.tls != nil) {
+		return false
+	}
+	cc.owner.Store(fe)
+	if !fe.acceptConn(cc) { // tcp_request connection rules (rules.go)
+		cc.closed()
+		return true
+	}
+	fe.Counters.sessionStart(cc.acceptTime())
+	cc.x = streamPool.Get().(*Stream)
+	cc.setFrontend(fe)
+	cc.x.trk.inherit(cc.st)
+	http1.AwaitFirst(cc)
+	return true
 }
 
 // Hibernation (http1.Hibernator): a plaintext keep-alive connection of

@@ -48,6 +48,12 @@ const H1InlineEnv = "FULCRUM_H1INLINE"
 // responses only), for comparison (bench/README.md).
 const H1InlineReqEnv = "FULCRUM_H1INLINE_REQ"
 
+// H1InlineFirstEnv set to "0" serves a new HTTP/1 connection's first
+// request on a worker goroutine, instead of awaiting it on the epoll
+// layer's pollers (http1.AwaitFirst; with the request phase there), for
+// comparison (bench/README.md).
+const H1InlineFirstEnv = "FULCRUM_H1INLINE_FIRST"
+
 // netIOMode returns the layer cfg asks for, after NetIOEnv; an unset
 // tune_netio (a Config not made by conf.Parse) is conf.DefaultNetIO.
 func (p *Proxy) netIOMode() string {
@@ -88,6 +94,7 @@ func (p *Proxy) initNetIO(old *Proxy) {
 	// as it stalls every worker otherwise).
 	p.h1inline = p.epoll && os.Getenv(H1InlineEnv) != "0"
 	p.h1inlineReq = p.h1inline && os.Getenv(H1InlineReqEnv) != "0"
+	p.h1inlineFirst = p.h1inlineReq && os.Getenv(H1InlineFirstEnv) != "0"
 	if old != nil && old.group != nil && old.group.Ref() {
 		p.group = old.group
 	}

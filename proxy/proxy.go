@@ -79,9 +79,12 @@ type Proxy struct {
 	// h1inlineReq: the reapers do the request phase too
 	// (http1.InlineCounters.Requests, H1InlineReqEnv).
 	h1inlineReq bool
-	uringMu     sync.Mutex
-	uring       atomic.Pointer[uring.Relay]
-	uringDown   bool
+	// h1inlineFirst: and the wait for a new connection's first request
+	// (http1.InlineCounters.First, H1InlineFirstEnv).
+	h1inlineFirst bool
+	uringMu       sync.Mutex
+	uring         atomic.Pointer[uring.Relay]
+	uringDown     bool
 }
 
 // New builds a proxy from a validated configuration. Nothing listens until
@@ -258,6 +261,7 @@ func (p *Proxy) open(inherited map[string]net.Listener) error {
 		fe.h1set.IdleKeep = fe.idleKeep
 		if p.h1inline {
 			fe.h1inl.Requests = p.h1inlineReq
+			fe.h1inl.First = p.h1inlineFirst
 			fe.h1set.Inline = &fe.h1inl
 		}
 		if p.pairOn {

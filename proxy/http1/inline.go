@@ -49,6 +49,13 @@ import (
 // worker goes on from exactly there (continueRequest's entries); a head
 // not whole is left to a worker before anything is begun.
 // FULCRUM_H1INLINE_REQ=0 turns that part off.
+//
+// A new connection's first request can start there too (AwaitFirst,
+// InlineCounters.First): the connection is accepted, its session begun
+// and its first request awaited with no goroutine and no buffers; the
+// buffers are taken when its first bytes arrive, and onRequest goes on as
+// for a next request. A first request that never comes gets its 408 from
+// a worker, as in Serve. FULCRUM_H1INLINE_FIRST=0 turns that part off.
 
 // InlineCounters count the parked requests (Settings.Inline): those the
 // epoll layer's callbacks finished, and those a worker went on with; and
@@ -64,6 +71,11 @@ type InlineCounters struct {
 	// Requests turns on the request phase on the reaper (set before the
 	// counters are shared; FULCRUM_H1INLINE_REQ=0 leaves it off).
 	Requests bool
+	// First lets a new connection's first request start on the reaper
+	// too (AwaitFirst; with Requests; FULCRUM_H1INLINE_FIRST=0 leaves it
+	// off). Awaited counts the connections that began so.
+	First   bool
+	Awaited atomic.Int64
 }
 
 // End is how Serve, Resume and Continuation.Continue left a connection.
@@ -240,10 +252,40 @@ func (w *idleWaker) Wake() {
 		s.cw.c.Await(&s.iw) // a late event or timer: wait again
 		return
 	}
+	if s.br == nil { // a new connection's first wait (AwaitFirst) had none
+		s.br, s.bw = netio.GetReader(s.src()), s.newWriter()
+	}
 	if s.set.Inline != nil && s.set.Inline.Requests && s.onRequest() {
 		return
 	}
 	s.dispatch(entryAwait)
+}
+
+// CanAwaitFirst reports whether AwaitFirst may begin a connection c of a
+// frontend with settings set: First is on and c is the epoll layer's
+// (plaintext; its Client must be a Parker).
+func CanAwaitFirst(set *Settings, c net.Conn) bool {
+	if set.Inline == nil || !set.Inline.Requests || !set.Inline.First {
+		return false
+	}
+	_, ok := c.(tryIO)
+	return ok
+}
+
+// AwaitFirst begins serving a new client connection (one CanAwaitFirst
+// accepts, whose Client is a Parker) whose first request is awaited with
+// no goroutine (InlineCounters.First): it returns at once, the epoll
+// layer's reaper waiting for the request; onRequest then serves it as a
+// next request, or a worker does through the Parker, as Serve would have.
+// The session's buffers are taken when the first bytes arrive, so a
+// connection that is opened and not used holds none.
+func AwaitFirst(cl Client) {
+	s := newSession(cl)
+	s.set.Inline.Awaited.Add(1)
+	idleStart := time.Now()
+	s.dl.ArmRead(s.c, idleStart, s.set.TimeoutHTTPRequest)
+	s.pIdle = idleStart
+	s.cw.c.Await(&s.iw)
 }
 
 // newWriter returns the client's buffered writer: through cw when the
@@ -507,7 +549,8 @@ func (s *session) src() io.Reader {
 // block, or that is not that simple, a worker goes on from exactly there
 // (continueRequest): the bytes read are in br, the Stream as it stands. It
 // returns false, having changed nothing that matters (bytes read stay in
-// br), when the worker is to serve the request whole (entryAwait).
+// br), when the worker is to serve the request whole (entryAwait); a
+// wake-up that finds nothing to read waits again.
 func (s *session) onRequest() bool {
 	if s.br == nil || s.bw.Buffered() > 0 || len(s.cw.pending) > 0 {
 		return false
@@ -519,7 +562,10 @@ func (s *session) onRequest() bool {
 	case nil, bufio.ErrBufferFull:
 	case epoll.ErrWouldBlock:
 		if len(p) == 0 {
-			return false
+			// Woken with nothing to read (a new connection's first wait
+			// meets this): wait again, as a worker's read would.
+			s.cw.c.Await(&s.iw)
+			return true
 		}
 	default:
 		// The end of the stream (a client that half-closed after its

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/h2mux"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio/epoll"
 	"github.com/fulcrum-proxy/fulcrum/proxy/queue"
 	"github.com/fulcrum-proxy/fulcrum/proxy/stream"
 )
@@ -174,7 +175,7 @@ func (s *session) serve(e entry, idleStart time.Time) (end End) {
 			var err error
 			switch e {
 			case entryResumed:
-				err = s.readFirst()
+				err = s.resumeRead()
 			case entryAwait: // armed at idleStart by afterInline
 				err = s.awaitRequest(idleStart)
 			default:
@@ -343,6 +344,26 @@ func (s *session) awaitRequest(idleStart time.Time) error {
 // when it returns, whatever the outcome.
 func (s *session) readFirst() error {
 	n, err := s.c.Read(s.firstSpace[:])
+	return s.firstRead(n, err)
+}
+
+// resumeRead is readFirst for a connection out of hibernation: where the
+// connection can hibernate again, a wake-up that finds nothing to read
+// (an event handled late, after the bytes it announced were read) says
+// errHibernate, with no buffer taken, rather than wait in a read.
+func (s *session) resumeRead() error {
+	if tc, ok := s.c.(tryIO); ok && s.canHibernate() {
+		n, err := tc.TryRead(s.firstSpace[:])
+		if err == epoll.ErrWouldBlock {
+			return errHibernate
+		}
+		return s.firstRead(n, err)
+	}
+	return s.readFirst()
+}
+
+// firstRead sets br and bw after readFirst's read of n bytes, with err.
+func (s *session) firstRead(n int, err error) error {
 	s.first = firstBytes{b: s.firstSpace[:n], c: s.src()}
 	if n > 0 {
 		s.br = netio.GetReader(&s.first)
