@@ -186,3 +186,36 @@ func TestInlineFirstStop(t *testing.T) {
 		wantAwaited(t, fe, on, 1)
 	})
 }
+
+// A keep-alive connection whose request the pollers finished waits for
+// its next one there without buffers, and hibernates at IdleKeep on the
+// pollers (no worker); its next request resumes it; the buffers it held
+// went back to their pools at once.
+func TestInlineHibernatesOnPollers(t *testing.T) {
+	if os.Getenv(H1InlineEnv) == "0" {
+		t.Skip("nothing waits on the pollers with " + H1InlineEnv + "=0")
+	}
+	up, _ := countingUpstream(t)
+	p, fe, addr := inlineProxy(t, up, func(cfg *conf.Config) {
+		cfg.Frontends[0].TimeoutHTTPRequest = time.Minute
+	})
+	if fe.idleKeep <= 0 {
+		t.Fatalf("IdleKeep %v: the test needs the wait with a keep period", fe.idleKeep)
+	}
+	rc := dialRaw(t, addr)
+	for i := range 3 {
+		if b := bodyOf(rc.do(t, "GET /h"+strconv.Itoa(i)+" HTTP/1.1\r\nHost: x\r\n\r\n")); b != "/h"+strconv.Itoa(i) {
+			t.Fatalf("request %d: %q", i, b)
+		}
+		waitHibernating(t, p, 1)
+		if got := fe.h1inl.Hibernated.Load(); got != int64(i+1) {
+			t.Fatalf("after request %d: %d hibernated by the pollers, want %d", i, got, i+1)
+		}
+		if without, with := parkedWithoutBuffers(p); without != 1 || with != 0 {
+			t.Fatalf("sessions without buffers %d (hibernating included), with %d; want 1, 0", without, with)
+		}
+	}
+	if got := fe.Counters.ReqTot.Load(); got != 3 {
+		t.Fatalf("req_tot %d, want 3", got)
+	}
+}

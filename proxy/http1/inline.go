@@ -76,6 +76,9 @@ type InlineCounters struct {
 	// off). Awaited counts the connections that began so.
 	First   bool
 	Awaited atomic.Int64
+	// Hibernated counts the keep-alive connections the pollers let
+	// hibernate at IdleKeep (hibernateIdle), with no worker.
+	Hibernated atomic.Int64
 }
 
 // End is how Serve, Resume and Continuation.Continue left a connection.
@@ -252,7 +255,10 @@ func (w *idleWaker) Wake() {
 		s.cw.c.Await(&s.iw) // a late event or timer: wait again
 		return
 	}
-	if s.br == nil { // a new connection's first wait (AwaitFirst) had none
+	if s.br == nil { // the wait had none (AwaitFirst, afterInline)
+		if s.keepArmed && s.hibernateIdle() {
+			return
+		}
 		s.br, s.bw = netio.GetReader(s.src()), s.newWriter()
 	}
 	if s.set.Inline != nil && s.set.Inline.Requests && s.onRequest() {
@@ -286,6 +292,26 @@ func AwaitFirst(cl Client) {
 	s.dl.ArmRead(s.c, idleStart, s.set.TimeoutHTTPRequest)
 	s.pIdle = idleStart
 	s.cw.c.Await(&s.iw)
+}
+
+// hibernateIdle lets a keep-alive connection whose wait on the pollers
+// (afterInline) reached IdleKeep with nothing to read hibernate at once,
+// as a worker's awaitRequest would have had it, without the worker. It
+// returns false, the read deadline put back to the request's, when the
+// connection is to be served instead: bytes or its end came, the
+// request's own deadline passed, or it cannot hibernate.
+func (s *session) hibernateIdle() bool {
+	if time.Now().Before(s.pIdle.Add(s.set.IdleKeep)) || !s.canHibernate() {
+		return false
+	}
+	s.keepArmed = false
+	s.c.SetReadDeadline(s.dl.Read())
+	if s.cw.c.Readable() {
+		return false
+	}
+	s.set.Inline.Hibernated.Add(1)
+	s.hibernate(s.pIdle)
+	return true
 }
 
 // newWriter returns the client's buffered writer: through cw when the
@@ -457,11 +483,20 @@ func (s *session) afterInline(keep bool) {
 		s.dispatch(entryAwait)
 		return
 	}
-	// As awaitRequest: the wait with the buffers ends at IdleKeep.
+	// As awaitRequest: the wait on the pollers ends at IdleKeep (a worker
+	// then lets the connection hibernate). The buffers go back now: this
+	// wait reads nothing into them, and the wake-up takes them again
+	// (idleWaker), so that a burst of connections does not hold 32 KiB
+	// each for IdleKeep.
 	deadline := s.dl.Read()
 	if keepEnd := idleStart.Add(s.set.IdleKeep); deadline.IsZero() || keepEnd.Before(deadline) {
 		s.c.SetReadDeadline(keepEnd)
 		s.keepArmed = true
+	}
+	if s.bw.Buffered() == 0 && len(s.cw.pending) == 0 {
+		netio.PutReader(s.br)
+		netio.PutWriter(s.bw)
+		s.br, s.bw = nil, nil
 	}
 	s.cw.c.Await(&s.iw)
 }
