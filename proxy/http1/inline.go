@@ -121,6 +121,7 @@ type tryIO interface {
 	net.Conn
 	Await(epoll.Waker)
 	Readable() bool
+	ReadExpired() bool
 	TryRead([]byte) (int, error)
 	TryWrite([]byte) (int, error)
 }
@@ -301,7 +302,7 @@ func AwaitFirst(cl Client) {
 // connection is to be served instead: bytes or its end came, the
 // request's own deadline passed, or it cannot hibernate.
 func (s *session) hibernateIdle() bool {
-	if time.Now().Before(s.pIdle.Add(s.set.IdleKeep)) || !s.canHibernate() {
+	if !s.cw.c.ReadExpired() || time.Now().Before(s.pIdle.Add(s.set.IdleKeep)) || !s.canHibernate() {
 		return false
 	}
 	s.keepArmed = false

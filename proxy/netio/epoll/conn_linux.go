@@ -455,6 +455,10 @@ func (c *Conn) Readable() bool {
 	return c.r.ready.Load() != 0 || c.state.Load()&closedBit != 0 || c.r.expired()
 }
 
+// ReadExpired reports whether c's read deadline has passed (a Read would
+// fail with os.ErrDeadlineExceeded).
+func (c *Conn) ReadExpired() bool { return c.r.expired() }
+
 // Awaiting returns how many of g's connections wait in an Await now.
 func (g *Group) Awaiting() int64 { return g.awaiting.Load() }
 

@@ -65,6 +65,9 @@ func (g *Group) Parked() int64 { return 0 }
 // Readable reports true.
 func (c *Conn) Readable() bool { return true }
 
+// ReadExpired reports false.
+func (c *Conn) ReadExpired() bool { return false }
+
 // Lend fails with errors.ErrUnsupported.
 func (c *Conn) Lend(func()) (int, func(), error) { return -1, nil, errors.ErrUnsupported }
 
