@@ -122,6 +122,7 @@ type tryIO interface {
 	Await(epoll.Waker)
 	Readable() bool
 	ReadExpired() bool
+	Speculate()
 	TryRead([]byte) (int, error)
 	TryWrite([]byte) (int, error)
 }
@@ -292,7 +293,11 @@ func AwaitFirst(cl Client) {
 	idleStart := time.Now()
 	s.dl.ArmRead(s.c, idleStart, s.set.TimeoutHTTPRequest)
 	s.pIdle = idleStart
-	s.cw.c.Await(&s.iw)
+	// Its first bytes may be there already: read before waiting (the
+	// wake-up reads without blocking, and waits on the pollers, without
+	// buffers, when they are not).
+	s.cw.c.Speculate()
+	s.iw.Wake()
 }
 
 // hibernateIdle lets a keep-alive connection whose wait on the pollers
@@ -598,8 +603,14 @@ func (s *session) onRequest() bool {
 	case nil, bufio.ErrBufferFull:
 	case epoll.ErrWouldBlock:
 		if len(p) == 0 {
-			// Woken with nothing to read (a new connection's first wait
-			// meets this): wait again, as a worker's read would.
+			// Woken with nothing to read (a new connection's first look,
+			// an event handled late): wait again, as a worker's read
+			// would, without buffers.
+			if s.bw.Buffered() == 0 {
+				netio.PutReader(s.br)
+				netio.PutWriter(s.bw)
+				s.br, s.bw = nil, nil
+			}
 			s.cw.c.Await(&s.iw)
 			return true
 		}

@@ -455,6 +455,13 @@ func (c *Conn) Readable() bool {
 	return c.r.ready.Load() != 0 || c.state.Load()&closedBit != 0 || c.r.expired()
 }
 
+// Speculate marks c readable, so that its next read (TryRead, Read, or
+// Readable's answer) tries the socket instead of waiting for an event: a
+// connection just accepted often has its first bytes already (HAProxy
+// reads a new connection before it polls it). A read that finds nothing
+// then waits as usual.
+func (c *Conn) Speculate() { c.r.ready.Store(1) }
+
 // ReadExpired reports whether c's read deadline has passed (a Read would
 // fail with os.ErrDeadlineExceeded).
 func (c *Conn) ReadExpired() bool { return c.r.expired() }

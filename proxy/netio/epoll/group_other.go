@@ -65,6 +65,9 @@ func (g *Group) Parked() int64 { return 0 }
 // Readable reports true.
 func (c *Conn) Readable() bool { return true }
 
+// Speculate does nothing.
+func (c *Conn) Speculate() {}
+
 // ReadExpired reports false.
 func (c *Conn) ReadExpired() bool { return false }
 
