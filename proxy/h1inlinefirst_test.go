@@ -43,6 +43,16 @@ func wantAwaited(t *testing.T, fe *Frontend, on bool, n int64) {
 	}
 }
 
+// wantCounts checks that each counter in got, by name, is want.
+func wantCounts(t *testing.T, want int64, got map[string]int64) {
+	t.Helper()
+	for what, c := range got {
+		if c != want {
+			t.Fatalf("%s %d, want %d", what, c, want)
+		}
+	}
+}
+
 // A connection per request (Connection: close): every first request is
 // awaited by the pollers; the first is handed to a worker to dial the
 // server, the others are sent by the reaper on the pooled connection; each
@@ -71,16 +81,12 @@ func TestInlineFirstConnPerRequest(t *testing.T) {
 			t.Fatalf("%d server connections, want 1", got)
 		}
 		srv := p.Backends[0].Servers()[0]
-		for what, c := range map[string]int64{
+		wantCounts(t, n, map[string]int64{
 			"frontend sessions": fe.Counters.Stot.Load(),
 			"frontend 2xx":      fe.Counters.Hrsp[2].Load(),
 			"server sessions":   srv.Counters.Stot.Load(),
 			"backend sessions":  p.Backends[0].Counters.Stot.Load(),
-		} {
-			if c != n {
-				t.Fatalf("%s %d, want %d", what, c, n)
-			}
-		}
+		})
 	})
 }
 
@@ -113,15 +119,11 @@ func TestInlineFirstTimeoutAndUnused(t *testing.T) {
 		unused.c.Close()
 		waitFor(t, 10*time.Second, "the sessions ended", func() bool { return fe.Counters.Scur.Load() == 0 })
 		wantAwaited(t, fe, on, 3)
-		if got := fe.Counters.Hrsp[4].Load(); got != 2 {
-			t.Fatalf("4xx %d, want 2", got)
-		}
-		if got := fe.Counters.Ereq.Load(); got != 2 {
-			t.Fatalf("request errors %d, want 2", got)
-		}
-		if got := fe.Counters.ReqTot.Load(); got != 2 {
-			t.Fatalf("requests %d, want 2", got)
-		}
+		wantCounts(t, 2, map[string]int64{
+			"4xx":            fe.Counters.Hrsp[4].Load(),
+			"request errors": fe.Counters.Ereq.Load(),
+			"requests":       fe.Counters.ReqTot.Load(),
+		})
 	})
 }
 
@@ -158,9 +160,7 @@ func TestInlineFirstFallbacks(t *testing.T) {
 		if on {
 			wantReq(t, fe, 0, 0, 0, 1)
 		}
-		if got := fe.Counters.Hrsp[2].Load(); got != 3 {
-			t.Fatalf("2xx %d, want 3", got)
-		}
+		wantCounts(t, 3, map[string]int64{"2xx": fe.Counters.Hrsp[2].Load()})
 	})
 }
 
