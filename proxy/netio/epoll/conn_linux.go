@@ -204,19 +204,20 @@ func (s *side) fire() {
 // hibernation.
 func (s *side) rouse() {
 	if c := s.hib.Swap(nil); c != nil {
+		c.unpark()
 		if c.short {
 			c.p.g.awaiting.Add(-1)
 			c.wk.Wake()
 			return
 		}
-		c.unpark()
 		c.p.g.sleeping.Add(-1)
 		c.wk.Wake()
 	}
 }
 
-// park moves the read deadline of c, which is about to hibernate, from
-// its runtime timer (stopped and dropped) to its poller's parking.
+// park moves the read deadline of c, which is about to hibernate or
+// await (Hibernate, Await), from its runtime timer (stopped and dropped)
+// to its poller's parking.
 func (c *Conn) park() {
 	s := &c.r
 	s.tmu.Lock()
@@ -233,8 +234,9 @@ func (c *Conn) park() {
 }
 
 // unpark takes c's read deadline out of the parking when c's hibernation
-// ends, and gives it a runtime timer again for the reads that follow
-// (unless one was set meanwhile).
+// or await ends, and gives it back to a runtime timer for the reads that
+// follow (unless one was set meanwhile): made by the first of them that
+// waits (lazyDeadlines), or at once.
 func (c *Conn) unpark() {
 	s := &c.r
 	s.tmu.Lock()
@@ -245,6 +247,10 @@ func (c *Conn) unpark() {
 	s.parked = false
 	c.p.park.remove(c)
 	if s.dl == 0 || s.timer != nil || s.past.Load() {
+		return
+	}
+	if lazyDeadlines {
+		s.lazy.Store(true) // ensureTimer, at the next wait
 		return
 	}
 	if left := s.dl - time.Now().UnixNano(); left > 0 {
@@ -409,20 +415,22 @@ func (c *Conn) Hibernate(w Waker) {
 // client's next request while its session is kept): w.Wake is called
 // once, as Hibernate's, when a Read would not block (bytes or the end of
 // the stream, the read deadline passed, c closed), possibly before Await
-// returns. Unlike Hibernate it changes nothing else: the read deadline
-// keeps its runtime timer (the one whose expiry wakes the wait), the
-// wake-up channels and the write deadline stay, and c is not counted as
-// hibernating. The caller must not use c after calling Await, until Wake
-// runs; one read must not be in progress. A spurious Wake is possible.
+// returns. Unlike Hibernate it changes nothing else but the read
+// deadline's timer: the wake-up channels and the write deadline stay, and
+// c is not counted as hibernating. The read deadline waits in the
+// poller's parking, as a hibernating connection's (one runtime timer per
+// poller, not one per connection: a burst of waits whose deadlines pass
+// together, as IdleKeep's, costs one timer run and goroutine, not one
+// each), and goes back to a runtime timer when the wait ends. The caller
+// must not use c after calling Await, until Wake runs; one read must not
+// be in progress. A spurious Wake is possible.
 func (c *Conn) Await(w Waker) {
 	c.wk, c.short = w, true
+	c.park()
 	c.p.g.awaiting.Add(1)
 	c.r.hib.Store(c)
 	if c.r.lazy.Load() {
-		// A deadline set without a timer (lazyDeadlines): its timer
-		// ends the wait. hib is set first, as Hibernate does, so that
-		// a deadline set meanwhile (side.arm) makes its own.
-		c.r.ensureTimer()
+		c.park() // a deadline set meanwhile without a timer (side.arm)
 	}
 	if c.reg.Load() == regNone && c.incref() {
 		err := c.arm(regIn)

@@ -5,14 +5,17 @@ import (
 	"time"
 )
 
-// parking holds the read deadlines of a poller's hibernating connections
-// (Conn.Hibernate) in place of their runtime timers: a min-heap of
-// (deadline, connection) entries, 16 bytes each, and one runtime timer
-// for the whole poller, armed at the earliest deadline. An idle
-// connection thus costs no timer of its own (a runtime timer with its
-// callback is about 150 bytes), and its deadline is still met at the
-// same precision as a timer's. The zero value is empty, its timer made
-// on first use.
+// parking holds the read deadlines of a poller's hibernating and awaiting
+// connections (Conn.Hibernate, Conn.Await) in place of their runtime
+// timers: a min-heap of (deadline, connection) entries, 16 bytes each,
+// and one runtime timer for the whole poller, armed at the earliest
+// deadline, as HAProxy's one timer tree per thread. An idle connection
+// thus costs no timer of its own (a runtime timer with its callback is
+// about 150 bytes), its deadline is still met at the same precision as a
+// timer's, and deadlines that pass together (a burst of connections'
+// IdleKeep) are met by one run of that timer, on one goroutine, where
+// timers of their own would each start a goroutine (time.AfterFunc). The
+// zero value is empty, its timer made on first use.
 type parking struct {
 	mu    sync.Mutex
 	heap  []parked    // ordered on when; a connection's place is its pidx - 1
@@ -169,8 +172,9 @@ func (pk *parking) swap(i, j int) {
 	h[j].c.pidx = int32(j + 1)
 }
 
-// Parked returns how many of g's hibernating connections have a read
-// deadline waiting in their poller's parking (and no runtime timer).
+// Parked returns how many of g's hibernating or awaiting connections
+// (Hibernate, Await) have a read deadline waiting in their poller's
+// parking (and no runtime timer).
 func (g *Group) Parked() int64 {
 	var n int64
 	for _, p := range g.polls {
