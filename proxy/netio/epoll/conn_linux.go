@@ -62,7 +62,7 @@ type Conn struct {
 	// raddr is the peer's address, kept as a netip value (no net.Addr
 	// allocated per connection: RemoteAddr makes one when asked).
 	raddr netip.AddrPort
-	laddr atomic.Pointer[net.TCPAddr] // looked up on first use
+	laddr atomic.Pointer[localAddr] // looked up on first use
 
 	// wk resumes c while it hibernates (Hibernate): written before r.hib
 	// is set, read by whoever takes r.hib.
@@ -788,8 +788,27 @@ func (c *Conn) shutdown(how int) error {
 	return nil
 }
 
+// localAddr is a local address in both forms: LocalAddr's and
+// AddrPorts'. Immutable; shared by the connections a listener bound to one
+// address accepts.
+type localAddr struct {
+	tcp *net.TCPAddr
+	ap  netip.AddrPort
+}
+
+func newLocalAddr(a *net.TCPAddr) *localAddr { return &localAddr{tcp: a, ap: a.AddrPort()} }
+
 // LocalAddr returns the socket's address, looked up on first use.
 func (c *Conn) LocalAddr() net.Addr {
+	if a := c.localAddr(); a != nil {
+		return a.tcp
+	}
+	return nil
+}
+
+// localAddr returns c's local address, looked up on first use (nil when
+// it cannot be).
+func (c *Conn) localAddr() *localAddr {
 	if a := c.laddr.Load(); a != nil {
 		return a
 	}
@@ -801,10 +820,11 @@ func (c *Conn) LocalAddr() net.Addr {
 	if err != nil {
 		return nil
 	}
-	a := sockaddrToTCP(sa)
-	if a == nil {
+	ta := sockaddrToTCP(sa)
+	if ta == nil {
 		return nil
 	}
+	a := newLocalAddr(ta)
 	c.laddr.Store(a)
 	return a
 }
@@ -823,11 +843,11 @@ func (c *Conn) RemoteAddr() net.Addr {
 }
 
 // AddrPorts returns LocalAddr and RemoteAddr as netip values (zero for
-// one that is not known), without allocating once LocalAddr is known:
-// the access log asks for them at every request on a kept connection.
+// one that is not known), converted once: the access log asks for them at
+// every request on a kept connection.
 func (c *Conn) AddrPorts() (local, remote netip.AddrPort) {
-	if a, ok := c.LocalAddr().(*net.TCPAddr); ok && a != nil {
-		local = a.AddrPort()
+	if a := c.localAddr(); a != nil {
+		local = a.ap
 	}
 	return local, c.raddr
 }
@@ -854,7 +874,7 @@ func (c *Conn) SyscallConn() (syscall.RawConn, error) { return rawConn{c}, nil }
 func (c *Conn) opErr(op string, err error) error {
 	var src net.Addr
 	if a := c.laddr.Load(); a != nil {
-		src = a
+		src = a.tcp
 	}
 	return &net.OpError{Op: op, Net: "tcp", Source: src, Addr: c.RemoteAddr(), Err: err}
 }

@@ -23,7 +23,7 @@ type Listener struct {
 	// laddr is the local address of every accepted connection when the
 	// listener is bound to one address (not a wildcard); nil otherwise, and
 	// the first LocalAddr of a connection asks the kernel (getsockname).
-	laddr *net.TCPAddr
+	laddr *localAddr
 
 	// nodelay: TCP_NODELAY is set on the listening socket, and Linux
 	// gives it to every connection accepted from it (no setsockopt per
@@ -60,7 +60,7 @@ func (g *Group) Listen(l *net.TCPListener) (*Listener, error) {
 	el := &Listener{g: g, addr: addr, accept: accept4}
 	el.nodelay = unix.SetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) == nil
 	if addr != nil && !addr.IP.IsUnspecified() {
-		el.laddr = addr
+		el.laddr = newLocalAddr(addr)
 	}
 	// Tried at once: connections may already wait in the backlog. The
 	// socket enters the epoll instance at the first Accept that waits.
@@ -187,7 +187,7 @@ func (g *Group) FromTCP(c *net.TCPConn) (*Conn, error) {
 		ec.raddr = ra.AddrPort()
 	}
 	if la, ok := c.LocalAddr().(*net.TCPAddr); ok {
-		ec.laddr.Store(la)
+		ec.laddr.Store(newLocalAddr(la))
 	}
 	c.Close()
 	return ec, nil

@@ -87,7 +87,7 @@ func TestAcceptMany(t *testing.T) {
 		if nodelay != 1 || !el.nodelay {
 			t.Errorf("TCP_NODELAY %d on an accepted socket (listener's set: %v), want 1 inherited", nodelay, el.nodelay)
 		}
-		if ec.LocalAddr() != el.laddr || ec.LocalAddr().String() != el.Addr().String() {
+		if ec.LocalAddr() != el.laddr.tcp || ec.LocalAddr().String() != el.Addr().String() {
 			t.Errorf("local address %v, want the listener's %v", ec.LocalAddr(), el.Addr())
 		}
 		b := make([]byte, 1)
