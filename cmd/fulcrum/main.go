@@ -86,8 +86,8 @@ func newApp(stdout, stderr io.Writer, fallback string) *cli.App {
 				Name:  "run",
 				Usage: "serve a configuration in the foreground",
 				Description: "Logs go to stderr. SIGTERM or SIGINT stops accepting, lets in-flight\n" +
-					"requests finish within hard_stop_after and exits 0. SIGHUP reloads the\n" +
-					"configuration file (so does --watch when it changes): an invalid file\n" +
+					"requests finish within hard_stop_after and exits 0. SIGHUP (or SIGUSR2,\n" +
+					"HAProxy's master-worker reload signal) reloads the configuration file (so does --watch when it changes): an invalid file\n" +
 					"changes nothing; a valid one serves new connections at once while\n" +
 					"in-flight work finishes on the old one.",
 				Flags: []cli.Flag{configFlag, &cli.BoolFlag{Name: "watch", Usage: "reload when the configuration file changes"}, localPeerFlag},
@@ -292,7 +292,9 @@ func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serve
 	}
 	setupStats(p, r.change, r.peers.status) // stats page and /metrics on [frontend.stats] (stats.go)
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	// SIGUSR2 is HAProxy's reload signal in master-worker mode; operators'
+	// scripts send it, and unhandled it would end the process.
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR2)
 	defer signal.Stop(sigs)
 	if err := p.Start(); err != nil {
 		return cli.Exit("fulcrum: "+err.Error(), 1)
@@ -346,7 +348,7 @@ wait:
 	for {
 		select {
 		case sig = <-sigs:
-			if sig == syscall.SIGHUP {
+			if sig == syscall.SIGHUP || sig == syscall.SIGUSR2 {
 				r.reload() // logs its outcome
 				continue
 			}
