@@ -498,10 +498,10 @@ func TestHTTPReuseAggressive(t *testing.T) {
 // counted in the wredis of the server it left (HAProxy 2.6 on loopback:
 // s1 wredis 3, wretr 0 for 3 such requests).
 func TestRedispatch(t *testing.T) {
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	dead := l.Addr().String()
-	l.Close()
+	// The upstream listens first: a port closed before it starts could be
+	// handed to it, and then both servers would be s2.
 	u := newUpstream(t, "s2")
+	dead := refusingAddr(t)
 	cfg := testConfig(conf.ModeHTTP, []string{dead, u.addr()}, nil)
 	cfg.Backends[0].Retries = 2
 	cfg.Backends[0].Redispatch = true
