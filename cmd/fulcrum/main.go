@@ -87,9 +87,10 @@ func newApp(stdout, stderr io.Writer, fallback string) *cli.App {
 				Usage: "serve a configuration in the foreground",
 				Description: "Logs go to stderr. SIGTERM or SIGINT stops accepting, lets in-flight\n" +
 					"requests finish within hard_stop_after and exits 0. SIGHUP (or SIGUSR2,\n" +
-					"HAProxy's master-worker reload signal) reloads the configuration file (so does --watch when it changes): an invalid file\n" +
-					"changes nothing; a valid one serves new connections at once while\n" +
-					"in-flight work finishes on the old one.",
+					"HAProxy's master-worker reload signal) reloads the configuration file\n" +
+					"(so does --watch when it changes): an invalid file changes nothing;\n" +
+					"a valid one serves new connections at once while in-flight work\n" +
+					"finishes on the old one.",
 				Flags: []cli.Flag{configFlag, &cli.BoolFlag{Name: "watch", Usage: "reload when the configuration file changes"}, localPeerFlag},
 				Action: func(c *cli.Context) error {
 					path, err := configPath(c.String("config"), fallback)
