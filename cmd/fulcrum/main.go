@@ -108,7 +108,14 @@ func newApp(stdout, stderr io.Writer, fallback string) *cli.App {
 					if c.Bool("watch") {
 						opts.watch = time.Second
 					}
-					return serveWith(c.Context, cfg, stderr, opts)
+					logw := stderr
+					if f, ok := stderr.(*os.File); ok {
+						// A stalled reader of the log costs lines, not requests.
+						lw := newAsyncLog(f)
+						defer lw.Close()
+						logw = lw
+					}
+					return serveWith(c.Context, cfg, logw, opts)
 				},
 			},
 			{
@@ -182,7 +189,11 @@ func newLogger(g conf.Global, w io.Writer) zerolog.Logger {
 	}
 	if g.LogFormat == "console" {
 		color := false
-		if f, ok := w.(*os.File); ok {
+		f, _ := w.(*os.File)
+		if l, ok := w.(*asyncLog); ok {
+			f = l.f
+		}
+		if f != nil {
 			color = isatty.IsTerminal(f.Fd()) && os.Getenv("NO_COLOR") == ""
 		}
 		// Access log fields in HAProxy's order, not sorted by name.
