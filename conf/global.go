@@ -110,6 +110,30 @@ type globalSection struct {
 	// where io_uring is refused (EPERM, ENOSYS) a warning is logged once
 	// and they are relayed as with "epoll".
 	TuneNetIO *string `toml:"tune_netio"`
+
+	// TuneSndbufClient, TuneRcvbufClient, TuneSndbufServer and
+	// TuneRcvbufServer fix the kernel's send and receive buffers of client
+	// and server connections, in bytes (HAProxy's tune.sndbuf.client,
+	// tune.rcvbuf.client, tune.sndbuf.server, tune.rcvbuf.server):
+	// SO_SNDBUF and SO_RCVBUF, which Linux doubles for its bookkeeping and
+	// which turn its automatic sizing of that buffer off. The client ones
+	// are set on the listening sockets, whose connections inherit them (a
+	// listener kept across a reload keeps what it was opened with), the
+	// server ones on each server connection before it connects (health
+	// checks excluded). 0 leaves the kernel's automatic sizing. Default 0.
+	TuneSndbufClient int `toml:"tune_sndbuf_client"`
+	// TuneRcvbufClient is the receive buffer of client connections, in
+	// bytes (HAProxy's tune.rcvbuf.client; see TuneSndbufClient). 0 leaves
+	// the kernel's automatic sizing. Default 0.
+	TuneRcvbufClient int `toml:"tune_rcvbuf_client"`
+	// TuneSndbufServer is the send buffer of server connections, in bytes
+	// (HAProxy's tune.sndbuf.server; see TuneSndbufClient). 0 leaves the
+	// kernel's automatic sizing. Default 0.
+	TuneSndbufServer int `toml:"tune_sndbuf_server"`
+	// TuneRcvbufServer is the receive buffer of server connections, in
+	// bytes (HAProxy's tune.rcvbuf.server; see TuneSndbufClient). 0 leaves
+	// the kernel's automatic sizing. Default 0.
+	TuneRcvbufServer int `toml:"tune_rcvbuf_server"`
 }
 
 // setDefaults gives every unset key of [global] its default.
@@ -140,6 +164,10 @@ func (g *globalSection) validate(s scope) {
 	oneOf(s.at("log_format"), g.LogFormat, "json", "console")
 	positive(s.at("stats_timeout"), g.StatsTimeout)
 	inRange(s.at("tune_http_maxhdr"), g.TuneHTTPMaxHdr, 1, 32767)
+	nonNegative(s.at("tune_sndbuf_client"), &g.TuneSndbufClient)
+	nonNegative(s.at("tune_rcvbuf_client"), &g.TuneRcvbufClient)
+	nonNegative(s.at("tune_sndbuf_server"), &g.TuneSndbufServer)
+	nonNegative(s.at("tune_rcvbuf_server"), &g.TuneRcvbufServer)
 	checkHashKey(s.at("hash_key"), g.HashKey)
 	for i, l := range g.Log {
 		l.validate(s.at("log").item(i), false)

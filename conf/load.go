@@ -271,6 +271,8 @@ func (f *fileSection) model(c *checker) *Config {
 			LogTag:        *f.Global.LogTag,
 			H2MaxStreams:  *f.Global.TuneH2MaxConcurrentStreams,
 			NetIO:         *f.Global.TuneNetIO,
+			ClientBufs:    SocketBufs{Snd: f.Global.TuneSndbufClient, Rcv: f.Global.TuneRcvbufClient},
+			ServerBufs:    SocketBufs{Snd: f.Global.TuneSndbufServer, Rcv: f.Global.TuneRcvbufServer},
 
 			StatsHistoryInterval: f.Global.StatsHistoryInterval.Std(),
 		},

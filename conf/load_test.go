@@ -226,3 +226,33 @@ bind = ["127.0.0.1:8080"]
 		t.Fatalf("tune_netio = \"iouring\": %v, want %s", err, want)
 	}
 }
+
+// TestTuneSocketBufs: tune_sndbuf_* and tune_rcvbuf_* reach the model
+// (0 when unset) and a negative size is refused with the file and line.
+func TestTuneSocketBufs(t *testing.T) {
+	const rest = `
+[[frontend]]
+name = "f"
+bind = ["127.0.0.1:8080"]
+`
+	cfg, err := Parse("b.toml", []byte("[global]\ntune_sndbuf_client = 16384\ntune_rcvbuf_client = 8192\ntune_sndbuf_server = 4096\ntune_rcvbuf_server = 2048\n"+rest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := cfg.Global
+	if g.ClientBufs != (SocketBufs{Snd: 16384, Rcv: 8192}) || g.ServerBufs != (SocketBufs{Snd: 4096, Rcv: 2048}) {
+		t.Errorf("client %+v, server %+v; want {16384 8192} and {4096 2048}", g.ClientBufs, g.ServerBufs)
+	}
+	cfg, err = Parse("b.toml", []byte("[global]\n"+rest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Global.ClientBufs.IsZero() || !cfg.Global.ServerBufs.IsZero() {
+		t.Errorf("unset: client %+v, server %+v; want zero", cfg.Global.ClientBufs, cfg.Global.ServerBufs)
+	}
+	_, err = Parse("b.toml", []byte("[global]\nmaxconn = 10\ntune_rcvbuf_server = -1\n"+rest))
+	const want = `b.toml:3: global: tune_rcvbuf_server: must not be negative, got -1`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("tune_rcvbuf_server = -1: %v, want %s", err, want)
+	}
+}

@@ -61,11 +61,24 @@ type Global struct {
 	H2MaxStreams  int           // tune_h2_max_concurrent_streams: streams per HTTP/2 client connection, 0 = no limit
 	NetIO         string        // tune_netio: "go" (Go's poller), "epoll" (proxy/netio/epoll, HTTP/1 and TCP, plaintext or TLS) or "uring" (epoll, and mode tcp relayed on io_uring)
 	Log           []LogTarget   // [[global.log]], in file order
-	LogTag        string        // program name in syslog headers
+	// ClientBufs and ServerBufs are tune_sndbuf_client/tune_rcvbuf_client
+	// and tune_sndbuf_server/tune_rcvbuf_server.
+	ClientBufs SocketBufs
+	ServerBufs SocketBufs
+	LogTag     string // program name in syslog headers
 	// StatsHistoryInterval is the length of a history point (stats page
 	// sparklines); 0 = no history.
 	StatsHistoryInterval time.Duration
 }
+
+// SocketBufs are the kernel buffer sizes set on a kind of connection, in
+// bytes (SO_SNDBUF, SO_RCVBUF); 0 leaves the kernel's automatic sizing.
+type SocketBufs struct {
+	Snd, Rcv int
+}
+
+// IsZero reports whether b sets nothing.
+func (b SocketBufs) IsZero() bool { return b.Snd == 0 && b.Rcv == 0 }
 
 // LogTarget is one log target: a syslog destination with its format,
 // facility and levels (syslog.Target), from the line Line.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -33,6 +34,11 @@ type Backend struct {
 	Name string
 	ID   int // 1-based position in the configuration (HAProxy's iid)
 	Conf *conf.Backend
+
+	// dialControl sets tune_sndbuf_server and tune_rcvbuf_server on each
+	// server connection before it connects (sockBufsControl); nil when
+	// they are unset.
+	dialControl func(network, address string, c syscall.RawConn) error
 
 	// set is the servers (Servers, servers.go), replaced as a whole under
 	// mu. nextID is the id the next server added without one gets: one

@@ -46,7 +46,7 @@ import (
 // lg, if not nil, is the request's log entry (retries, connect time, the
 // connection's addresses).
 func connectServer(be *Backend, srv *Server, view *lb.Request, direct bool, prep func(*Server, net.Conn) (net.Conn, error), lg *logEntry) (*Server, net.Conn, int64, error) {
-	d := net.Dialer{Timeout: be.Conf.TimeoutConnect}
+	d := net.Dialer{Timeout: be.Conf.TimeoutConnect, Control: be.dialControl}
 	retries := be.Conf.Retries
 	start := time.Now()
 	for n := 0; ; n++ { // n retries done so far

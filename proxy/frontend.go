@@ -284,7 +284,9 @@ func (fe *Frontend) closeListeners() {
 func (fe *Frontend) listen(inherited map[string]net.Listener) error {
 	// No TCP keep-alive probes on client connections (HAProxy enables them
 	// only with option clitcpka): it also saves setsockopt calls per accept.
-	lc := net.ListenConfig{KeepAlive: -1}
+	// tune_sndbuf_client and tune_rcvbuf_client are set on the listening
+	// socket: its connections inherit them.
+	lc := net.ListenConfig{KeepAlive: -1, Control: sockBufsControl(fe.p.Conf.Global.ClientBufs)}
 	var opened []*acceptor
 	fe.h2Binds = nil
 	isH2 := func(i int, a *acceptor) {
