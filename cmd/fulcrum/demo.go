@@ -122,7 +122,9 @@ Press Ctrl-C to stop.
 			started(p)
 		}
 	}
-	return serveWith(ctx, cfg, stderr, opts)
+	logw, done := logWriter(stderr)
+	defer done()
+	return serveWith(ctx, cfg, logw, opts)
 }
 
 // startDemoUpstream starts one built-in upstream on a free loopback port.

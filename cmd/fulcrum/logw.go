@@ -36,6 +36,18 @@ const (
 	asyncLogClose = time.Second
 )
 
+// logWriter returns the writer of the process log that goes to w: an
+// asyncLog when w is a file (stderr), w itself otherwise (a test's
+// buffer). done flushes it, at most asyncLogClose long.
+func logWriter(w io.Writer) (lw io.Writer, done func()) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return w, func() {}
+	}
+	l := newAsyncLog(f)
+	return l, l.Close
+}
+
 // newAsyncLog returns a writer of f that never blocks. Close flushes it;
 // f is never closed.
 func newAsyncLog(f *os.File) *asyncLog {

@@ -108,13 +108,9 @@ func newApp(stdout, stderr io.Writer, fallback string) *cli.App {
 					if c.Bool("watch") {
 						opts.watch = time.Second
 					}
-					logw := stderr
-					if f, ok := stderr.(*os.File); ok {
-						// A stalled reader of the log costs lines, not requests.
-						lw := newAsyncLog(f)
-						defer lw.Close()
-						logw = lw
-					}
+					// A stalled reader of the log costs lines, not requests.
+					logw, done := logWriter(stderr)
+					defer done()
 					return serveWith(c.Context, cfg, logw, opts)
 				},
 			},
