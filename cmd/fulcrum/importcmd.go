@@ -62,7 +62,11 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 			case len(r.Notes) == 0:
 				fmt.Fprintf(stderr, "%s: every line converted\n", in)
 			default:
-				fmt.Fprintf(stderr, "%s: %d lines noted, %d of them not supported (yet): kept as comments", in, len(r.Notes), blocking)
+				lines := "lines"
+				if len(r.Notes) == 1 {
+					lines = "line"
+				}
+				fmt.Fprintf(stderr, "%s: %d %s noted, %d of them not supported (yet): kept as comments", in, len(r.Notes), lines, blocking)
 				if out != "" {
 					fmt.Fprintf(stderr, " in %s", out)
 				}

@@ -77,6 +77,14 @@ func TestImportCommand(t *testing.T) {
 		t.Errorf("a clean file: exit %d, stderr %q", code, stderr.String())
 	}
 
+	// One line noted: "line", not "lines".
+	one := writeFile(t, "one.cfg", "global\n    daemon\nfrontend www\n    bind 127.0.0.1:8080\n    default_backend web\nbackend web\n    server s1 127.0.0.1:9001\n")
+	stderr.Reset()
+	if code := run([]string{"fulcrum", "import", one, "-o", out}, &bytes.Buffer{}, &stderr); code != 0 ||
+		!strings.HasSuffix(stderr.String(), one+": 1 line noted, 0 of them not supported (yet): kept as comments in "+out+"\n") {
+		t.Errorf("one line noted: exit %d, stderr %q", code, stderr.String())
+	}
+
 	// To stdout; --strict fails on the line not supported; usage errors exit 2.
 	stdout.Reset()
 	if code := run([]string{"fulcrum", "import", in}, &stdout, &bytes.Buffer{}); code != 0 || !strings.Contains(stdout.String(), `name = "s1"`) {
