@@ -122,7 +122,7 @@ Press Ctrl-C to stop.
 			started(p)
 		}
 	}
-	logw, done := logWriter(stderr)
+	logw, done := logWriter(stderr, cfg.Global.LogFormat)
 	defer done()
 	return serveWith(ctx, cfg, logw, opts)
 }

@@ -38,26 +38,36 @@ const (
 
 // logWriter returns the writer of the process log that goes to w: an
 // asyncLog when w is a file (stderr), w itself otherwise (a test's
-// buffer). done flushes it, at most asyncLogClose long.
-func logWriter(w io.Writer) (lw io.Writer, done func()) {
+// buffer). format is the log_format the process starts with ("json" or
+// "console"), which the line saying lines were dropped keeps. done
+// flushes it, at most asyncLogClose long.
+func logWriter(w io.Writer, format string) (lw io.Writer, done func()) {
 	f, ok := w.(*os.File)
 	if !ok {
 		return w, func() {}
 	}
-	l := newAsyncLog(f)
+	l := newAsyncLog(f, format == "console")
 	return l, l.Close
 }
 
-// newAsyncLog returns a writer of f that never blocks. Close flushes it;
-// f is never closed.
-func newAsyncLog(f *os.File) *asyncLog {
+// droppedMsg is the message of the line saying lines were dropped.
+const droppedMsg = "log lines dropped: the log's reader did not keep up"
+
+// newAsyncLog returns a writer of f that never blocks; the line saying
+// lines were dropped is in the console format when console is set, JSON
+// otherwise. Close flushes it; f is never closed.
+func newAsyncLog(f *os.File, console bool) *asyncLog {
 	l := &asyncLog{f: f}
 	out := noClose{f}
 	l.d = diode.NewWriter(out, asyncLogLines, asyncLogPoll, func(missed int) {
 		// On the writing goroutine, between two lines.
 		l.dropped.Add(int64(missed))
-		fmt.Fprintf(out, `{"level":"warn","time":%q,"dropped":%d,"message":"log lines dropped: the log's reader did not keep up"}`+"\n",
-			time.Now().Format(time.RFC3339), missed)
+		now := time.Now().Format(time.RFC3339)
+		if console {
+			fmt.Fprintf(out, "%s WRN %s dropped=%d\n", now, droppedMsg, missed)
+			return
+		}
+		fmt.Fprintf(out, `{"level":"warn","time":%q,"dropped":%d,"message":%q}`+"\n", now, missed, droppedMsg)
 	})
 	return l
 }

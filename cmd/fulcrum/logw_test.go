@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,15 +14,26 @@ import (
 
 // TestAsyncLogStalledReader: lines written while nobody reads the log's
 // pipe do not block the writer; those the ring could not hold are dropped
-// and counted in a line of their own, and every line that arrives is
-// whole. Once the pipe is read, Close writes out the rest.
+// and counted in a line of their own, in the log's format, and every line
+// that arrives is whole. Once the pipe is read, Close writes out the rest.
 func TestAsyncLogStalledReader(t *testing.T) {
+	for _, console := range []bool{false, true} {
+		t.Run(map[bool]string{false: "json", true: "console"}[console], func(t *testing.T) {
+			testAsyncLogStalled(t, console)
+		})
+	}
+}
+
+// consoleDropped is the console form of the line saying lines were dropped.
+var consoleDropped = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ WRN log lines dropped: the log's reader did not keep up dropped=(\d+)$`)
+
+func testAsyncLogStalled(t *testing.T, console bool) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	l := newAsyncLog(w)
+	l := newAsyncLog(w, console)
 	const total = 20000 // 2 MB: far past a pipe's 64 KiB and the ring
 	wrote := make(chan struct{})
 	go func() {
@@ -40,8 +53,17 @@ func TestAsyncLogStalledReader(t *testing.T) {
 		var lines, dropped int64
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
+			if m := consoleDropped.FindStringSubmatch(sc.Text()); m != nil {
+				if !console {
+					t.Errorf("a console drop line in the JSON log: %q", sc.Text())
+				}
+				n, _ := strconv.ParseInt(m[1], 10, 64)
+				dropped += n
+				continue
+			}
 			var m struct {
 				N       *int64 `json:"n"`
+				Level   string `json:"level"`
 				Dropped int64  `json:"dropped"`
 				Message string `json:"message"`
 			}
@@ -52,7 +74,7 @@ func TestAsyncLogStalledReader(t *testing.T) {
 			switch {
 			case m.N != nil:
 				lines++
-			case strings.HasPrefix(m.Message, "log lines dropped"):
+			case m.Level == "warn" && m.Message == droppedMsg && !console:
 				dropped += m.Dropped
 			default:
 				t.Errorf("unexpected line %q", sc.Text())
@@ -92,7 +114,7 @@ func TestAsyncLogFlushes(t *testing.T) {
 		}
 		got <- lines
 	}()
-	l := newAsyncLog(w)
+	l := newAsyncLog(w, false)
 	for i := range 100 {
 		fmt.Fprintf(l, "line %d\n", i)
 	}

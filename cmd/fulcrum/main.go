@@ -109,7 +109,7 @@ func newApp(stdout, stderr io.Writer, fallback string) *cli.App {
 						opts.watch = time.Second
 					}
 					// A stalled reader of the log costs lines, not requests.
-					logw, done := logWriter(stderr)
+					logw, done := logWriter(stderr, cfg.Global.LogFormat)
 					defer done()
 					return serveWith(c.Context, cfg, logw, opts)
 				},
