@@ -4,36 +4,39 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/rs/zerolog/diode"
 )
 
-// asyncLog is the process log's writer when the log goes to stderr:
-// zerolog's diode, a ring of asyncLogLines lines that one goroutine writes
-// out. A reader that stalls (a pipe to a stuck log collector, a paused
-// `| less`) then costs log lines, never requests: a line written on a
-// poller or a worker does not wait for the pipe. Lines that find the ring
-// full are dropped; the goroutine says how many in a line of its own
-// (JSON, as the log's default format) once the pipe takes lines again.
-// HAProxy does not wait for its log targets either (UDP, or a ring that
-// drops).
+// asyncLog is the process log's writer when the log goes to stderr: a
+// queue of asyncLogLines lines that one goroutine writes out. A reader
+// that stalls (a pipe to a stuck log collector, a paused `| less`) then
+// costs log lines, never requests: a line written on a poller or a worker
+// does not wait for the pipe. Lines that find the queue full are dropped;
+// the goroutine says how many in a line of its own once the pipe takes
+// lines again. HAProxy does not wait for its log targets either (UDP, or
+// a ring that drops). zerolog's diode does the same but polls its ring
+// (every 10 ms: 0.6% of a CPU on an idle proxy); a channel costs nothing
+// while nothing is logged.
 type asyncLog struct {
 	f       *os.File // the log's file (stderr)
-	d       diode.Writer
+	console bool     // the drop line in the console format, not JSON
+	lines   chan *[]byte
+	free    sync.Pool // *[]byte
+	closed  atomic.Bool
 	dropped atomic.Int64
+	done    chan struct{} // closed when the goroutine has returned
 }
 
 const (
-	// asyncLogLines is how many lines the ring holds.
+	// asyncLogLines is how many lines the queue holds.
 	asyncLogLines = 4096
-	// asyncLogPoll is how often the writing goroutine looks for lines
-	// when the ring was empty: the longest a line waits.
-	asyncLogPoll = 10 * time.Millisecond
 	// asyncLogClose is how long Close waits for the queued lines to be
 	// taken.
 	asyncLogClose = time.Second
+	// asyncLogKeep is the largest line buffer kept for reuse.
+	asyncLogKeep = 64 << 10
 )
 
 // logWriter returns the writer of the process log that goes to w: an
@@ -57,46 +60,83 @@ const droppedMsg = "log lines dropped: the log's reader did not keep up"
 // lines were dropped is in the console format when console is set, JSON
 // otherwise. Close flushes it; f is never closed.
 func newAsyncLog(f *os.File, console bool) *asyncLog {
-	l := &asyncLog{f: f}
-	out := noClose{f}
-	l.d = diode.NewWriter(out, asyncLogLines, asyncLogPoll, func(missed int) {
-		// On the writing goroutine, between two lines.
-		l.dropped.Add(int64(missed))
-		now := time.Now().Format(time.RFC3339)
-		if console {
-			fmt.Fprintf(out, "%s WRN %s dropped=%d\n", now, droppedMsg, missed)
-			return
-		}
-		fmt.Fprintf(out, `{"level":"warn","time":%q,"dropped":%d,"message":%q}`+"\n", now, missed, droppedMsg)
-	})
+	l := &asyncLog{f: f, console: console, lines: make(chan *[]byte, asyncLogLines), done: make(chan struct{})}
+	go l.run()
 	return l
 }
 
-// Write queues one log line (zerolog writes each event whole). It never
-// blocks and does not keep p.
-func (l *asyncLog) Write(p []byte) (int, error) { return l.d.Write(p) }
+// Write queues one log line (zerolog writes each event whole), or drops
+// it when the queue is full or the log closed. It never blocks and does
+// not keep p.
+func (l *asyncLog) Write(p []byte) (int, error) {
+	if l.closed.Load() {
+		l.dropped.Add(1)
+		return len(p), nil
+	}
+	bp, _ := l.free.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	*bp = append((*bp)[:0], p...)
+	select {
+	case l.lines <- bp:
+	default:
+		l.dropped.Add(1)
+		l.free.Put(bp)
+	}
+	return len(p), nil
+}
 
-// Close writes out the lines still queued and stops the goroutine,
+// run writes the queued lines out until Close's nil, and after each says
+// how many lines were dropped since the last time, if any.
+func (l *asyncLog) run() {
+	defer close(l.done)
+	var told int64
+	for bp := range l.lines {
+		if bp == nil {
+			return
+		}
+		l.f.Write(*bp)
+		if cap(*bp) <= asyncLogKeep {
+			l.free.Put(bp)
+		}
+		if d := l.dropped.Load(); d > told {
+			l.writeDropped(d - told)
+			told = d
+		}
+	}
+}
+
+// writeDropped writes the line saying n lines were dropped.
+func (l *asyncLog) writeDropped(n int64) {
+	now := time.Now().Format(time.RFC3339)
+	if l.console {
+		fmt.Fprintf(l.f, "%s WRN %s dropped=%d\n", now, droppedMsg, n)
+		return
+	}
+	fmt.Fprintf(l.f, `{"level":"warn","time":%q,"dropped":%d,"message":%q}`+"\n", now, n, droppedMsg)
+}
+
+// Close writes out the lines queued before it and stops the goroutine,
 // waiting at most asyncLogClose for a reader that does not take them
-// (the goroutine is then left blocked in its write).
+// (the goroutine is then left blocked in its write). Lines written after
+// Close are dropped.
 func (l *asyncLog) Close() {
-	done := make(chan struct{})
-	go func() {
-		l.d.Close()
-		close(done)
-	}()
+	if l.closed.Swap(true) {
+		return
+	}
 	t := time.NewTimer(asyncLogClose)
 	defer t.Stop()
 	select {
-	case <-done:
+	case l.lines <- nil:
+	case <-t.C:
+		return
+	}
+	select {
+	case <-l.done:
 	case <-t.C:
 	}
 }
 
 // Dropped returns how many lines were dropped so far.
 func (l *asyncLog) Dropped() int64 { return l.dropped.Load() }
-
-// noClose hides w's Close from the diode, which closes what it wraps.
-type noClose struct{ w io.Writer }
-
-func (n noClose) Write(p []byte) (int, error) { return n.w.Write(p) }
