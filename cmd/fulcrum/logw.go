@@ -87,22 +87,25 @@ func (l *asyncLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// run writes the queued lines out until Close's nil, and after each says
-// how many lines were dropped since the last time, if any.
+// run writes the queued lines out until Close's nil, and after each (and
+// at the nil) says how many lines were dropped since the last time, if
+// any.
 func (l *asyncLog) run() {
 	defer close(l.done)
 	var told int64
 	for bp := range l.lines {
-		if bp == nil {
-			return
-		}
-		l.f.Write(*bp)
-		if cap(*bp) <= asyncLogKeep {
-			l.free.Put(bp)
+		if bp != nil {
+			l.f.Write(*bp)
+			if cap(*bp) <= asyncLogKeep {
+				l.free.Put(bp)
+			}
 		}
 		if d := l.dropped.Load(); d > told {
 			l.writeDropped(d - told)
 			told = d
+		}
+		if bp == nil {
+			return
 		}
 	}
 }
