@@ -257,6 +257,13 @@ func TestInlineReqQueued(t *testing.T) {
 	if b := bodyOf(rc.do(t, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n")); b != "/a" {
 		t.Fatalf("first: %q", b)
 	}
+	// The client has the response before the server connection is back
+	// in the pool: wait for it there, or /hold may find none (and dial).
+	srv := p.Backends[0].Servers()[0]
+	waitFor(t, 10*time.Second, "the server connection in the pool", func() bool {
+		safe, unsafe := srv.IdleConns()
+		return safe+unsafe == 1
+	})
 	other := dialRaw(t, addr)
 	other.c.SetDeadline(time.Now().Add(10 * time.Second))
 	io.WriteString(other.c, "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -308,6 +315,13 @@ func TestInlineReqNoPooledConn(t *testing.T) {
 	if b := bodyOf(rc.do(t, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n")); b != "/a" {
 		t.Fatalf("first: %q", b)
 	}
+	// The client has the response before the server connection is back
+	// in the pool: wait for it there, or /hold may find none (and dial).
+	srv := p.Backends[0].Servers()[0]
+	waitFor(t, 10*time.Second, "the server connection in the pool", func() bool {
+		safe, unsafe := srv.IdleConns()
+		return safe+unsafe == 1
+	})
 	other := dialRaw(t, addr)
 	other.c.SetDeadline(time.Now().Add(10 * time.Second))
 	io.WriteString(other.c, "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -327,7 +341,7 @@ func TestInlineReqNoPooledConn(t *testing.T) {
 	if b := bodyOf(r); b != "/hold" {
 		t.Fatalf("held: %q", b)
 	}
-	if got := p.Backends[0].Servers()[0].Counters.Stot.Load(); got != 3 {
+	if got := srv.Counters.Stot.Load(); got != 3 {
 		t.Fatalf("server stot %d, want 3", got)
 	}
 }
