@@ -42,8 +42,16 @@ func loadConfig(path string) (*conf.Config, error) {
 	return cfg, err
 }
 
+// notesError is the error of an HAProxy configuration with lines fulcrum
+// would not run: one entry per such note, FILE:LINE: keyword: kind: why.
+type notesError struct{ *conf.Errors }
+
+// Unwrap returns the *conf.Errors.
+func (e notesError) Unwrap() error { return e.Errors }
+
 // loadConfigNotes is loadConfig, with the notes of an HAProxy
-// configuration's conversion (nil for a TOML file).
+// configuration's conversion (nil for a TOML file). An error for notes is
+// a notesError.
 func loadConfigNotes(path string) (*conf.Config, []haproxycfg.Note, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -66,7 +74,7 @@ func loadConfigNotes(path string) (*conf.Config, []haproxycfg.Note, error) {
 			for _, n := range blocking {
 				errs.List = append(errs.List, conf.Error{File: path, Line: n.Line, Msg: fmt.Sprintf("%s: %s: %s", n.Keyword, n.Kind, n.Why)})
 			}
-			return nil, notes, errs
+			return nil, notes, notesError{errs}
 		}
 		// Relative files (acl -f) are relative to the HAProxy file.
 		cfg, err = conf.Parse(path, r.TOML)

@@ -128,10 +128,16 @@ func newApp(stdout, stderr io.Writer, fallback string) *cli.App {
 						return cli.Exit("fulcrum: "+err.Error(), 2)
 					}
 					cfg, notes, err := loadConfigNotes(path)
+					// The notes in line order, the errors among them too.
+					var ne notesError
+					refused := errors.As(err, &ne)
 					for _, n := range notes {
-						if !n.Kind.Blocking() {
+						if refused || !n.Kind.Blocking() {
 							fmt.Fprintf(stderr, "%s:%s\n", path, n)
 						}
+					}
+					if refused {
+						return cli.Exit("", 1)
 					}
 					if err == nil {
 						err = checkLocalPeers(cfg, c.String("localpeer"))

@@ -123,6 +123,10 @@ func (c *converter) run() {
 			c.convertProxy(s)
 		case "userlist":
 			c.convertUserlist(s)
+		case "peers":
+			c.convertPeers(s)
+		case "resolvers":
+			c.convertResolvers(s)
 		default:
 			row := sectionRows[s.kind]
 			c.commentSection(s, row.kind, row.why)
@@ -540,6 +544,9 @@ func (c *converter) finishProxy(p *proxy) {
 				t.set("mode", "tcp", 0).trail = "HAProxy's default mode"
 			}
 		}
+	}
+	if p.fe != nil {
+		c.defaultLogFormat(p)
 	}
 	if p.kind == "frontend" && p.fe.get("bind") == nil {
 		c.commentSection(s, Unsupported, "no bind fulcrum can run")

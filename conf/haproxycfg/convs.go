@@ -327,8 +327,8 @@ func convStickTable(x *ctx) {
 			list, _ := in.vals["store"].([]string)
 			in.set("store", append(list, splitStore(v)...))
 		case "peers":
-			next()
-			x.part(NotYet, "stick-table peers: "+whyPeers)
+			v, _ := next()
+			in.set("peers", v)
 		case "nopurge":
 			x.part(Unsupported, "nopurge: a full table purges its oldest entries")
 		case "srvkey", "write-to":
@@ -600,6 +600,17 @@ func convGlobalTime(key string) func(*ctx) {
 			return
 		}
 		x.put(x.c.global, key, d)
+	}
+}
+
+// convGlobalWord converts a global keyword taking one word into key.
+func convGlobalWord(key string) func(*ctx) {
+	return func(x *ctx) {
+		if x.nargs() != 1 {
+			x.skip(Unsupported, "expects one value")
+			return
+		}
+		x.put(x.c.global, key, x.arg(0))
 	}
 }
 

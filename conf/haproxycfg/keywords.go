@@ -37,9 +37,6 @@ type keyword struct {
 
 // Reasons shared by several rows.
 const (
-	whyLogs    = "syslog output, log formats and captures (being built; fulcrum logs one JSON or console line per request to stderr)"
-	whyDNS     = "DNS resolution at runtime (being built; a host name is resolved once, at start)"
-	whyPeers   = "peers: stick-table replication (being built)"
 	whyRemoved = "removed from HAProxy (2.1 or earlier): HAProxy 2.6 refuses it"
 )
 
@@ -86,7 +83,7 @@ var proxyRows = []keyword{
 	{side: sideBack, name: "external-check", kind: Unsupported, why: "external checks"},
 	{name: "default-server", side: sideBack, conv: convDefaultServer},
 	{name: "server", side: sideBack, noDefaults: true, conv: convServer},
-	{side: sideBack, name: "server-template", kind: NotYet, noDefaults: true, why: "server-template: " + whyDNS},
+	{name: "server-template", side: sideBack, noDefaults: true, conv: convServerTemplate},
 	{name: "cookie", side: sideBack, conv: convCookie},
 	{name: "stick-table", side: sideAny, noDefaults: true, conv: convStickTable},
 	{name: "stick", side: sideBack, noDefaults: true, conv: convStick},
@@ -117,29 +114,32 @@ var proxyRows = []keyword{
 	{name: "stats scope", kind: Unsupported, why: "stats page scopes"},
 	{name: "stats http-request", kind: Unsupported, why: "stats page rules"},
 	{name: "stats bind-process", kind: Ignored, why: "processes were removed from HAProxy 2.5"},
-	{name: "option httplog", kind: Builtin, why: "fulcrum writes one access-log line per request"},
-	{name: "option httpslog", kind: Builtin, why: "fulcrum writes one access-log line per request"},
-	{name: "option tcplog", kind: Builtin, why: "fulcrum writes one access-log line per connection"},
+	{name: "option httplog", side: sideFront, dflt: true, conv: convHTTPLog},
+	{name: "option httpslog", side: sideFront, dflt: true, conv: convHTTPLog},
+	{name: "option tcplog", side: sideFront, dflt: true, conv: convHTTPLog},
 	{name: "option log-health-checks", kind: Builtin, why: "fulcrum logs every change of a server's state"},
 	{name: "option contstats", kind: Builtin, why: "fulcrum's counters are updated continuously"},
 	{name: "option http-keep-alive", kind: Builtin, why: "fulcrum keeps client and server connections alive"},
 	{name: "option splice-auto", kind: Builtin, why: "fulcrum splices large bodies and TCP bulk transfers by itself"},
 	{name: "option splice-request", kind: Builtin, why: "fulcrum splices large bodies and TCP bulk transfers by itself"},
 	{name: "option splice-response", kind: Builtin, why: "fulcrum splices large bodies and TCP bulk transfers by itself"},
-	{name: "option dontlognull", kind: Differs, why: "fulcrum logs every connection, empty ones included"},
+	{name: "option dontlognull", side: sideFront, dflt: true, neg: true, conv: convFlag("dontlognull")},
 	{name: "option dontlog-normal", kind: Unsupported, why: "fulcrum logs every request"},
 	{name: "option log-separate-errors", kind: Unsupported, why: "fulcrum logs every request at info level"},
 	{name: "option logasap", kind: Unsupported, why: "fulcrum logs a request when it ends"},
 	{name: "option http-server-close", kind: Unsupported, why: "fulcrum keeps server connections open for reuse (see http_reuse)"},
 	{name: "option httpclose", kind: Unsupported, why: "fulcrum keeps client and server connections alive"},
 	{name: "option forceclose", kind: Unsupported, why: whyRemoved},
-	{name: "log", kind: NotYet, why: whyLogs},
-	{name: "log-format", kind: NotYet, why: whyLogs},
-	{name: "log-format-sd", kind: NotYet, why: whyLogs},
-	{name: "error-log-format", kind: NotYet, why: whyLogs},
-	{name: "log-tag", kind: NotYet, why: whyLogs},
-	{name: "capture", kind: NotYet, why: whyLogs},
-	{name: "declare capture", kind: NotYet, why: whyLogs},
+	{name: "log", side: sideAny, neg: true, conv: convLog},
+	{name: "log-format", side: sideFront, dflt: true, conv: convLogFormat},
+	{name: "log-format-sd", kind: Unsupported, why: "structured data in rfc5424 log lines"},
+	{name: "error-log-format", kind: Unsupported, why: "a log format of its own for connection errors"},
+	{name: "log-tag", kind: Unsupported, why: "a log tag per section: fulcrum has one, [global] log_tag"},
+	{name: "capture request header", side: sideFront, noDefaults: true, conv: convCapture},
+	{name: "capture response header", side: sideFront, noDefaults: true, conv: convCapture},
+	{name: "capture cookie", kind: Unsupported, why: "cookie captures"},
+	{name: "capture", kind: Unsupported, why: "only capture request header and capture response header are converted"},
+	{name: "declare capture", kind: Unsupported, why: "declare capture and http-request capture"},
 	{name: "unique-id-format", kind: Unsupported, why: "unique request ids"},
 	{name: "unique-id-header", kind: Unsupported, why: "unique request ids"},
 	{name: "errorfile", kind: Unsupported, why: "custom error pages: fulcrum answers with HAProxy's built-in pages"},
@@ -227,9 +227,9 @@ var globalRows = []keyword{
 	{name: "pidfile", kind: Unsupported, why: "pid files (a service manager tracks the process)"},
 	{name: "nbproc", kind: Unsupported, why: "several processes (removed from HAProxy 2.5; see nbthread)"},
 	{name: "cpu-map", kind: Unsupported, why: "CPU pinning"},
-	{name: "log", kind: NotYet, why: whyLogs},
-	{name: "log-send-hostname", kind: NotYet, why: whyLogs},
-	{name: "log-tag", kind: NotYet, why: whyLogs},
+	{name: "log", conv: convGlobalLog},
+	{name: "log-send-hostname", kind: Unsupported, why: "the host name in rfc3164 syslog headers (fulcrum sends none there, as HAProxy without log-send-hostname)"},
+	{name: "log-tag", conv: convGlobalWord("log_tag")},
 	{name: "ca-base", conv: convCABase},
 	{name: "crt-base", conv: convCrtBase},
 	{name: "ssl-default-bind-options", conv: convDefaultBindOptions},
@@ -262,7 +262,7 @@ var globalRows = []keyword{
 	{name: "tune.sndbuf.server", conv: convGlobalInt("tune_sndbuf_server")},
 	{name: "tune.rcvbuf.server", conv: convGlobalInt("tune_rcvbuf_server")},
 	{name: "tune.*", kind: Unsupported, why: "tuning settings"},
-	{name: "localpeer", kind: NotYet, why: whyPeers},
+	{name: "localpeer", conv: convLocalPeer},
 	{name: "spread-checks", kind: Builtin, why: "fulcrum spreads checks over their interval by itself"},
 	{name: "max-spread-checks", kind: Builtin, why: "fulcrum spreads checks over their interval by itself"},
 	{name: "ulimit-n", kind: Unsupported, why: "fulcrum uses the file descriptor limit it is given (systemd LimitNOFILE=)"},
@@ -304,8 +304,6 @@ var globalRows = []keyword{
 
 // sectionRows say why the sections fulcrum does not convert are not.
 var sectionRows = map[string]keyword{
-	"peers":       {kind: NotYet, why: whyPeers},
-	"resolvers":   {kind: NotYet, why: "resolvers: " + whyDNS},
 	"mailers":     {kind: Unsupported, why: "email alerts"},
 	"http-errors": {kind: Unsupported, why: "custom error pages"},
 	"ring":        {kind: Unsupported, why: "ring buffers"},

@@ -8,7 +8,7 @@ type Kind int
 // The kinds of notes, from the most to the least serious.
 const (
 	// NotYet: fulcrum does not run it yet; the feature is being built
-	// (HTTP/2, peers, DNS resolvers, syslog...).
+	// (tcp-request content rules).
 	NotYet Kind = iota + 1
 	// Unsupported: fulcrum does not run it.
 	Unsupported

@@ -32,7 +32,9 @@ import (
 
 // Named formats, as HAProxy declares them (configuration manual 8.2.2 to
 // 8.2.4): "httplog" is `option httplog`, "tcplog" `option tcplog`, "clf"
-// `option httplog clf`, "default" the format without any option.
+// `option httplog clf`, "default" the text HAProxy's source names
+// default_tcp_log_format (tcplog's fields; HAProxy without any option
+// logs "Connect from ..." at accept instead, manual 8.2.1).
 var named = map[string]string{
 	"httplog": "%ci:%cp [%tr] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B %CC %CS %tsc %ac/%fc/%bc/%sc/%rc %sq/%bq %hr %hs %{+Q}r",
 	"tcplog":  "%ci:%cp [%t] %ft %b/%s %Tw/%Tc/%Tt %B %ts %ac/%fc/%bc/%sc/%rc %sq/%bq",

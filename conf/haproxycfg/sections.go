@@ -1,0 +1,242 @@
+package haproxycfg
+
+// The conversions of the peers and resolvers sections, and of the
+// server-template line that resolvers feed.
+
+import (
+	"fmt"
+	"strings"
+)
+
+// localPeer returns the global section's `localpeer` name, "" without
+// one (the last line wins, as HAProxy).
+func (c *converter) localPeer() string {
+	name := ""
+	for _, s := range c.f.sections {
+		if s.kind != "global" {
+			continue
+		}
+		for _, ln := range s.lines {
+			if ln.kw(0) == "localpeer" && len(ln.words) == 2 {
+				name = ln.kw(1)
+			}
+		}
+	}
+	return name
+}
+
+// convLocalPeer: the global `localpeer NAME` is written into each
+// [[peers]] (fulcrum has it per section); the line stays as a comment.
+func convLocalPeer(x *ctx) {
+	if x.nargs() != 1 {
+		x.skip(Unsupported, "expects one name")
+		return
+	}
+	x.c.global.comment(x.ln.num, append(x.lead(),
+		fmt.Sprintf("line %d, converted: localpeer = %q in each [[peers]] below", x.ln.num, x.arg(0)), x.ln.raw)...)
+}
+
+// convertPeers writes a peers section as a [[peers]] table: each `peer
+// NAME ADDR` line, or HAProxy 2.x's `bind ADDR` with `server NAME [ADDR]`
+// lines (the server without an address is this instance, at the bind
+// address), becomes an element of its peer list.
+func (c *converter) convertPeers(s *section) {
+	if s.name == "" {
+		c.commentSection(s, Unsupported, "a peers section needs a name")
+		return
+	}
+	t := &table{header: "[[peers]]", src: s.hdr.num, lead: s.hdr.lead, trail: s.hdr.comment}
+	t.set("name", s.name, s.hdr.num)
+	if lp := c.localPeer(); lp != "" {
+		t.set("localpeer", lp, 0).trail = "global localpeer"
+	}
+	bind := ""
+	for _, ln := range s.lines {
+		if ln.kw(0) == "bind" && len(ln.words) > 1 {
+			bind = ln.kw(1)
+		}
+	}
+	for _, ln := range s.lines {
+		if c.unreadable(t, ln) {
+			continue
+		}
+		args := ln.args(1)
+		switch ln.kw(0) {
+		case "peer", "server":
+			if len(args) == 0 {
+				c.commentLine(t, ln, Unsupported, "a peer needs a name")
+				continue
+			}
+			addr, opts := "", []string(nil)
+			if len(args) > 1 {
+				addr, opts = args[1], args[2:]
+			}
+			if addr == "" {
+				if ln.kw(0) == "peer" || bind == "" {
+					c.commentLine(t, ln, Unsupported, "a peer needs an address (HAProxy: the local server takes the bind line's)")
+					continue
+				}
+				addr = bind
+			}
+			a, err := addrFamily(addr)
+			if err != nil {
+				c.commentLine(t, ln, Unsupported, fmt.Sprintf("address %q: %v", addr, err))
+				continue
+			}
+			in := &inline{}
+			in.set("name", args[0])
+			in.set("address", a)
+			var lead []string
+			if len(opts) > 0 {
+				why := fmt.Sprintf("peer options %q: fulcrum's peers connections are plain TCP", strings.Join(opts, " "))
+				c.note(ln, ln.kw(0), Unsupported, why)
+				lead = append(lead, noteLine(ln, Unsupported, why))
+			}
+			t.add("peer", &elem{v: in, src: ln.num, lead: append(append([]string{}, ln.lead...), lead...), trail: ln.comment})
+		case "bind":
+			if len(args) > 1 {
+				c.commentLine(t, ln, Unsupported, fmt.Sprintf("bind options %q: fulcrum's peers connections are plain TCP", strings.Join(args[1:], " ")))
+				continue
+			}
+			t.comment(ln.num, append(append([]string{}, ln.lead...),
+				fmt.Sprintf("line %d, converted: the address of the server line without one", ln.num), ln.raw)...)
+		case "enable":
+			c.commentLine(t, ln, Ignored, "sections are enabled")
+		case "disabled":
+			c.commentLine(t, ln, Unsupported, "disabled sections")
+		case "table":
+			c.commentLine(t, ln, Unsupported, "tables declared in a peers section: declare the table in a backend (stick-table ... peers "+s.name+")")
+		case "log":
+			c.commentLine(t, ln, Ignored, "fulcrum logs peers events to stderr")
+		default:
+			c.commentLine(t, ln, Unsupported, "unknown or unsupported peers keyword")
+		}
+	}
+	c.body = append(c.body, t)
+}
+
+// resolversKeys are the one-value keywords of a resolvers section.
+var resolversKeys = map[string]struct {
+	key  string
+	time bool
+}{
+	"accepted_payload_size": {key: "accepted_payload_size"},
+	"resolve_retries":       {key: "resolve_retries"},
+	"timeout resolve":       {key: "timeout_resolve", time: true},
+	"timeout retry":         {key: "timeout_retry", time: true},
+	"hold valid":            {key: "hold_valid", time: true},
+	"hold obsolete":         {key: "hold_obsolete", time: true},
+	"hold nx":               {key: "hold_nx", time: true},
+	"hold timeout":          {key: "hold_timeout", time: true},
+	"hold refused":          {key: "hold_refused", time: true},
+	"hold other":            {key: "hold_other", time: true},
+}
+
+// convertResolvers writes a resolvers section as a [[resolvers]] table.
+func (c *converter) convertResolvers(s *section) {
+	if s.name == "" {
+		c.commentSection(s, Unsupported, "a resolvers section needs a name")
+		return
+	}
+	t := &table{header: "[[resolvers]]", src: s.hdr.num, lead: s.hdr.lead, trail: s.hdr.comment}
+	t.set("name", s.name, s.hdr.num)
+	for _, ln := range s.lines {
+		if c.unreadable(t, ln) {
+			continue
+		}
+		kw := ln.kw(0)
+		argi := 1
+		if kw == "timeout" || kw == "hold" {
+			kw, argi = kw+" "+ln.kw(1), 2
+		}
+		args := ln.args(argi)
+		put := func(key string, v any) {
+			e := t.set(key, v, ln.num)
+			e.lead, e.trail = append(e.lead, ln.lead...), ln.comment
+		}
+		switch {
+		case kw == "nameserver":
+			if len(args) != 2 {
+				c.commentLine(t, ln, Unsupported, "expects a name and an address")
+				continue
+			}
+			why := fmt.Sprintf("name server %q is named by its address in show resolvers", args[0])
+			c.note(ln, "nameserver", Differs, why)
+			t.add("nameserver", &elem{v: args[1], src: ln.num,
+				lead: append(append([]string{}, ln.lead...), noteLine(ln, Differs, why)), trail: ln.comment})
+		case kw == "parse-resolv-conf":
+			put("parse_resolv_conf", true)
+		case resolversKeys[kw].key != "":
+			rk := resolversKeys[kw]
+			if len(args) != 1 {
+				c.commentLine(t, ln, Unsupported, "expects one value")
+				continue
+			}
+			if rk.time {
+				d, err := haproxyTime(args[0])
+				if err != nil {
+					c.commentLine(t, ln, Unsupported, err.Error())
+					continue
+				}
+				put(rk.key, d)
+				continue
+			}
+			n, err := atoi(args[0])
+			if err != nil {
+				c.commentLine(t, ln, Unsupported, err.Error())
+				continue
+			}
+			put(rk.key, n)
+		default:
+			c.commentLine(t, ln, Unsupported, "unknown or unsupported resolvers keyword")
+		}
+	}
+	c.body = append(c.body, t)
+}
+
+// convServerTemplate: server-template PREFIX COUNT FQDN[:PORT] [options]
+// becomes a [[backend.server_template]] with the server options.
+func convServerTemplate(x *ctx) {
+	prefix, count, spec := x.arg(0), x.arg(1), x.arg(2)
+	if from, to, ok := strings.Cut(count, "-"); ok {
+		// A range from 1 is a count: "1-3" makes PREFIX1..PREFIX3.
+		if from != "1" {
+			x.skip(Unsupported, fmt.Sprintf("a range of server numbers %q not starting at 1: fulcrum numbers a template's servers from 1", count))
+			return
+		}
+		count = to
+	}
+	n, err := atoi(count)
+	if err != nil {
+		x.skip(Unsupported, "count: "+err.Error())
+		return
+	}
+	if prefix == "" || spec == "" {
+		x.skip(Unsupported, "expects a prefix, a count and a name")
+		return
+	}
+	fqdn, port := spec, ""
+	if i := strings.LastIndexByte(spec, ':'); i >= 0 {
+		fqdn, port = spec[:i], spec[i+1:]
+	}
+	t := &table{header: "[[backend.server_template]]", src: x.ln.num}
+	t.set("prefix", prefix, x.ln.num)
+	t.set("count", n, x.ln.num)
+	t.set("fqdn", fqdn, x.ln.num)
+	if port != "" {
+		p, err := atoi(port)
+		if err != nil {
+			x.skip(Unsupported, "port: "+err.Error())
+			return
+		}
+		t.set("port", p, x.ln.num)
+	}
+	srv := &server{t: t, ln: x.ln}
+	if !x.serverOptions(t, &srv.agent, x.args()[3:], false) {
+		return
+	}
+	srv.cookie = t.get("cookie") != nil
+	t.lead = append(x.lead(), t.lead...)
+	t.trail = x.trail()
+	x.p.servers = append(x.p.servers, srv)
+}
