@@ -47,6 +47,9 @@ type Entry struct {
 	Paren   Paren    // whether "(ARG)" follows the name
 	Dynamic Dynamism // whether runtime weight changes apply
 	Doc     string   // one line for `fulcrum check` and the docs
+	// NotYet marks an algorithm HAProxy has and fulcrum does not run yet:
+	// its Parse checks the arguments, then reports ErrNotSupported.
+	NotYet bool
 	// Parse checks the arguments (the "(ARG)" and the words after the
 	// name) and returns the algorithm's builder. The generic checks of the
 	// parenthesis are done before. nil means HAProxy has the algorithm but
@@ -84,7 +87,7 @@ var registry = []Entry{
 		Doc: "hash of a request header"},
 	{Name: "random", Syntax: "random[(N)]", Paren: OptionalParen, Dynamic: Dynamic, Parse: parseRandom,
 		Doc: "N random draws on the consistent ring, the least loaded wins (default N = 2)"},
-	{Name: "rdp-cookie", Syntax: "rdp-cookie[(NAME)]", Paren: OptionalParen, Dynamic: ByHashType, Parse: parseRDPCookie,
+	{Name: "rdp-cookie", Syntax: "rdp-cookie[(NAME)]", Paren: OptionalParen, Dynamic: ByHashType, Parse: parseRDPCookie, NotYet: true,
 		Doc: "hash of an RDP cookie"},
 	{Name: "hash", Syntax: "hash EXPR", Dynamic: ByHashType, Parse: parseHashExpr,
 		Doc: "hash of a sample expression"},
@@ -129,7 +132,7 @@ func (b Balance) IsDynamic(h HashType) bool {
 func Parse(expr string) (Balance, error) {
 	fields := strings.Fields(expr)
 	if len(fields) == 0 {
-		return Balance{}, fmt.Errorf("needs an algorithm, one of %s", strings.Join(Names(), ", "))
+		return Balance{}, fmt.Errorf("needs an algorithm, one of %s", choices())
 	}
 	name, a := fields[0], Args{Words: fields[1:]}
 	closed := true
@@ -143,7 +146,7 @@ func Parse(expr string) (Balance, error) {
 	}
 	e := lookup(name)
 	if e == nil {
-		return Balance{}, fmt.Errorf("unknown algorithm %q, must be one of %s", name, strings.Join(Names(), ", "))
+		return Balance{}, fmt.Errorf("unknown algorithm %q, must be one of %s", name, choices())
 	}
 	problem := ""
 	switch {
@@ -187,6 +190,27 @@ func Names() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// choices lists the algorithms for an error message: those fulcrum runs,
+// sorted, then those it does not run yet ("first, hash, ..., url_param
+// (rdp-cookie: not supported yet)").
+func choices() string {
+	var run, notYet []string
+	for _, e := range registry {
+		if e.NotYet {
+			notYet = append(notYet, e.Name)
+		} else {
+			run = append(run, e.Name)
+		}
+	}
+	slices.Sort(run)
+	out := strings.Join(run, ", ")
+	if len(notYet) > 0 {
+		slices.Sort(notYet)
+		out += " (" + strings.Join(notYet, ", ") + ": not supported yet)"
+	}
+	return out
 }
 
 // Entries returns a copy of the registry, in the docs' order.
