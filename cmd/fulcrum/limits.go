@@ -69,6 +69,15 @@ func reservedFDs(cfg *conf.Config, threads int) int {
 	return n + 3*threads
 }
 
+// raised adds raised_from, the soft limit found at start, to ev when
+// fulcrum raised it (to the hard limit); nothing when it was already there.
+func (l fdLimit) raised(ev *zerolog.Event) *zerolog.Event {
+	if l.raisedFrom > 0 {
+		ev = ev.Int("raised_from", l.raisedFrom)
+	}
+	return ev
+}
+
 // size fits cfg to the limit and returns the bound to give its proxy's
 // connections (proxy.LimitDescriptors, which counts two descriptors per
 // connection; 0 = no bound). When
@@ -91,14 +100,14 @@ func (l fdLimit) size(cfg *conf.Config, log zerolog.Logger) (budget int) {
 		if fits < haproxyDefaultMaxconn {
 			ev = log.Warn()
 		}
-		ev.Int("ulimit_n", l.nofile).Int("raised_from", l.raisedFrom).Int("reserved", reserved).
+		l.raised(ev.Int("ulimit_n", l.nofile)).Int("reserved", reserved).
 			Int("maxconn", fits).Msg("maxconn derived from the file descriptor limit")
 	} else if cfg.Global.MaxConn > fits {
-		log.Warn().Int("ulimit_n", l.nofile).Int("raised_from", l.raisedFrom).Int("reserved", reserved).
+		l.raised(log.Warn().Int("ulimit_n", l.nofile)).Int("reserved", reserved).
 			Int("maxconn", cfg.Global.MaxConn).Int("fits", fits).
 			Msg("global maxconn needs more file descriptors than the limit allows: past the connections that fit, new ones wait in the backlog")
 	} else {
-		ev.Int("ulimit_n", l.nofile).Int("raised_from", l.raisedFrom).Int("maxconn", cfg.Global.MaxConn).
+		l.raised(ev.Int("ulimit_n", l.nofile)).Int("maxconn", cfg.Global.MaxConn).
 			Msg("file descriptor limit")
 	}
 	return counted

@@ -233,6 +233,47 @@ type serveOptions struct {
 	localPeer string
 }
 
+// bindAddr is one address a frontend listens on.
+type bindAddr struct{ frontend, addr string }
+
+// bindAddrs returns the addresses p's frontends listen on. Read it before
+// a reload: the new proxy takes over the listeners it keeps.
+func bindAddrs(p *proxy.Proxy) []bindAddr {
+	var out []bindAddr
+	for _, fe := range p.Frontends {
+		for _, a := range fe.Addrs() {
+			out = append(out, bindAddr{fe.Name, a.String()})
+		}
+	}
+	return out
+}
+
+// logListening logs a "listening" line for each bind address of p that
+// was not in before (the addresses of the proxy p replaced at a reload;
+// nil at start), and a "stopped listening" line for each of before that p
+// does not listen on.
+func logListening(log zerolog.Logger, p *proxy.Proxy, before []bindAddr) {
+	had := map[string]bool{}
+	for _, b := range before {
+		had[b.addr] = true
+	}
+	has := map[string]bool{}
+	for _, fe := range p.Frontends {
+		layers := fe.NetIOs()
+		for i, a := range fe.Addrs() {
+			has[a.String()] = true
+			if !had[a.String()] {
+				log.Info().Str("frontend", fe.Name).Str("bind", a.String()).Str("mode", string(fe.Conf.Mode)).Str("netio", layers[i]).Msg("listening")
+			}
+		}
+	}
+	for _, b := range before {
+		if !has[b.addr] {
+			log.Info().Str("frontend", b.frontend).Str("bind", b.addr).Msg("stopped listening")
+		}
+	}
+}
+
 // defaultThreads is nbthread's default for a process that Go gives cpus
 // threads (GOMAXPROCS's own default: the CPUs of the affinity mask, or the
 // cgroup's CPU limit): one fewer, at least one. The CPU left over serves
@@ -247,7 +288,7 @@ func defaultThreads(cpus int) int { return max(1, cpus-1) }
 // and opts.watch reload the configuration (reload.go).
 func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serveOptions) error {
 	log := newLogger(cfg.Global, logw)
-	if cfg.File != "" {
+	if cfg.File != "" && opts.load == nil { // the demo's is built in, not read
 		log.Info().Str("file", cfg.File).Msg("configuration read") // which file, when -c was left out
 	}
 	baseThreads := goruntime.GOMAXPROCS(0) // without nbthread: for reloads
@@ -327,12 +368,7 @@ func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serve
 		return cli.Exit("fulcrum: "+err.Error(), 1)
 	}
 	defer stopRuntime() // after the proxy's graceful stop: the drain stays observable
-	for _, fe := range p.Frontends {
-		layers := fe.NetIOs()
-		for i, a := range fe.Addrs() {
-			log.Info().Str("frontend", fe.Name).Str("bind", a.String()).Str("mode", string(fe.Conf.Mode)).Str("netio", layers[i]).Msg("listening")
-		}
-	}
+	logListening(log, p, nil)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	var watching sync.WaitGroup
 	// Memory a burst of connections left is given back once the process

@@ -104,6 +104,7 @@ func (r *reloader) reload() error {
 		return err
 	}
 	old := r.cur.Load()
+	before := bindAddrs(old) // p takes over the listeners it keeps
 	log := newLogger(cfg.Global, r.logw)
 	budget := r.fds.size(cfg, log)
 	logWarnings(cfg, log)
@@ -156,6 +157,7 @@ func (r *reloader) reload() error {
 		r.log.Error().Err(err).Str("file", r.path).Msg("reload failed, the configuration keeps serving")
 		return err
 	}
+	logListening(log, p, before)
 	r.stopChecks = startChecks(p, log)
 	r.peers.reload(cfg, p)
 	r.applyThreads(cfg, log)

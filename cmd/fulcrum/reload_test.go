@@ -496,6 +496,35 @@ func TestReloadInvalidChangesNothing(t *testing.T) {
 	}
 }
 
+// lockedBuffer is a bytes.Buffer written and read from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// logLinesWith returns the lines of log that contain s.
+func logLinesWith(log, s string) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // TestReloadBinds: a bind added by a reload opens, one removed closes
 // (after its in-flight work), one that stays keeps its listener.
 func TestReloadBinds(t *testing.T) {
@@ -511,8 +540,14 @@ func TestReloadBinds(t *testing.T) {
 	v := e.vars
 	v.Bind = e.addr + `", "` + second
 	e.write(v)
+	var logBuf lockedBuffer
+	e.r.logw = &logBuf // the reloads log here (no other reload runs)
 	if err := e.r.reload(); err != nil {
 		t.Fatal(err)
+	}
+	// The added bind is told, the kept one is not told again.
+	if got := logLinesWith(logBuf.String(), `"message":"listening"`); len(got) != 1 || !strings.Contains(got[0], `"bind":"`+second+`"`) {
+		t.Errorf("after adding %s, the log should hold one listening line, for it: %q", second, got)
 	}
 	for _, a := range []string{e.addr, second} {
 		resp, err := http.Get("http://" + a + "/")
@@ -527,6 +562,12 @@ func TestReloadBinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.r.retiring.Wait() // the old proxy closed its listeners
+	if got := logLinesWith(logBuf.String(), `"message":"stopped listening"`); len(got) != 1 || !strings.Contains(got[0], `"frontend":"www","bind":"`+second+`"`) {
+		t.Errorf("after removing %s, the log should hold one stopped listening line, for it: %q", second, got)
+	}
+	if got := logLinesWith(logBuf.String(), `"message":"listening"`); len(got) != 1 {
+		t.Errorf("the kept bind was told again: %q", got)
+	}
 	if c, err := net.Dial("tcp", second); err == nil {
 		c.Close()
 		t.Errorf("removed bind %s still accepts", second)
