@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/internal/linequeue"
 )
 
 // asyncLog is the process log's writer when the log goes to stderr: a
@@ -22,10 +22,7 @@ import (
 type asyncLog struct {
 	f       *os.File // the log's file (stderr)
 	console bool     // the drop line in the console format, not JSON
-	lines   chan *[]byte
-	free    sync.Pool // *[]byte
-	closed  atomic.Bool
-	dropped atomic.Int64
+	q       *linequeue.Queue
 	done    chan struct{} // closed when the goroutine has returned
 }
 
@@ -35,8 +32,6 @@ const (
 	// asyncLogClose is how long Close waits for the queued lines to be
 	// taken.
 	asyncLogClose = time.Second
-	// asyncLogKeep is the largest line buffer kept for reuse.
-	asyncLogKeep = 64 << 10
 )
 
 // logWriter returns the writer of the process log that goes to w: an
@@ -60,7 +55,7 @@ const droppedMsg = "log lines dropped: the log's reader did not keep up"
 // lines were dropped is in the console format when console is set, JSON
 // otherwise. Close flushes it; f is never closed.
 func newAsyncLog(f *os.File, console bool) *asyncLog {
-	l := &asyncLog{f: f, console: console, lines: make(chan *[]byte, asyncLogLines), done: make(chan struct{})}
+	l := &asyncLog{f: f, console: console, q: linequeue.New(asyncLogLines), done: make(chan struct{})}
 	go l.run()
 	return l
 }
@@ -69,42 +64,29 @@ func newAsyncLog(f *os.File, console bool) *asyncLog {
 // it when the queue is full or the log closed. It never blocks and does
 // not keep p.
 func (l *asyncLog) Write(p []byte) (int, error) {
-	if l.closed.Load() {
-		l.dropped.Add(1)
-		return len(p), nil
-	}
-	bp, _ := l.free.Get().(*[]byte)
-	if bp == nil {
-		bp = new([]byte)
-	}
-	*bp = append((*bp)[:0], p...)
-	select {
-	case l.lines <- bp:
-	default:
-		l.dropped.Add(1)
-		l.free.Put(bp)
-	}
+	bp := l.q.Buffer()
+	*bp = append(*bp, p...)
+	l.q.Push(bp)
 	return len(p), nil
 }
 
-// run writes the queued lines out until Close's nil, and after each (and
-// at the nil) says how many lines were dropped since the last time, if
-// any.
+// run writes the queued lines out until the queue is closed and empty,
+// and after each (and at the end) says how many lines were dropped since
+// the last time, if any.
 func (l *asyncLog) run() {
 	defer close(l.done)
 	var told int64
-	for bp := range l.lines {
-		if bp != nil {
+	for {
+		bp, ok := l.q.Take()
+		if ok {
 			l.f.Write(*bp)
-			if cap(*bp) <= asyncLogKeep {
-				l.free.Put(bp)
-			}
+			l.q.Release(bp)
 		}
-		if d := l.dropped.Load(); d > told {
+		if d := l.q.Dropped(); d > told {
 			l.writeDropped(d - told)
 			told = d
 		}
-		if bp == nil {
+		if !ok {
 			return
 		}
 	}
@@ -125,16 +107,12 @@ func (l *asyncLog) writeDropped(n int64) {
 // (the goroutine is then left blocked in its write). Lines written after
 // Close are dropped.
 func (l *asyncLog) Close() {
-	if l.closed.Swap(true) {
+	if l.q.Closed() {
 		return
 	}
+	l.q.Close()
 	t := time.NewTimer(asyncLogClose)
 	defer t.Stop()
-	select {
-	case l.lines <- nil:
-	case <-t.C:
-		return
-	}
 	select {
 	case <-l.done:
 	case <-t.C:
@@ -142,4 +120,4 @@ func (l *asyncLog) Close() {
 }
 
 // Dropped returns how many lines were dropped so far.
-func (l *asyncLog) Dropped() int64 { return l.dropped.Load() }
+func (l *asyncLog) Dropped() int64 { return l.q.Dropped() }

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/internal/linequeue"
 )
 
 // Facilities are the syslog facilities by code, named as HAProxy's.
@@ -199,15 +201,11 @@ const queueLen = 4096
 type Sender struct {
 	t       Target
 	h       Header
-	queue   chan *[]byte
-	pool    sync.Pool // *[]byte
-	drops   atomic.Int64
+	queue   *linequeue.Queue
 	errs    atomic.Int64
 	done    chan struct{}
 	start   sync.Once
 	started atomic.Bool
-	closed  atomic.Bool
-	mu      sync.Mutex // orders Send against Close's close of queue
 	dial    func(network, address string) (net.Conn, error)
 	out     *os.File // stdout or stderr targets
 }
@@ -215,7 +213,7 @@ type Sender struct {
 // NewSender returns the sender of t with header h. Nothing is sent before
 // Start.
 func NewSender(t Target, h Header) *Sender {
-	s := &Sender{t: t, h: h, queue: make(chan *[]byte, queueLen), done: make(chan struct{}),
+	s := &Sender{t: t, h: h, queue: linequeue.New(queueLen), done: make(chan struct{}),
 		dial: func(network, address string) (net.Conn, error) {
 			return net.DialTimeout(network, address, 2*time.Second)
 		}}
@@ -236,7 +234,7 @@ func (s *Sender) Wants(level int) bool { return level >= s.t.MinLevel && level <
 
 // Dropped returns the lines dropped because the queue was full or the
 // sender was closed.
-func (s *Sender) Dropped() int64 { return s.drops.Load() }
+func (s *Sender) Dropped() int64 { return s.queue.Dropped() }
 
 // Errors returns the lines lost to send errors (target unreachable).
 func (s *Sender) Errors() int64 { return s.errs.Load() }
@@ -247,23 +245,9 @@ func (s *Sender) Send(level int, now time.Time, msg []byte) {
 	if !s.Wants(level) {
 		return
 	}
-	bp, _ := s.pool.Get().(*[]byte)
-	if bp == nil {
-		bp = new([]byte)
-	}
-	*bp = s.t.AppendMessage((*bp)[:0], &s.h, level, now, msg)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed.Load() {
-		s.drops.Add(1)
-		return
-	}
-	select {
-	case s.queue <- bp:
-	default:
-		s.drops.Add(1)
-		s.pool.Put(bp)
-	}
+	bp := s.queue.Buffer()
+	*bp = s.t.AppendMessage(*bp, &s.h, level, now, msg)
+	s.queue.Push(bp)
 }
 
 // Start starts the sending goroutine (once; never after Close).
@@ -278,13 +262,10 @@ func (s *Sender) Start() {
 // on a target that does not take them) and returns once the goroutine has
 // stopped.
 func (s *Sender) Close() {
-	s.mu.Lock()
-	if s.closed.Swap(true) {
-		s.mu.Unlock()
+	if s.queue.Closed() {
 		return
 	}
-	close(s.queue)
-	s.mu.Unlock()
+	s.queue.Close()
 	s.start.Do(func() {}) // no Start after Close
 	if s.started.Load() {
 		<-s.done
@@ -297,7 +278,11 @@ func (s *Sender) run() {
 	defer close(s.done)
 	var c net.Conn
 	var retryAt, giveUp time.Time
-	for bp := range s.queue {
+	for {
+		bp, ok := s.queue.Take()
+		if !ok {
+			break
+		}
 		b := *bp
 		switch {
 		case s.out != nil:
@@ -306,7 +291,7 @@ func (s *Sender) run() {
 			}
 		default:
 			now := time.Now()
-			if s.closed.Load() && giveUp.IsZero() {
+			if s.queue.Closed() && giveUp.IsZero() {
 				giveUp = now.Add(time.Second)
 			}
 			if c == nil && !now.Before(retryAt) && (giveUp.IsZero() || now.Before(giveUp)) {
@@ -326,7 +311,7 @@ func (s *Sender) run() {
 				c, retryAt = nil, now.Add(time.Second)
 			}
 		}
-		s.pool.Put(bp)
+		s.queue.Release(bp)
 	}
 	if c != nil {
 		c.Close()
