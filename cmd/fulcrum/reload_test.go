@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
 	"github.com/fulcrum-proxy/fulcrum/proxy"
 	"go.uber.org/goleak"
 )
@@ -496,24 +497,6 @@ func TestReloadInvalidChangesNothing(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer written and read from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // logLinesWith returns the lines of log that contain s.
 func logLinesWith(log, s string) []string {
 	var out []string
@@ -540,7 +523,7 @@ func TestReloadBinds(t *testing.T) {
 	v := e.vars
 	v.Bind = e.addr + `", "` + second
 	e.write(v)
-	var logBuf lockedBuffer
+	var logBuf testutil.SyncBuffer
 	e.r.logw = &logBuf // the reloads log here (no other reload runs)
 	if err := e.r.reload(); err != nil {
 		t.Fatal(err)

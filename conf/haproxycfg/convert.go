@@ -700,17 +700,28 @@ func (c *converter) unreadable(t *table, ln *line) bool {
 	return false
 }
 
+// namedTable returns the table a named section (userlist, peers,
+// resolvers) becomes, with its name; nil, the section commented out, when
+// it has no name.
+func (c *converter) namedTable(s *section, header string) *table {
+	if s.name == "" {
+		c.commentSection(s, Unsupported, "a "+s.kind+" section needs a name")
+		return nil
+	}
+	t := &table{header: header, src: s.hdr.num, lead: s.hdr.lead, trail: s.hdr.comment}
+	t.set("name", s.name, s.hdr.num)
+	return t
+}
+
 // convertUserlist writes a userlist section as a [[userlist]] table: each
 // `group NAME [users U1,U2]` and `user NAME [password HASH |
 // insecure-password PASS] [groups G1,G2]` line becomes an element of its
 // group or user array.
 func (c *converter) convertUserlist(s *section) {
-	if s.name == "" {
-		c.commentSection(s, Unsupported, "a userlist section needs a name")
+	t := c.namedTable(s, "[[userlist]]")
+	if t == nil {
 		return
 	}
-	t := &table{header: "[[userlist]]", src: s.hdr.num, lead: s.hdr.lead, trail: s.hdr.comment}
-	t.set("name", s.name, s.hdr.num)
 	for _, ln := range s.lines {
 		if c.unreadable(t, ln) {
 			continue

@@ -41,12 +41,10 @@ func convLocalPeer(x *ctx) {
 // lines (the server without an address is this instance, at the bind
 // address), becomes an element of its peer list.
 func (c *converter) convertPeers(s *section) {
-	if s.name == "" {
-		c.commentSection(s, Unsupported, "a peers section needs a name")
+	t := c.namedTable(s, "[[peers]]")
+	if t == nil {
 		return
 	}
-	t := &table{header: "[[peers]]", src: s.hdr.num, lead: s.hdr.lead, trail: s.hdr.comment}
-	t.set("name", s.name, s.hdr.num)
 	if lp := c.localPeer(); lp != "" {
 		t.set("localpeer", lp, 0).trail = "global localpeer"
 	}
@@ -134,12 +132,10 @@ var resolversKeys = map[string]struct {
 
 // convertResolvers writes a resolvers section as a [[resolvers]] table.
 func (c *converter) convertResolvers(s *section) {
-	if s.name == "" {
-		c.commentSection(s, Unsupported, "a resolvers section needs a name")
+	t := c.namedTable(s, "[[resolvers]]")
+	if t == nil {
 		return
 	}
-	t := &table{header: "[[resolvers]]", src: s.hdr.num, lead: s.hdr.lead, trail: s.hdr.comment}
-	t.set("name", s.name, s.hdr.num)
 	for _, ln := range s.lines {
 		if c.unreadable(t, ln) {
 			continue
