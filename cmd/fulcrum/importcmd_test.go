@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/internal/testcert"
+	"github.com/fulcrum-proxy/fulcrum/proxy/peers"
 )
 
 // haproxyCfg is an haproxy.cfg with one line fulcrum runs differently
@@ -122,7 +124,7 @@ func TestCheckHAProxyFile(t *testing.T) {
 		t.Errorf("valid haproxy.cfg: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 	// loadConfig is what run and reloads use: the model is the import's.
-	cfg, err := loadConfig(good)
+	cfg, err := loadConfig(good, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +132,7 @@ func TestCheckHAProxyFile(t *testing.T) {
 		t.Errorf("model of the haproxy.cfg: %+v", cfg.Backends[0])
 	}
 	var errs *conf.Errors
-	if _, err := loadConfig(bad); err == nil || !errorsAs(err, &errs) || len(errs.List) != 1 || errs.List[0].Line != 13 {
+	if _, err := loadConfig(bad, ""); err == nil || !errorsAs(err, &errs) || len(errs.List) != 1 || errs.List[0].Line != 13 {
 		t.Errorf("loadConfig of a file with a line not supported: %v", err)
 	}
 }
@@ -186,5 +188,47 @@ bind = ["127.0.0.1:0"]
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("run did not say which configuration it read")
+	}
+}
+
+// TestCheckHAProxyPeersAndWarnings: check -c haproxy.cfg treats a peers
+// section without this instance as HAProxy 2.6 does (removed, noted; the
+// file is valid), keeps it with --localpeer naming a member, and prints
+// the check's warnings once, at the HAProxy file's line.
+func TestCheckHAProxyPeersAndWarnings(t *testing.T) {
+	ca := testcert.NewCA(t, "test CA", testcert.Options{})
+	crt := testcert.Write(t, t.TempDir(), "site.pem", ca.Server(t, testcert.Options{}, "localhost").PEM(true))
+	cfg := writeFile(t, "lb.cfg", `peers mesh
+    peer fulcrum-test-a 127.0.0.1:10001
+    peer fulcrum-test-b 127.0.0.1:10002
+frontend www
+    bind 127.0.0.1:0 ssl crt `+crt+` ciphers ECDHE-RSA-AES128-GCM-SHA256:FOO-BAR
+    default_backend app
+backend app
+    stick-table type ip size 1k peers mesh
+    stick on src
+    server s1 127.0.0.1:9001
+`)
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"fulcrum", "check", "-c", cfg}, &stdout, &stderr)
+	want := cfg + `:1: peers: ignored: HAProxy 2.6 removes this section too: no peer is named "` + peers.LocalPeer() + `", this instance's name (-L/--localpeer, else the global localpeer, else the host name); the tables naming it are not shared
+` + cfg + `:5: bind: converted, differs: fulcrum check: ciphers: cipher FOO-BAR is not available in crypto/tls, skipped
+` + cfg + `:8: stick-table: ignored: peers "mesh" is removed (line 1): this table is not shared
+`
+	if code != 0 || stdout.String() != "configuration is valid\n" || stderr.String() != want {
+		t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant exit 0 and:\n%s", code, stdout.String(), stderr.String(), want)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code = run([]string{"fulcrum", "check", "-c", cfg, "--localpeer", "fulcrum-test-b"}, &stdout, &stderr)
+	want = cfg + `:5: bind: converted, differs: fulcrum check: ciphers: cipher FOO-BAR is not available in crypto/tls, skipped
+`
+	if code != 0 || stdout.String() != "configuration is valid\n" || stderr.String() != want {
+		t.Errorf("--localpeer fulcrum-test-b: exit %d, stdout %q, stderr:\n%s\nwant exit 0 and:\n%s", code, stdout.String(), stderr.String(), want)
+	}
+	// run uses the same model: the section is kept for its member.
+	c, err := loadConfig(cfg, "fulcrum-test-b")
+	if err != nil || len(c.Peers) != 1 || c.Warnings[0].Line != 5 {
+		t.Errorf("loadConfig with --localpeer: %v, peers %d, warnings %v", err, len(c.Peers), c.Warnings)
 	}
 }

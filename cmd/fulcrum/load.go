@@ -9,6 +9,7 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/conf/haproxycfg"
+	"github.com/fulcrum-proxy/fulcrum/proxy/peers"
 )
 
 // defaultConfig is the configuration `fulcrum run` and `fulcrum check`
@@ -37,8 +38,11 @@ func configPath(given, fallback string) (string, error) {
 // lines that fulcrum would not run as HAProxy does (not supported, not
 // supported yet) is an error `FILE:LINE: keyword: why`, so that nothing
 // asked for is ignored.
-func loadConfig(path string) (*conf.Config, error) {
-	cfg, _, err := loadConfigNotes(path)
+//
+// localPeer is --localpeer: with the host name, it says which peers
+// sections of an haproxy.cfg are this instance's (haproxycfg.Options).
+func loadConfig(path, localPeer string) (*conf.Config, error) {
+	cfg, _, err := loadConfigNotes(path, localPeer)
 	return cfg, err
 }
 
@@ -52,7 +56,7 @@ func (e notesError) Unwrap() error { return e.Errors }
 // loadConfigNotes is loadConfig, with the notes of an HAProxy
 // configuration's conversion (nil for a TOML file). An error for notes is
 // a notesError.
-func loadConfigNotes(path string) (*conf.Config, []haproxycfg.Note, error) {
+func loadConfigNotes(path, localPeer string) (*conf.Config, []haproxycfg.Note, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		var pe *fs.PathError
@@ -64,7 +68,8 @@ func loadConfigNotes(path string) (*conf.Config, []haproxycfg.Note, error) {
 	var cfg *conf.Config
 	var notes []haproxycfg.Note
 	if haproxycfg.IsHAProxy(data) {
-		r, err := haproxycfg.Import(data, haproxycfg.Options{Name: filepath.Base(path), Dir: filepath.Dir(path)})
+		r, err := haproxycfg.Import(data, haproxycfg.Options{Name: filepath.Base(path), Dir: filepath.Dir(path),
+			LocalPeer: localPeer, HostName: peers.LocalPeer()})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -80,6 +85,15 @@ func loadConfigNotes(path string) (*conf.Config, []haproxycfg.Note, error) {
 		cfg, err = conf.Parse(path, r.TOML)
 		if err != nil {
 			return nil, notes, err
+		}
+		// The check's warnings are notes already, at the HAProxy file's
+		// lines (cfg's are the TOML's): run logs the notes of what runs
+		// differently or is ignored instead.
+		cfg.Warnings = nil
+		for _, n := range notes {
+			if n.Kind == haproxycfg.Differs || n.Kind == haproxycfg.Ignored {
+				cfg.Warnings = append(cfg.Warnings, conf.Error{File: path, Line: n.Line, Msg: fmt.Sprintf("%s: %s: %s", n.Keyword, n.Kind, n.Why)})
+			}
 		}
 	} else if cfg, err = conf.Parse(path, data); err != nil {
 		return nil, nil, err

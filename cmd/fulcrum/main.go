@@ -97,7 +97,7 @@ func newApp(stdout, stderr io.Writer, fallback string) *cli.App {
 					if err != nil {
 						return cli.Exit("fulcrum: "+err.Error(), 2)
 					}
-					cfg, err := loadConfig(path)
+					cfg, err := loadConfig(path, c.String("localpeer"))
 					if err == nil {
 						err = checkLocalPeers(cfg, c.String("localpeer"))
 					}
@@ -127,7 +127,7 @@ func newApp(stdout, stderr io.Writer, fallback string) *cli.App {
 					if err != nil {
 						return cli.Exit("fulcrum: "+err.Error(), 2)
 					}
-					cfg, notes, err := loadConfigNotes(path)
+					cfg, notes, err := loadConfigNotes(path, c.String("localpeer"))
 					// The notes in line order, the errors among them too.
 					var ne notesError
 					refused := errors.As(err, &ne)
@@ -145,8 +145,10 @@ func newApp(stdout, stderr io.Writer, fallback string) *cli.App {
 					if err != nil {
 						return cli.Exit(err.Error(), 1)
 					}
-					for _, w := range cfg.Warnings {
-						fmt.Fprintln(stderr, w.Warning())
+					if notes == nil { // an haproxy.cfg's are among its notes
+						for _, w := range cfg.Warnings {
+							fmt.Fprintln(stderr, w.Warning())
+						}
 					}
 					fmt.Fprintln(stdout, "configuration is valid")
 					return nil

@@ -68,7 +68,7 @@ var errStopping = errors.New("stopping: reload refused")
 // newReloader returns the reloader of p, which serves cfg and has started.
 func newReloader(cfg *conf.Config, p *proxy.Proxy, logw io.Writer, log zerolog.Logger) *reloader {
 	r := &reloader{path: cfg.File, logw: logw, log: log, cfg: cfg, stopChecks: func() {}, stopResolvers: func() {}, peers: &peersRunner{log: log}}
-	r.load = func() (*conf.Config, error) { return loadConfig(r.path) }
+	r.load = func() (*conf.Config, error) { return loadConfig(r.path, r.peers.local) }
 	r.abortCtx, r.abortRetire = context.WithCancel(context.Background())
 	r.cur.Store(p)
 	return r

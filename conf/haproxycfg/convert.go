@@ -33,6 +33,12 @@ type converter struct {
 	blocks   map[*section]*table   // each defaults section's comment block
 
 	referenced map[string]bool // backend names that routing rules name
+	// localName is this instance's peer name when the conversion is for
+	// it (Options.LocalPeer); "" keeps every peers section.
+	localName string
+	// removedPeers maps a peers section removed for not naming localName
+	// to its header line.
+	removedPeers map[string]int
 	tls        tlsGlobal       // the global TLS settings read so far
 }
 
@@ -95,6 +101,7 @@ func (c *converter) rejected(ln *line) (Kind, string, bool) {
 // run converts the whole file.
 func (c *converter) run() {
 	c.resolveDefaults()
+	c.removedPeers = c.incompletePeers()
 	for _, s := range c.f.sections {
 		for _, ln := range s.lines {
 			switch ln.kw(0) {

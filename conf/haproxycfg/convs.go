@@ -328,6 +328,10 @@ func convStickTable(x *ctx) {
 			in.set("store", append(list, splitStore(v)...))
 		case "peers":
 			v, _ := next()
+			if line, removed := x.c.removedPeers[v]; removed {
+				x.part(Ignored, fmt.Sprintf("peers %q is removed (line %d): this table is not shared", v, line))
+				continue
+			}
 			in.set("peers", v)
 		case "nopurge":
 			x.part(Unsupported, "nopurge: a full table purges its oldest entries")

@@ -1,6 +1,7 @@
 package haproxycfg
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -20,6 +21,14 @@ type Options struct {
 	// configuration names by a relative path (acl -f) are looked up from
 	// there when the output is checked. "" is the current directory.
 	Dir string
+	// LocalPeer and HostName say which instance the configuration is
+	// for, as HAProxy decides its own peer name: LocalPeer (HAProxy's -L,
+	// fulcrum's --localpeer), else the global localpeer, else HostName. A
+	// peers section without a peer of that name is then removed, as
+	// HAProxy 2.6 does ("Removing incomplete section"), and the tables
+	// naming it are not shared. Both empty (fulcrum import, whose TOML
+	// may be for another host): only the global localpeer, if any, says.
+	LocalPeer, HostName string
 }
 
 // Result is a conversion.
@@ -67,6 +76,7 @@ func Import(data []byte, opt Options) (*Result, error) {
 	checkAs := filepath.Join(opt.Dir, "imported.toml")
 	for round := 0; round < maxRounds; round++ {
 		c := newConverter(f, reject)
+		c.localName = cmp.Or(opt.LocalPeer, c.localPeer(), opt.HostName)
 		c.run()
 		out := c.emit(opt.Name)
 		cfg, err := conf.Parse(checkAs, []byte(out.b.String()))

@@ -36,16 +36,52 @@ func convLocalPeer(x *ctx) {
 		fmt.Sprintf("line %d, converted: localpeer = %q in each [[peers]] below", x.ln.num, x.arg(0)), x.ln.raw)...)
 }
 
+// incompletePeers returns the peers sections, by name, that have no peer
+// named c.localName (with their header line): HAProxy removes them at
+// start. None when no name is known (fulcrum import of a file without
+// a global localpeer).
+func (c *converter) incompletePeers() map[string]int {
+	out := map[string]int{}
+	if c.localName == "" {
+		return out
+	}
+	for _, s := range c.f.sections {
+		if s.kind != "peers" {
+			continue
+		}
+		if !hasPeer(s, c.localName) {
+			out[s.name] = s.hdr.num
+		}
+	}
+	return out
+}
+
+// hasPeer reports whether peers section s has a peer (or server) named
+// name.
+func hasPeer(s *section, name string) bool {
+	for _, ln := range s.lines {
+		if (ln.kw(0) == "peer" || ln.kw(0) == "server") && ln.kw(1) == name {
+			return true
+		}
+	}
+	return false
+}
+
 // convertPeers writes a peers section as a [[peers]] table: each `peer
 // NAME ADDR` line, or HAProxy 2.x's `bind ADDR` with `server NAME [ADDR]`
 // lines (the server without an address is this instance, at the bind
 // address), becomes an element of its peer list.
 func (c *converter) convertPeers(s *section) {
+	if _, removed := c.removedPeers[s.name]; removed && s.name != "" {
+		c.commentSection(s, Ignored, fmt.Sprintf("HAProxy 2.6 removes this section too: no peer is named %q, this instance's name (-L/--localpeer, else the global localpeer, else the host name); the tables naming it are not shared", c.localName))
+		return
+	}
 	t := c.namedTable(s, "[[peers]]")
 	if t == nil {
 		return
 	}
-	if lp := c.localPeer(); lp != "" {
+	if lp := c.localPeer(); lp != "" && hasPeer(s, lp) {
+		// (not a member: --localpeer names another one, which wins)
 		t.set("localpeer", lp, 0).trail = "global localpeer"
 	}
 	bind := ""
