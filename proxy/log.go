@@ -208,8 +208,11 @@ type frontendLog struct {
 // observers are a proxy's log targets, its counters for the log lines and
 // its captured protocol errors (errcapture.go).
 type observers struct {
-	senders  []*syslog.Sender // every distinct target, started with the proxy
-	requests atomic.Int64     // %rt
+	senders []*syslog.Sender // every distinct target, started with the proxy
+	// events are the [[global.log]] targets' senders: where server and
+	// backend state changes go (LogEvent).
+	events   []*syslog.Sender
+	requests atomic.Int64 // %rt
 	hostname string
 	pid      int
 	errs     errorStore
@@ -230,6 +233,18 @@ func (p *Proxy) buildLogs() {
 		hdr.Tag = "fulcrum"
 	}
 	byTarget := map[syslog.Target]*syslog.Sender{}
+	sender := func(t syslog.Target) *syslog.Sender {
+		s := byTarget[t]
+		if s == nil {
+			s = syslog.NewSender(t, hdr)
+			byTarget[t] = s
+			p.obs.senders = append(p.obs.senders, s)
+		}
+		return s
+	}
+	for _, t := range p.Conf.Global.Log {
+		p.obs.events = append(p.obs.events, sender(t.Target))
+	}
 	for _, fe := range p.Frontends {
 		fc := fe.Conf
 		fl := &frontendLog{format: fc.LogFormat, samples: fc.LogSamples, capReq: fc.CaptureRequest,
@@ -243,15 +258,24 @@ func (p *Proxy) buildLogs() {
 			fl.format, _ = logformat.Parse(text, nil)
 		}
 		for _, t := range fc.Log {
-			s := byTarget[t.Target]
-			if s == nil {
-				s = syslog.NewSender(t.Target, hdr)
-				byTarget[t.Target] = s
-				p.obs.senders = append(p.obs.senders, s)
-			}
-			fl.senders = append(fl.senders, s)
+			fl.senders = append(fl.senders, sender(t.Target))
 		}
 		fe.log = fl
+	}
+}
+
+// LogEvent sends msg, an event of the proxy's servers or backends
+// ("Server web/s1 is DOWN, ..."), at syslog severity level (0 emerg to 7
+// debug) to the [[global.log]] targets: HAProxy sends these to a
+// backend's log targets, which its usual `log global` makes the global
+// ones. It never blocks.
+func (p *Proxy) LogEvent(level int, msg string) {
+	if len(p.obs.events) == 0 {
+		return
+	}
+	now := time.Now()
+	for _, s := range p.obs.events {
+		s.Send(level, now, []byte(msg))
 	}
 }
 

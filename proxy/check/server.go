@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy"
+	"github.com/fulcrum-proxy/fulcrum/proxy/syslog"
 	"github.com/rs/zerolog"
 )
 
@@ -82,8 +83,11 @@ type Server struct {
 
 	obsErrs atomic.Int64 // consecutive errors seen by observe
 
-	mu         sync.Mutex
-	log        zerolog.Logger
+	mu  sync.Mutex
+	log zerolog.Logger
+	// event sends a state change to the syslog targets as HAProxy's
+	// send_log does (Proxy.LogEvent): severity, message.
+	event      func(level int, msg string)
 	health     checkState
 	agent      checkState
 	checkAddr  string // health-check host override, "" = the server's
@@ -129,7 +133,8 @@ func Of(s *proxy.Server) *Server {
 // starts UP with health = rise ("UP 1/<fall>" until its first check), as
 // HAProxy.
 func newServer(s *proxy.Server) *Server {
-	cs := &Server{srv: s, be: s.Backend, name: s.Backend.Name + "/" + s.Name, log: zerolog.Nop()}
+	cs := &Server{srv: s, be: s.Backend, name: s.Backend.Name + "/" + s.Name, log: zerolog.Nop(),
+		event: func(int, string) {}}
 	var rise, fall int
 	_, cs.fastinter, _, rise, fall = s.Conf.CheckTimes(s.Backend.Conf.Check)
 	cs.health = checkState{configured: s.Conf.Check, enabled: s.Conf.Check, rise: rise, fall: fall, health: rise,
@@ -280,6 +285,7 @@ func (cs *Server) setStoppedLocked(reason string, st *checkState) {
 	if cs.srv.Admin() == proxy.AdminMaint || cs.srv.Op() == proxy.OpDown {
 		return
 	}
+	level := cs.downLevel()
 	cs.be.SetOp(cs.srv, proxy.OpDown)
 	cs.downs++
 	cs.downSince = time.Now()
@@ -287,9 +293,29 @@ func (cs *Server) setStoppedLocked(reason string, st *checkState) {
 	msg := cs.transition("DOWN", reason, st) + fmt.Sprintf(". %d active and %d backup servers left.%s %d sessions active, 0 requeued, 0 remaining in queue.",
 		act, bck, map[bool]string{true: " Running on backup.", false: ""}[act == 0 && bck > 0], cs.srv.Counters.Scur.Load())
 	cs.logEvent(cs.log.Warn(), reason, st).Msg(msg)
+	cs.event(level, msg)
 	if act == 0 && bck == 0 {
-		cs.log.Error().Str("backend", cs.srv.Backend.Name).Msgf("backend %s has no server available!", cs.srv.Backend.Name)
+		cs.noServerLocked()
 	}
+}
+
+// downLevel is the syslog severity of a server going DOWN (or into
+// maintenance): alert, or notice when it was stopping or draining
+// already (HAProxy srv_update_status: "we don't send an alert if the
+// server was previously paused"). Read before the change.
+func (cs *Server) downLevel() int {
+	if cs.srv.Op() == proxy.OpStopping || cs.srv.Admin() == proxy.AdminDrain {
+		return syslog.LevelNotice
+	}
+	return syslog.LevelAlert
+}
+
+// noServerLocked tells that the backend has no usable server left, at
+// emerg as HAProxy's set_backend_down. cs.mu must be held.
+func (cs *Server) noServerLocked() {
+	msg := fmt.Sprintf("backend %s has no server available!", cs.srv.Backend.Name)
+	cs.log.Error().Str("backend", cs.srv.Backend.Name).Msg(msg)
+	cs.event(syslog.LevelEmerg, msg)
 }
 
 // setRunningLocked brings the server UP (from DOWN or NOLB) unless it is in
@@ -305,6 +331,7 @@ func (cs *Server) setRunningLocked(reason string, st *checkState) {
 	act, bck := cs.be.ServersUp()
 	msg := cs.transition("UP", reason, st) + fmt.Sprintf(". %d active and %d backup servers online. 0 sessions requeued, 0 total in queue.", act, bck)
 	cs.logEvent(cs.log.Info(), reason, st).Msg(msg)
+	cs.event(syslog.LevelNotice, msg)
 }
 
 // setStoppingLocked soft-stops the server (NOLB) unless it is in
@@ -319,6 +346,7 @@ func (cs *Server) setStoppingLocked(reason string, st *checkState) {
 	act, bck := cs.be.ServersUp()
 	msg := cs.transition("stopping", reason, st) + fmt.Sprintf(". %d active and %d backup servers online. 0 sessions requeued, 0 total in queue.", act, bck)
 	cs.logEvent(cs.log.Warn(), reason, st).Msg(msg)
+	cs.event(syslog.LevelNotice, msg)
 }
 
 // endDowntimeLocked closes the current DOWN period. cs.mu must be held.
@@ -389,14 +417,24 @@ func (cs *Server) syncLocked() {
 	}
 	cs.inMaint = maint
 	if maint {
+		// (the backend lost its last server only if this one served)
+		wasUsable := cs.srv.Op() != proxy.OpDown
+		level := syslog.LevelAlert
+		if cs.srv.Op() == proxy.OpStopping {
+			level = syslog.LevelNotice
+		}
 		if cs.srv.Op() != proxy.OpDown {
 			cs.downs++
 		}
 		cs.health.health = 0
 		act, bck := cs.be.ServersUp()
-		cs.log.Warn().Str("backend", cs.srv.Backend.Name).Str("server", cs.srv.Name).
-			Msgf("Server %s is going DOWN for maintenance. %d active and %d backup servers left. %d sessions active, 0 requeued, 0 remaining in queue.",
-				cs.name, act, bck, cs.srv.Counters.Scur.Load())
+		msg := fmt.Sprintf("Server %s is going DOWN for maintenance. %d active and %d backup servers left. %d sessions active, 0 requeued, 0 remaining in queue.",
+			cs.name, act, bck, cs.srv.Counters.Scur.Load())
+		cs.log.Warn().Str("backend", cs.srv.Backend.Name).Str("server", cs.srv.Name).Msg(msg)
+		cs.event(level, msg)
+		if act == 0 && bck == 0 && wasUsable {
+			cs.noServerLocked()
+		}
 		return
 	}
 	if cs.awaitChecks && cs.health.enabled {
@@ -412,8 +450,9 @@ func (cs *Server) syncLocked() {
 		cs.endDowntimeLocked()
 	}
 	act, bck := cs.be.ServersUp()
-	cs.log.Info().Str("backend", cs.srv.Backend.Name).Str("server", cs.srv.Name).
-		Msgf("Server %s is UP (leaving forced maintenance). %d active and %d backup servers online. 0 sessions requeued, 0 total in queue.", cs.name, act, bck)
+	msg := fmt.Sprintf("Server %s is UP (leaving forced maintenance). %d active and %d backup servers online. 0 sessions requeued, 0 total in queue.", cs.name, act, bck)
+	cs.log.Info().Str("backend", cs.srv.Backend.Name).Str("server", cs.srv.Name).Msg(msg)
+	cs.event(syslog.LevelNotice, msg)
 }
 
 // interval returns the delay before check k's next probe (HAProxy

@@ -36,6 +36,8 @@ var Levels = [...]string{"emerg", "alert", "crit", "err", "warning", "notice", "
 
 // Level codes used by fulcrum.
 const (
+	LevelEmerg  = 0
+	LevelAlert  = 1
 	LevelErr    = 3
 	LevelNotice = 5
 	LevelInfo   = 6

@@ -1,0 +1,56 @@
+package check
+
+import (
+	"net"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy"
+	"github.com/fulcrum-proxy/fulcrum/proxy/syslog"
+)
+
+// TestStateChangesToSyslog: a server's transitions and its backend's
+// loss of every server reach the [[global.log]] targets as HAProxy's
+// send_log sends them: DOWN at alert, the backend at emerg, UP at
+// notice (facility local0: <129>, <128>, <133>), the same text as the
+// process log's lines.
+func TestStateChangesToSyslog(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	s1 := newSwitchable(t, "s1")
+	cfg := testConfig(s1.addr)
+	cfg.Global.Log = []conf.LogTarget{{Target: syslog.Target{Network: "udp", Address: pc.LocalAddr().String(),
+		Format: "rfc3164", Facility: 16, MaxLevel: 7, MinLevel: 0, Len: 1024}}}
+	h := newHarness(t, cfg)
+	h.next()
+	s1.stop()
+	h.step(1, time.Second)
+	h.step(1, 250*time.Millisecond)
+	h.step(1, 250*time.Millisecond)
+	h.expect("s1", checkRow{"DOWN", "L4CON", 0, 3, 1, proxy.OpDown})
+	s1.start("s1")
+	h.step(1, 2*time.Second)
+	h.step(1, 250*time.Millisecond)
+
+	want := []*regexp.Regexp{
+		regexp.MustCompile(`^<129>\w{3} [ \d]\d \d\d:\d\d:\d\d fulcrum\[\d+\]: Server web/s1 is DOWN, reason: Layer4 connection problem, info: "Connection refused", check duration: \d+ms\. 0 active and 0 backup servers left\. 0 sessions active, 0 requeued, 0 remaining in queue\.\n$`),
+		regexp.MustCompile(`^<128>\w{3} [ \d]\d \d\d:\d\d:\d\d fulcrum\[\d+\]: backend web has no server available!\n$`),
+		regexp.MustCompile(`^<133>\w{3} [ \d]\d \d\d:\d\d:\d\d fulcrum\[\d+\]: Server web/s1 is UP, reason: Layer4 check passed, check duration: \d+ms\. 1 active and 0 backup servers online\. 0 sessions requeued, 0 total in queue\.\n$`),
+	}
+	buf := make([]byte, 2048)
+	for i, re := range want {
+		pc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, _, err := pc.ReadFrom(buf)
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if !re.Match(buf[:n]) {
+			t.Errorf("message %d: %q, want %s", i, buf[:n], re)
+		}
+	}
+}
