@@ -39,7 +39,7 @@ type converter struct {
 	// removedPeers maps a peers section removed for not naming localName
 	// to its header line.
 	removedPeers map[string]int
-	tls        tlsGlobal       // the global TLS settings read so far
+	tls          tlsGlobal // the global TLS settings read so far
 }
 
 // none stands for "no defaults section": HAProxy's built-in defaults.
