@@ -2,6 +2,7 @@ package conf
 
 import (
 	"errors"
+	"github.com/fulcrum-proxy/fulcrum/internal/suggest"
 	"io/fs"
 	"net"
 	"os"
@@ -235,7 +236,15 @@ func (f *fileSection) checkLinks(s scope) {
 		be, ok := backends[name]
 		switch {
 		case !ok:
-			s.errorf("unknown backend %q", name)
+			names := make([]string, 0, len(backends))
+			for n := range backends {
+				names = append(names, n)
+			}
+			if near := suggest.Nearest(name, names); near != "" {
+				s.errorf("unknown backend %q; did you mean %q?", name, near)
+			} else {
+				s.errorf("unknown backend %q", name)
+			}
 		case *be.Mode != *fe.Mode:
 			s.errorf("backend %q is in mode %s, the frontend in mode %s", name, *be.Mode, *fe.Mode)
 		}

@@ -53,6 +53,7 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 				fmt.Fprintf(stderr, "%s:%s\n", in, n)
 			}
 			blocking := len(r.Blocking())
+			noted, refused := noteLines(r.Notes)
 			if r.NoFrontend {
 				fmt.Fprintf(stderr, "%s: no frontend or listen section fulcrum can run: nothing would listen (fulcrum check refuses it)\n", in)
 			}
@@ -63,12 +64,12 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 				fmt.Fprintf(stderr, "%s: every line converted\n", in)
 			default:
 				lines := "lines"
-				if len(r.Notes) == 1 {
+				if noted == 1 {
 					lines = "line"
 				}
-				fmt.Fprintf(stderr, "%s: %d %s noted, %d of them not supported (yet): kept as comments", in, len(r.Notes), lines, blocking)
+				fmt.Fprintf(stderr, "%s: %d %s noted, %d of them not supported (yet)", in, noted, lines, refused)
 				if out != "" {
-					fmt.Fprintf(stderr, " in %s", out)
+					fmt.Fprintf(stderr, "; each is explained in a comment in %s", out)
 				}
 				fmt.Fprintln(stderr)
 			}
@@ -78,6 +79,22 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 			return nil
 		},
 	}
+}
+
+// noteLines returns how many lines of the file have notes, and how many
+// of those have a note fulcrum would not run (a line may have several).
+func noteLines(notes []haproxycfg.Note) (noted, refused int) {
+	kinds := map[int]bool{} // line -> has a blocking note
+	for _, n := range notes {
+		kinds[n.Line] = kinds[n.Line] || n.Kind.Blocking()
+	}
+	for _, b := range kinds {
+		noted++
+		if b {
+			refused++
+		}
+	}
+	return noted, refused
 }
 
 // hoistImportFlags moves the flags of `import` before its file, so that

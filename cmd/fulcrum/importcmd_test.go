@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/conf/haproxycfg"
 	"github.com/fulcrum-proxy/fulcrum/internal/testcert"
 	"github.com/fulcrum-proxy/fulcrum/proxy/peers"
 )
@@ -55,7 +56,7 @@ func TestImportCommand(t *testing.T) {
 		in + `:5: option splice-auto: built in: fulcrum splices large bodies and TCP bulk transfers by itself`,
 		in + `:6: option httpslog: converted, differs: httpslog's TLS fields are not logged: the httplog format is used`,
 		in + `:13: server: not supported: "crl-file crl.pem": certificate revocation lists: a revoked certificate would be accepted`,
-		in + `: 4 lines noted, 1 of them not supported (yet): kept as comments in ` + out,
+		in + `: 4 lines noted, 1 of them not supported (yet); each is explained in a comment in ` + out,
 	}
 	if got := strings.Split(strings.TrimSpace(stderr.String()), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("stderr:\n%s\nwant:\n%s", stderr.String(), strings.Join(want, "\n"))
@@ -84,7 +85,7 @@ func TestImportCommand(t *testing.T) {
 	one := writeFile(t, "one.cfg", "global\n    daemon\nfrontend www\n    bind 127.0.0.1:8080\n    default_backend web\nbackend web\n    server s1 127.0.0.1:9001\n")
 	stderr.Reset()
 	if code := run([]string{"fulcrum", "import", one, "-o", out}, &bytes.Buffer{}, &stderr); code != 0 ||
-		!strings.HasSuffix(stderr.String(), one+": 1 line noted, 0 of them not supported (yet): kept as comments in "+out+"\n") {
+		!strings.HasSuffix(stderr.String(), one+": 1 line noted, 0 of them not supported (yet); each is explained in a comment in "+out+"\n") {
 		t.Errorf("one line noted: exit %d, stderr %q", code, stderr.String())
 	}
 
@@ -230,5 +231,17 @@ backend app
 	c, err := loadConfig(cfg, "fulcrum-test-b")
 	if err != nil || len(c.Peers) != 1 || c.Warnings[0].Line != 5 {
 		t.Errorf("loadConfig with --localpeer: %v, peers %d, warnings %v", err, len(c.Peers), c.Warnings)
+	}
+}
+
+// TestNoteLines: the summary counts lines, not notes: a line with two
+// notes is one line, refused when either note is.
+func TestNoteLines(t *testing.T) {
+	notes := []haproxycfg.Note{
+		{Line: 3, Kind: haproxycfg.Unsupported}, {Line: 3, Kind: haproxycfg.Differs},
+		{Line: 7, Kind: haproxycfg.Ignored}, {Line: 9, Kind: haproxycfg.Differs}, {Line: 9, Kind: haproxycfg.NotYet},
+	}
+	if noted, refused := noteLines(notes); noted != 3 || refused != 2 {
+		t.Errorf("noteLines = %d, %d; want 3, 2", noted, refused)
 	}
 }

@@ -2,6 +2,7 @@ package haproxycfg
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -85,6 +86,12 @@ func keywordOf(ln *line) string {
 	return ln.kw(0)
 }
 
+// notYetMsg matches the messages of fulcrum's check for what it does not
+// run yet ("...: not supported yet" and "..., got X"), not those that
+// merely list such values among the valid ones ("unknown algorithm ...
+// (rdp-cookie: not supported yet)").
+var notYetMsg = regexp.MustCompile(`not supported yet(, got .*)?$`)
+
 // rejected returns the note for a line `fulcrum check` refused, if any.
 func (c *converter) rejected(ln *line) (Kind, string, bool) {
 	msg, ok := c.reject[ln.num]
@@ -92,7 +99,7 @@ func (c *converter) rejected(ln *line) (Kind, string, bool) {
 		return 0, "", false
 	}
 	kind := Unsupported
-	if strings.Contains(msg, "not supported yet") {
+	if notYetMsg.MatchString(msg) {
 		kind = NotYet
 	}
 	return kind, "fulcrum check: " + msg, true

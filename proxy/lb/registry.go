@@ -8,6 +8,7 @@ package lb
 import (
 	"errors"
 	"fmt"
+	"github.com/fulcrum-proxy/fulcrum/internal/suggest"
 	"slices"
 	"strconv"
 	"strings"
@@ -146,7 +147,11 @@ func Parse(expr string) (Balance, error) {
 	}
 	e := lookup(name)
 	if e == nil {
-		return Balance{}, fmt.Errorf("unknown algorithm %q, must be one of %s", name, choices())
+		hint := ""
+		if near := suggest.Nearest(name, Names()); near != "" {
+			hint = fmt.Sprintf(" (did you mean %q?)", near)
+		}
+		return Balance{}, fmt.Errorf("unknown algorithm %q%s, must be one of %s", name, hint, choices())
 	}
 	problem := ""
 	switch {

@@ -30,7 +30,7 @@ func TestParse(t *testing.T) {
 		{expr: "  uri   whole ", name: "uri", http: true, dynamic: [2]bool{false, true}},
 
 		{expr: "", err: "needs an algorithm, one of first, hash, hdr, leastconn, random, roundrobin, source, static-rr, uri, url_param (rdp-cookie: not supported yet)"},
-		{expr: "round-robin", err: `unknown algorithm "round-robin", must be one of first, hash, hdr, leastconn, random, roundrobin, source, static-rr, uri, url_param (rdp-cookie: not supported yet)`},
+		{expr: "round-robin", err: `unknown algorithm "round-robin" (did you mean "roundrobin"?), must be one of first, hash, hdr, leastconn, random, roundrobin, source, static-rr, uri, url_param (rdp-cookie: not supported yet)`},
 		{expr: "roundrobin extra", err: `roundrobin takes no arguments, got "roundrobin extra"`},
 		{expr: "leastconn(2)", err: `leastconn takes no (argument), got "leastconn(2)"`},
 		{expr: "hdr", err: `hdr needs an argument: hdr(NAME) [use_domain_only], got "hdr"`},
