@@ -84,7 +84,10 @@ func (l fdLimit) raised(ev *zerolog.Event) *zerolog.Event {
 // cfg sets no global maxconn, it becomes what the limit allows, as
 // HAProxy's: (limit - reserved) / 2, at least 1. show info reports it as
 // Maxconn and Hard_maxconn; `set maxconn global` cannot go above it.
-func (l fdLimit) size(cfg *conf.Config, log zerolog.Logger) (budget int) {
+//
+// prev is the maxconn the process ran with before (a reload's previous
+// configuration; 0 at start): a reload that keeps it logs nothing.
+func (l fdLimit) size(cfg *conf.Config, log zerolog.Logger, prev int) (budget int) {
 	if l.nofile <= 0 {
 		return 0
 	}
@@ -94,19 +97,26 @@ func (l fdLimit) size(cfg *conf.Config, log zerolog.Logger) (budget int) {
 	// the demo's upstreams take a third share of what remains.
 	counted := budget * 2 / l.perConn
 	fits := max(counted/2, 1)
-	ev := log.Info()
-	if cfg.Global.MaxConn == 0 {
+	derived := cfg.Global.MaxConn == 0
+	if derived {
 		cfg.Global.MaxConn = fits
+	}
+	if prev != 0 && cfg.Global.MaxConn == prev {
+		return counted // a reload that keeps the maxconn: nothing new to say
+	}
+	ev := log.Info()
+	switch {
+	case derived:
 		if fits < haproxyDefaultMaxconn {
 			ev = log.Warn()
 		}
 		l.raised(ev.Int("ulimit_n", l.nofile)).Int("reserved", reserved).
 			Int("maxconn", fits).Msg("maxconn derived from the file descriptor limit")
-	} else if cfg.Global.MaxConn > fits {
+	case cfg.Global.MaxConn > fits:
 		l.raised(log.Warn().Int("ulimit_n", l.nofile)).Int("reserved", reserved).
 			Int("maxconn", cfg.Global.MaxConn).Int("fits", fits).
 			Msg("global maxconn needs more file descriptors than the limit allows: past the connections that fit, new ones wait in the backlog")
-	} else {
+	default:
 		l.raised(ev.Int("ulimit_n", l.nofile)).Int("maxconn", cfg.Global.MaxConn).
 			Msg("file descriptor limit")
 	}

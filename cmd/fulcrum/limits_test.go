@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,7 +23,9 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/cli"
+	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
+	"github.com/rs/zerolog"
 )
 
 // Issue 16: started under `ulimit -n 256` with no global maxconn, fulcrum
@@ -263,4 +266,30 @@ address = "127.0.0.1:1"
 			}
 		}
 	})
+}
+
+// TestSizeLogsChangesOnly: the descriptor line is logged at start, and by
+// a reload only when the maxconn changes.
+func TestSizeLogsChangesOnly(t *testing.T) {
+	l := fdLimit{nofile: 1000, perConn: 2}
+	var buf bytes.Buffer
+	log := zerolog.New(&buf)
+	cfg := &conf.Config{}
+	l.size(cfg, log, 0)
+	derived := cfg.Global.MaxConn
+	if derived == 0 || !strings.Contains(buf.String(), "maxconn derived from the file descriptor limit") {
+		t.Fatalf("at start: maxconn %d, log %q", derived, buf.String())
+	}
+	buf.Reset()
+	again := &conf.Config{}
+	l.size(again, log, derived)
+	if again.Global.MaxConn != derived || buf.Len() != 0 {
+		t.Errorf("a reload keeping maxconn %d: got %d, log %q", derived, again.Global.MaxConn, buf.String())
+	}
+	changed := &conf.Config{}
+	changed.Global.MaxConn = 100
+	l.size(changed, log, derived)
+	if !strings.Contains(buf.String(), `"maxconn":100`) {
+		t.Errorf("a reload changing maxconn: log %q", buf.String())
+	}
 }

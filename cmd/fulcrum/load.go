@@ -16,10 +16,16 @@ import (
 // read without -c, when it exists.
 const defaultConfig = "/etc/fulcrum/fulcrum.toml"
 
-// configPath returns the file to read: the one given with -c, else
-// fallback when it exists. It says so when there is none.
-func configPath(given, fallback string) (string, error) {
-	if given != "" {
+// configPath returns the file to read: the one given with -c or as the
+// command's one argument (args), else fallback when it exists. It says so
+// when there is none, or more than one.
+func configPath(given string, args []string, fallback string) (string, error) {
+	switch {
+	case len(args) > 1 || len(args) == 1 && given != "":
+		return "", fmt.Errorf("one configuration file, with -c FILE or as the argument; flags go before it (got %q)", args)
+	case len(args) == 1:
+		return args[0], nil // `fulcrum check fulcrum.toml`
+	case given != "":
 		return given, nil
 	}
 	if _, err := os.Stat(fallback); err == nil {

@@ -93,7 +93,7 @@ func newApp(stdout, stderr io.Writer, fallback string) *cli.App {
 					"finishes on the old one.",
 				Flags: []cli.Flag{configFlag, &cli.BoolFlag{Name: "watch", Usage: "reload when the configuration file changes"}, localPeerFlag},
 				Action: func(c *cli.Context) error {
-					path, err := configPath(c.String("config"), fallback)
+					path, err := configPath(c.String("config"), c.Args().Slice(), fallback)
 					if err != nil {
 						return cli.Exit("fulcrum: "+err.Error(), 2)
 					}
@@ -123,7 +123,7 @@ func newApp(stdout, stderr io.Writer, fallback string) *cli.App {
 					"error; the lines it runs differently or has built in are listed too.",
 				Flags: []cli.Flag{configFlag, localPeerFlag},
 				Action: func(c *cli.Context) error {
-					path, err := configPath(c.String("config"), fallback)
+					path, err := configPath(c.String("config"), c.Args().Slice(), fallback)
 					if err != nil {
 						return cli.Exit("fulcrum: "+err.Error(), 2)
 					}
@@ -315,7 +315,7 @@ func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serve
 		perConn = 3
 	}
 	fds := startFDLimit(perConn)
-	budget := fds.size(cfg, log)
+	budget := fds.size(cfg, log, 0)
 	startedAt := time.Now()
 	logWarnings(cfg, log)
 	p, err := proxy.New(cfg, log)
@@ -413,7 +413,11 @@ wait:
 	watching.Wait()
 	p = r.close()
 	cfg = r.cfg
-	log.Info().Stringer("signal", sigString{sig}).Stringer("hard_stop_after", logDuration(cfg.Global.HardStopAfter)).Msg("stopping: no new connections, finishing in-flight work")
+	hardStop := "none" // 0: no limit
+	if d := cfg.Global.HardStopAfter; d > 0 {
+		hardStop = logDuration(d).String()
+	}
+	log.Info().Stringer("signal", sigString{sig}).Str("hard_stop_after", hardStop).Msg("stopping: no new connections, finishing in-flight work")
 	stopCtx := context.Background()
 	if d := cfg.Global.HardStopAfter; d > 0 {
 		var cancel context.CancelFunc

@@ -79,6 +79,17 @@ default_backend = "nope"
 	if code != 1 || !strings.Contains(errb.String(), want) {
 		t.Errorf("bad config: exit %d, stderr %q, want exit 1 and %q", code, errb.String(), want)
 	}
+	// The file as the argument, as `haproxy -c -f FILE` operators type it.
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"fulcrum", "check", good}, &out, &errb); code != 0 || out.String() != "configuration is valid\n" {
+		t.Errorf("check FILE: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{"fulcrum", "check", "-c", good, bad}, &bytes.Buffer{}, &errb); code != 2 ||
+		!strings.Contains(errb.String(), "one configuration file, with -c FILE or as the argument") {
+		t.Errorf("-c and an argument: exit %d, stderr %q, want 2", code, errb.String())
+	}
 }
 
 func TestVersion(t *testing.T) {

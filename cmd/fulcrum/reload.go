@@ -106,7 +106,7 @@ func (r *reloader) reload() error {
 	old := r.cur.Load()
 	before := bindAddrs(old) // p takes over the listeners it keeps
 	log := newLogger(cfg.Global, r.logw)
-	budget := r.fds.size(cfg, log)
+	budget := r.fds.size(cfg, log, r.cfg.Global.MaxConn)
 	logWarnings(cfg, log)
 	var p *proxy.Proxy
 	swap := func() {
