@@ -23,12 +23,15 @@ func FuzzImport(f *testing.F) {
 		if len(data) > 64<<10 {
 			return
 		}
-		r, err := Import(data, Options{Name: "fuzz.cfg", Dir: dir})
-		if err != nil {
-			t.Fatalf("Import: %v", err)
-		}
-		if _, err := conf.Parse(filepath.Join(dir, "fuzz.toml"), r.TOML); err != nil {
-			t.Fatalf("the output does not pass fulcrum check: %v\n%s", err, r.TOML)
+		// As fulcrum import, and as check/run for an instance named lb1.
+		for _, opt := range []Options{{Name: "fuzz.cfg", Dir: dir}, {Name: "fuzz.cfg", Dir: dir, HostName: "lb1"}} {
+			r, err := Import(data, opt)
+			if err != nil {
+				t.Fatalf("Import(%+v): %v", opt, err)
+			}
+			if _, err := conf.Parse(filepath.Join(dir, "fuzz.toml"), r.TOML); err != nil {
+				t.Fatalf("the output does not pass fulcrum check (%+v): %v\n%s", opt, err, r.TOML)
+			}
 		}
 	})
 }
