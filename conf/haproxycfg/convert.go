@@ -716,8 +716,12 @@ func (c *converter) unreadable(t *table, ln *line) bool {
 
 // namedTable returns the table a named section (userlist, peers,
 // resolvers) becomes, with its name; nil, the section commented out, when
-// it has no name.
+// it has no name or fulcrum's check refused what it became.
 func (c *converter) namedTable(s *section, header string) *table {
+	if kind, why, rej := c.rejected(s.hdr); rej {
+		c.commentSection(s, kind, why) // fulcrum check refused the table
+		return nil
+	}
 	if s.name == "" {
 		c.commentSection(s, Unsupported, "a "+s.kind+" section needs a name")
 		return nil
