@@ -96,6 +96,8 @@ type Backend struct {
 	// H2 are the HTTP/2 counters of the connections to the backend's
 	// servers with proto h2 (HAProxy's h2 statistics module).
 	H2 h2mux.Counters
+	// SSL counts the TLS handshakes with its servers (servertls.go).
+	SSL SSLCounters
 }
 
 // serverBalance is a server's balancing state, kept by its backend.

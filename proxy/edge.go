@@ -127,11 +127,12 @@ func (fe *Frontend) handshake(cc *clientConn, e *edge) bool {
 	cc.c.SetDeadline(time.Time{})
 	if err != nil {
 		ssl.Failed.Add(1)
-		fe.SslFailedHandshake.Add(1)
+		fe.SSL.handshake(false, false)
 		fe.logEdgeError(cc, handshakeReason(err), err)
 		return false
 	}
 	cs := tc.ConnectionState()
+	fe.SSL.handshake(true, cs.DidResume)
 	if cs.DidResume {
 		ssl.Resumed.Add(1)
 	} else {

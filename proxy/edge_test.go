@@ -192,6 +192,9 @@ address = "%s"
 		t.Fatalf("ssl counters: cum %d, key rate %d, resumed %d; want 2, 1 or 2, 0", ssl.Cum.Load(), r, ssl.Resumed.Load())
 	}
 	waitFor(t, 5*time.Second, "CurrSslConns back to 0", func() bool { return ssl.Cur.Load() == 0 })
+	if got := p.Snapshot().Frontends[0].SSL; got != (SSLValues{Sess: 2}) {
+		t.Errorf("frontend ssl columns: %+v, want 2 sessions", got)
+	}
 }
 
 // TestClientCertHeader: under verify required a client without a
@@ -230,7 +233,7 @@ address = "%s"
 			t.Fatal("no client certificate: read succeeded")
 		}
 	}
-	waitFor(t, 5*time.Second, "the refused handshake counted", func() bool { return p.Frontends[0].SslFailedHandshake.Load() == 1 })
+	waitFor(t, 5*time.Second, "the refused handshake counted", func() bool { return p.Frontends[0].SSL.FailedHandshake.Load() == 1 })
 	cfg := e.clientTLS("a.test")
 	cfg.Certificates = []tls.Certificate{e.client.TLS()}
 	c, err := tls.Dial("tcp", addr, cfg)
@@ -244,6 +247,9 @@ address = "%s"
 	}
 	if !strings.Contains(logs.String(), "SSL handshake failure") {
 		t.Fatalf("no log line for the refused handshake:\n%s", logs.String())
+	}
+	if got := p.Snapshot().Frontends[0].SSL; got != (SSLValues{Sess: 1, FailedHandshake: 1}) {
+		t.Errorf("frontend ssl columns: %+v, want 1 session and 1 failed handshake", got)
 	}
 }
 
@@ -312,7 +318,7 @@ timeout_client_hs = "200ms"
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("closed after %v", d)
 	}
-	waitFor(t, 5*time.Second, "the failure counted", func() bool { return p.Frontends[0].SslFailedHandshake.Load() == 1 })
+	waitFor(t, 5*time.Second, "the failure counted", func() bool { return p.Frontends[0].SSL.FailedHandshake.Load() == 1 })
 	waitFor(t, 5*time.Second, "the log line", func() bool { return strings.Contains(logs.String(), "Timeout during SSL handshake") })
 }
 
@@ -539,4 +545,47 @@ bind = ["127.0.0.1:0 ssl crt a.pem"]
 	if got := p3.ssl.Cum.Load(); got != 4 {
 		t.Fatalf("CumSslConns: got %d, want 4 across the reloads", got)
 	}
+}
+
+// TestSSLStatsResumed: a client that resumes its session counts in
+// ssl_reused_sess as well as ssl_sess; a client that speaks no TLS to an
+// ssl bind counts in ssl_failed_handshake (reloads keep the counts:
+// TestReloadInheritsServerState).
+func TestSSLStatsResumed(t *testing.T) {
+	e := newTLSEnv(t)
+	up := headerEcho(t)
+	p := e.start(t, fmt.Sprintf(`
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0 ssl crt a.pem alpn http/1.1"]
+default_backend = "web"
+[[backend]]
+name = "web"
+[[backend.server]]
+name = "s1"
+address = "%s"
+`, up.addr()), nil)
+	addr := p.Frontends[0].Addrs()[0].String()
+	cfg := e.clientTLS("a.test")
+	cfg.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+	for i, wantResumed := range []bool{false, true} {
+		conn, err := tls.Dial("tcp", addr, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		getOn(t, conn) // reads the session ticket too
+		if got := conn.ConnectionState().DidResume; got != wantResumed {
+			t.Fatalf("connection %d: resumed %v, want %v", i, got, wantResumed)
+		}
+		conn.Close()
+	}
+	plain, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(plain, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	io.Copy(io.Discard, plain)
+	plain.Close()
+	want := SSLValues{Sess: 2, ReusedSess: 1, FailedHandshake: 1}
+	waitFor(t, 5*time.Second, "the failed handshake counted", func() bool { return p.Snapshot().Frontends[0].SSL == want })
 }

@@ -61,10 +61,10 @@ type Frontend struct {
 	// reject rule (HAProxy's dcon).
 	DeniedConn atomic.Int64
 	// ProxyErrors counts connections of accept-proxy binds closed for a
-	// missing, malformed or late PROXY header; SslFailedHandshake those
-	// of ssl binds whose handshake failed (edge.go).
-	ProxyErrors        atomic.Int64
-	SslFailedHandshake atomic.Int64
+	// missing, malformed or late PROXY header (edge.go).
+	ProxyErrors atomic.Int64
+	// SSL counts the TLS handshakes of the ssl binds' clients.
+	SSL SSLCounters
 
 	// H2 are the HTTP/2 counters of the frontend's clients (HAProxy's h2
 	// statistics module); h2 serves the binds with proto h2, nil when it

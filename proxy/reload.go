@@ -99,6 +99,8 @@ func (p *Proxy) inherit(old *Proxy) {
 		p.carryInt(&ofe.MaxconnHits, &fe.MaxconnHits)
 		p.carryInt(&ofe.DeniedConn, &fe.DeniedConn)
 		p.carryList(ofe.H2.Cumulative(), fe.H2.Cumulative())
+		p.carryList(ofe.SSL.cumulative(), fe.SSL.cumulative())
+		p.carryInt(&ofe.ProxyErrors, &fe.ProxyErrors)
 	}
 	for _, b := range p.Backends {
 		ob := old.Backend(b.Name)
@@ -109,12 +111,14 @@ func (p *Proxy) inherit(old *Proxy) {
 		b.state.inherit(&ob.state)            // backend last change and downtime (snapshot_obs.go)
 		b.carryDynamic(ob, p.fds, time.Now()) // servers added at runtime (servers.go)
 		p.carryList(ob.H2.Cumulative(), b.H2.Cumulative())
+		p.carryList(ob.SSL.cumulative(), b.SSL.cumulative())
 		ob.mu.Lock()
 		b.mu.Lock()
 		for _, s := range b.Servers() {
 			if os := ob.Server(s.Name); os != nil {
 				inheritServer(s, os)
 				p.carry(&os.Counters, &s.Counters)
+				p.carryList(os.SSL.cumulative(), s.SSL.cumulative())
 			}
 		}
 		b.rebuildLocked()

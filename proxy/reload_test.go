@@ -229,6 +229,11 @@ func TestReloadInheritsServerState(t *testing.T) {
 	b.Counters.Stot.Store(41)
 	b.Servers()[0].Counters.Stot.Store(40)
 	old.Frontends[0].Counters.ReqTot.Store(99)
+	old.Frontends[0].SSL.Sess.Store(12)
+	old.Frontends[0].SSL.FailedHandshake.Store(3)
+	old.Frontends[0].ProxyErrors.Store(2)
+	b.SSL.ReusedSess.Store(5)
+	b.Servers()[0].SSL.Sess.Store(6)
 
 	next := testConfig(conf.ModeHTTP, []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4"}, []int{10, 10, 20, 10})
 	next.Backends[0].Servers[1].Slowstart = time.Minute
@@ -249,6 +254,10 @@ func TestReloadInheritsServerState(t *testing.T) {
 		{"backend stot", nb.Counters.Stot.Load(), int64(41)},
 		{"s1 stot", nb.Servers()[0].Counters.Stot.Load(), int64(40)},
 		{"frontend req_tot", p.Frontends[0].Counters.ReqTot.Load(), int64(99)},
+		{"frontend ssl", p.Frontends[0].SSL.Values(), SSLValues{Sess: 12, FailedHandshake: 3}},
+		{"frontend proxy errors", p.Frontends[0].ProxyErrors.Load(), int64(2)},
+		{"backend ssl", nb.SSL.Values(), SSLValues{ReusedSess: 5}},
+		{"s1 ssl", nb.Servers()[0].SSL.Values(), SSLValues{Sess: 6}},
 		{"s1 usable (DRAIN: no)", nb.Servers()[0].bal.usable, false},
 	}
 	nb.mu.Lock()

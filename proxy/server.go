@@ -92,6 +92,8 @@ type Server struct {
 	bal serverBalance // slowstart and free-slot accounting (backend.go)
 
 	Counters Counters
+	// SSL counts the TLS handshakes with the server (servertls.go).
+	SSL SSLCounters
 
 	// up is the server as the HTTP/1 engine needs it: its idle
 	// connections and its backend's reuse policy and timeout.

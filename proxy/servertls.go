@@ -165,6 +165,8 @@ func (x *Stream) prepare(srv *Server, c net.Conn) (net.Conn, error) {
 	}
 	tc := tls.Client(c, cfg)
 	if err := tc.Handshake(); err != nil {
+		srv.SSL.handshake(false, false)
+		be.SSL.handshake(false, false)
 		ev := x.fe.p.log.Warn().Str("backend", be.Name).Str("server", srv.Name).Str("addr", srv.Addr())
 		if name != "" {
 			ev = ev.Str("sni", name)
@@ -172,7 +174,10 @@ func (x *Stream) prepare(srv *Server, c net.Conn) (net.Conn, error) {
 		ev.Err(err).Msg("SSL handshake failure with server")
 		return nil, err
 	}
-	if !tc.ConnectionState().DidResume {
+	resumed := tc.ConnectionState().DidResume
+	srv.SSL.handshake(true, resumed)
+	be.SSL.handshake(true, resumed)
+	if !resumed {
 		ssl := x.fe.p.ssl
 		storeMax(&ssl.BeKeyRateMax, ssl.BeKeyRate.Add(time.Now(), 1))
 	}

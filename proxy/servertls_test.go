@@ -213,6 +213,27 @@ crt = "client.pem"
 	if got := be.Servers()[0].Counters.Econ.Load(); got != 1 {
 		t.Fatalf("rogue econ: got %d, want 1", got)
 	}
+	// show stat's ssl columns (HAProxy's ssl module): per server and
+	// backend, handshakes that succeeded and failed.
+	snap := p.Snapshot()
+	for _, want := range []struct {
+		backend string
+		ssl     SSLValues
+	}{
+		{"good", SSLValues{Sess: 1, FailedHandshake: 1}}, // a.test, then c.test refused
+		{"rogue", SSLValues{FailedHandshake: 1}},
+		{"rogue_none", SSLValues{Sess: 1}},
+		{"system", SSLValues{FailedHandshake: 1}},
+	} {
+		for _, bs := range snap.Backends {
+			if bs.Name != want.backend {
+				continue
+			}
+			if bs.SSL != want.ssl || bs.Servers[0].SSL != want.ssl {
+				t.Errorf("%s: backend ssl %+v, server ssl %+v; want %+v", want.backend, bs.SSL, bs.Servers[0].SSL, want.ssl)
+			}
+		}
+	}
 	// Full handshakes with servers are counted (SslBackendKeyRate; its
 	// value depends on when the second turns, its highest does not).
 	if got := p.ssl.BeKeyRateMax.Load(); got < 1 {

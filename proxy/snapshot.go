@@ -94,8 +94,10 @@ type FrontendSnapshot struct {
 	// reject rule (HAProxy's dcon).
 	DeniedConn int64
 	// ProxyErrors counts connections closed for a missing, malformed or
-	// late PROXY header; SslFailedHandshake failed TLS handshakes.
-	ProxyErrors, SslFailedHandshake int64
+	// late PROXY header.
+	ProxyErrors int64
+	// SSL are the TLS handshakes of its clients.
+	SSL SSLValues
 	CounterValues
 	// H2 are the HTTP/2 counters of its clients.
 	H2 H2Values
@@ -134,6 +136,8 @@ type BackendSnapshot struct {
 	BackupUp int // backup servers likewise
 	Servers  []ServerSnapshot
 	CounterValues
+	// SSL are the TLS handshakes with its servers (ssl servers).
+	SSL SSLValues
 	// H2 are the HTTP/2 counters of its connections to servers.
 	H2 H2Values
 
@@ -169,6 +173,8 @@ type ServerSnapshot struct {
 	Backup          bool
 	LastChange      time.Time
 	CounterValues
+	// SSL are the TLS handshakes with its servers (ssl servers).
+	SSL SSLValues
 
 	// Dynamic says the server is not in the configuration file (added at
 	// runtime); ForcedID that its id was given by an operator (`id`,
@@ -327,7 +333,7 @@ func (p *Proxy) Snapshot() *Snapshot {
 	for _, fe := range p.Frontends {
 		fs := FrontendSnapshot{Name: fe.Name, ID: fe.ID, Mode: string(fe.Conf.Mode), MaxConn: fe.MaxConn(),
 			DeniedConn: fe.DeniedConn.Load(), CounterValues: fe.Counters.values(now),
-			ProxyErrors: fe.ProxyErrors.Load(), SslFailedHandshake: fe.SslFailedHandshake.Load(), H2: h2Values(&fe.H2)}
+			ProxyErrors: fe.ProxyErrors.Load(), SSL: fe.SSL.Values(), H2: h2Values(&fe.H2)}
 		fs.Slim = int64(fs.MaxConn)
 		snap.Frontends = append(snap.Frontends, fs)
 		bout += fs.Bout
@@ -335,7 +341,7 @@ func (p *Proxy) Snapshot() *Snapshot {
 	snap.BytesOutRate = p.obs.bytesOut.perSecond(now, bout)
 	for _, b := range p.Backends {
 		bs := BackendSnapshot{Name: b.Name, ID: b.ID, Mode: string(b.Conf.Mode), Balance: b.Conf.Balance,
-			CounterValues: b.Counters.values(now), H2: h2Values(&b.H2)}
+			CounterValues: b.Counters.values(now), H2: h2Values(&b.H2), SSL: b.SSL.Values()}
 		bs.FullConn = b.FullConn()
 		bs.Qcur, bs.Qmax = b.queue.Len(-1), b.queue.Max(-1)
 		bs.QtimeMax = b.Counters.qtimeMax.Load()
@@ -351,7 +357,7 @@ func (p *Proxy) Snapshot() *Snapshot {
 				InitialWeight: s.InitialWeight, UserWeight: int(s.UserWeight.Load()),
 				Weight: shownWeight(s.bal.eweight), Throttle: s.bal.throttle, Usable: s.bal.usable,
 				Backup: s.Conf.Backup, LastChange: s.LastChange(), CounterValues: s.Counters.values(now),
-				Dynamic: s.dynamic, ForcedID: s.forcedID, Server: s,
+				Dynamic: s.dynamic, ForcedID: s.forcedID, Server: s, SSL: s.SSL.Values(),
 			}
 			if ss.Usable {
 				ss.EffectiveWeight = ss.Weight

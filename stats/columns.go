@@ -374,13 +374,13 @@ var columns = append([]Column{
 	{Name: "-", Kinds: kFBS, typ: tStr, get: func(*row) value { return str("-") }}, // end of the fixed columns; not in typed/json
 	{Name: "ssl_sess", Kinds: kFBS, typ: tU64, tags: "MCP",
 		Desc: "Total number of ssl sessions established",
-		get:  zero}, // no TLS
+		get:  ssl(func(v *proxy.SSLValues) int64 { return v.Sess })},
 	{Name: "ssl_reused_sess", Kinds: kFBS, typ: tU64, tags: "MCP",
 		Desc: "Total number of ssl sessions reused",
-		get:  zero}, // no TLS
+		get:  ssl(func(v *proxy.SSLValues) int64 { return v.ReusedSess })},
 	{Name: "ssl_failed_handshake", Kinds: kFBS, typ: tU64, tags: "MCP",
 		Desc: "Total number of failed handshake",
-		get:  zero}, // no TLS
+		get:  ssl(func(v *proxy.SSLValues) int64 { return v.FailedHandshake })},
 	{Name: "h2_headers_rcvd", Kinds: kFB, typ: tU64, tags: "MCP",
 		Desc: "Total number of received HEADERS frames",
 		get:  h2(func(v *proxy.H2Values) int64 { return v.HeadersRcvd })},
@@ -495,6 +495,23 @@ func h2(f func(v *proxy.H2Values) int64) func(r *row) value {
 			return num(f(&r.fe.H2))
 		case r.kind == KindBackend && r.be != nil:
 			return num(f(&r.be.H2))
+		}
+		return value{}
+	}
+}
+
+// ssl returns the getter of one of the ssl module's columns (HAProxy
+// 2.6 ssl_sock.c: the handshakes of a frontend's clients, of a backend's
+// or server's connections to servers).
+func ssl(f func(v *proxy.SSLValues) int64) func(r *row) value {
+	return func(r *row) value {
+		switch {
+		case r.kind == KindFrontend && r.fe != nil:
+			return num(f(&r.fe.SSL))
+		case r.kind == KindBackend && r.be != nil:
+			return num(f(&r.be.SSL))
+		case r.kind == KindServer && r.sv != nil:
+			return num(f(&r.sv.SSL))
 		}
 		return value{}
 	}

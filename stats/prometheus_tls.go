@@ -35,6 +35,6 @@ func collectTLS(ch chan<- prometheus.Metric, snap *proxy.Snapshot) {
 	for i := range snap.Frontends {
 		fe := &snap.Frontends[i]
 		ch <- prometheus.MustNewConstMetric(proxyErrorsDesc, prometheus.CounterValue, float64(fe.ProxyErrors), fe.Name)
-		ch <- prometheus.MustNewConstMetric(sslFailedDesc, prometheus.CounterValue, float64(fe.SslFailedHandshake), fe.Name)
+		ch <- prometheus.MustNewConstMetric(sslFailedDesc, prometheus.CounterValue, float64(fe.SSL.FailedHandshake), fe.Name)
 	}
 }

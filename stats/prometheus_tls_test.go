@@ -20,7 +20,7 @@ func TestPrometheusTLS(t *testing.T) {
 		{Name: "certs/a.pem", Serial: "1234", NotAfter: time.Date(2045, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{Name: "certs/b.pem", Serial: "05", NotAfter: time.Date(2030, 6, 1, 0, 0, 0, 0, time.UTC)},
 	}
-	snap.Frontends[0].ProxyErrors, snap.Frontends[0].SslFailedHandshake = 2, 7
+	snap.Frontends[0].ProxyErrors, snap.Frontends[0].SSL.FailedHandshake = 2, 7
 	c := NewCollector(func() *proxy.Snapshot { return snap }, func() ProcessFacts { return testFacts })
 	want := `
 # HELP fulcrum_ssl_cert_not_after_seconds Expiry (notAfter) of each certificate the binds serve, as a Unix time; with its filename (as show ssl cert names it) and serial.
@@ -62,7 +62,7 @@ haproxy_process_max_backend_ssl_key_rate 11
 # TYPE fulcrum_frontend_ssl_failed_handshakes_total counter
 `
 	for i := range snap.Frontends {
-		n := snap.Frontends[i].SslFailedHandshake
+		n := snap.Frontends[i].SSL.FailedHandshake
 		want += `fulcrum_frontend_ssl_failed_handshakes_total{proxy="` + snap.Frontends[i].Name + `"} ` + strconv.FormatInt(n, 10) + "\n"
 	}
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "fulcrum_frontend_ssl_failed_handshakes_total"); err != nil {
