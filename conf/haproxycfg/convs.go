@@ -225,8 +225,15 @@ func convServer(x *ctx) {
 	t := &table{header: "[[backend.server]]", src: x.ln.num}
 	t.set("name", name, x.ln.num)
 	t.set("address", a, x.ln.num)
+	x.addServer(t, x.args()[2:])
+}
+
+// addServer applies a server or server-template line's options to t and
+// adds it to the section's servers, unless an option means the line is
+// not converted.
+func (x *ctx) addServer(t *table, opts []string) {
 	srv := &server{t: t, ln: x.ln}
-	if !x.serverOptions(t, &srv.agent, x.args()[2:], false) {
+	if !x.serverOptions(t, &srv.agent, opts, false) {
 		return
 	}
 	srv.cookie = t.get("cookie") != nil

@@ -263,12 +263,5 @@ func convServerTemplate(x *ctx) {
 		}
 		t.set("port", p, x.ln.num)
 	}
-	srv := &server{t: t, ln: x.ln}
-	if !x.serverOptions(t, &srv.agent, x.args()[3:], false) {
-		return
-	}
-	srv.cookie = t.get("cookie") != nil
-	t.lead = append(x.lead(), t.lead...)
-	t.trail = x.trail()
-	x.p.servers = append(x.p.servers, srv)
+	x.addServer(t, x.args()[3:])
 }
