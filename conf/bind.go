@@ -27,7 +27,9 @@ type Bind struct {
 	TLS *tlsx.BindConfig
 	// Proto is "h2" with HAProxy's "proto h2": the bind speaks HTTP/2
 	// without negotiating it (prior knowledge on plaintext, or forced
-	// after a TLS handshake); "" speaks HTTP/1.1, or what ALPN chose.
+	// after a TLS handshake); "h1" with "proto h1": HTTP/1 only, no
+	// implicit upgrade to HTTP/2; "" speaks HTTP/1.1, or what ALPN chose,
+	// or on plaintext HTTP/2 to a client that opens with its preface.
 	Proto string
 }
 
@@ -85,8 +87,8 @@ func parseBind(s scope, text string) *Bind {
 			if !ok {
 				return nil
 			}
-			if v != "h2" {
-				s.errorf("proto: only \"h2\" is supported (HTTP/2 without negotiation), got %q", v)
+			if v != "h2" && v != "h1" {
+				s.errorf("proto: \"h2\" (HTTP/2 without negotiation) or \"h1\" (HTTP/1 only: no implicit HTTP/2 upgrade), got %q", v)
 				return nil
 			}
 			b.Proto = v

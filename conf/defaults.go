@@ -101,6 +101,10 @@ type defaultsSection struct {
 	// DontLogNull leaves out of the log the connections that sent nothing
 	// (frontends; HAProxy's option dontlognull). Default false.
 	DontLogNull *bool `toml:"dontlognull"`
+
+	// DisableH2Upgrade turns off the implicit HTTP/2 upgrade (frontends;
+	// see frontend disable_h2_upgrade). Default false.
+	DisableH2Upgrade *bool `toml:"disable_h2_upgrade"`
 }
 
 // setDefaults gives every unset key of [defaults] its built-in default. It is
@@ -126,6 +130,7 @@ func (d *defaultsSection) setDefaults() {
 	orDefault(&d.ForwardFor, false)
 	orDefault(&d.LogFormat, "")
 	orDefault(&d.DontLogNull, false)
+	orDefault(&d.DisableH2Upgrade, false)
 	for _, l := range d.Log {
 		l.setDefaults()
 	}

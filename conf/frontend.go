@@ -127,6 +127,14 @@ type frontendSection struct {
 	// [defaults]; default false.
 	DontLogNull *bool `toml:"dontlognull"`
 
+	// DisableH2Upgrade turns off the implicit HTTP/2 upgrade: by default a
+	// plaintext bind of an http frontend serves as HTTP/2 a connection
+	// whose first bytes are the HTTP/2 preface (h2c with prior
+	// knowledge), as HAProxy does unless option disable-h2-upgrade; bind
+	// option "proto h1" turns it off for one bind. Inherited from
+	// [defaults]; default false.
+	DisableH2Upgrade *bool `toml:"disable_h2_upgrade"`
+
 	rules *acl.Rules // compiled by compileRules
 	binds []*Bind    // Bind parsed by validate (nil elements: errors)
 
@@ -188,6 +196,7 @@ func (f *frontendSection) setDefaults(d *defaultsSection) {
 	inherit(&f.ForwardFor, d.ForwardFor)
 	inherit(&f.LogFormat, d.LogFormat)
 	inherit(&f.DontLogNull, d.DontLogNull)
+	inherit(&f.DisableH2Upgrade, d.DisableH2Upgrade)
 	if f.Log == nil {
 		f.Log = d.Log // the same targets, already defaulted
 	} else {

@@ -332,6 +332,7 @@ func (f *fileSection) model(c *checker) *Config {
 			CaptureRequest:     captures(fe.CaptureRequestHeader),
 			CaptureResponse:    captures(fe.CaptureResponseHeader),
 			DontLogNull:        *fe.DontLogNull,
+			DisableH2Upgrade:   *fe.DisableH2Upgrade,
 		})
 	}
 	for i, t := range f.Tables {

@@ -138,6 +138,8 @@ type Frontend struct {
 	CaptureRequest  []Capture // capture_request_header, in order
 	CaptureResponse []Capture // capture_response_header, in order
 	DontLogNull     bool
+	// DisableH2Upgrade: no implicit HTTP/2 upgrade on plaintext binds.
+	DisableH2Upgrade bool
 }
 
 // StatsPage is a frontend's stats page ([frontend.stats] with enable = true).

@@ -65,6 +65,9 @@ type Frontend struct {
 	ProxyErrors atomic.Int64
 	// SSL counts the TLS handshakes of the ssl binds' clients.
 	SSL SSLCounters
+	// H2Upgrades counts the plaintext connections that opened with the
+	// HTTP/2 preface and were served as HTTP/2 (h2conn.go).
+	H2Upgrades atomic.Int64
 
 	// H2 are the HTTP/2 counters of the frontend's clients (HAProxy's h2
 	// statistics module); h2 serves the binds with proto h2, nil when it
@@ -72,6 +75,9 @@ type Frontend struct {
 	H2      h2mux.Counters
 	h2      *http2.Server
 	h2Binds map[string]bool
+	// h1Binds are the listener addresses of the binds with proto h1: no
+	// implicit upgrade to HTTP/2 there (h2conn.go).
+	h1Binds map[string]bool
 
 	// successor is the frontend of the same name in the proxy that
 	// replaced this one's at a reload, when its keep-alive connections may
@@ -288,14 +294,23 @@ func (fe *Frontend) listen(inherited map[string]net.Listener) error {
 	// socket: its connections inherit them.
 	lc := net.ListenConfig{KeepAlive: -1, Control: sockBufsControl(fe.p.Conf.Global.ClientBufs)}
 	var opened []*acceptor
-	fe.h2Binds = nil
+	fe.h2Binds, fe.h1Binds = nil, nil
 	isH2 := func(i int, a *acceptor) {
-		if i < len(fe.Conf.BindOptions) && fe.Conf.BindOptions[i] != nil && fe.Conf.BindOptions[i].Proto == "h2" {
-			if fe.h2Binds == nil {
-				fe.h2Binds = map[string]bool{}
-			}
-			fe.h2Binds[a.addr] = true
+		if i >= len(fe.Conf.BindOptions) || fe.Conf.BindOptions[i] == nil {
+			return
 		}
+		set := &fe.h2Binds
+		switch fe.Conf.BindOptions[i].Proto {
+		case "h2":
+		case "h1":
+			set = &fe.h1Binds
+		default:
+			return
+		}
+		if *set == nil {
+			*set = map[string]bool{}
+		}
+		(*set)[a.addr] = true
 	}
 	for i, addr := range fe.Conf.Binds {
 		if l := inherited[addr]; l != nil {

@@ -1,10 +1,13 @@
 package proxy
 
 import (
+	"net"
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/h2mux"
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http2"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 )
 
 // The core's side of a client connection speaking HTTP/2 (a bind with
@@ -31,6 +34,61 @@ func (fe *Frontend) serveH2(cc *clientConn) {
 	cc.fe = fe
 	cc.set = &fe.h2set
 	http2.Serve(h2client{cc})
+}
+
+// CanUpgradeH2 implements http1.Upgrader: a plaintext connection of an
+// http frontend without disable_h2_upgrade, on a bind without proto h1,
+// may switch to HTTP/2 (HAProxy's implicit upgrade).
+func (cc *clientConn) CanUpgradeH2() bool {
+	fe := cc.owner.Load()
+	return fe.h2 != nil && cc.tls == nil && !fe.Conf.DisableH2Upgrade && !fe.h1Binds[*cc.bind]
+}
+
+// UpgradeH2 implements http1.Upgrader: the HTTP/1 engine saw the HTTP/2
+// preface as the connection's first bytes (buffered, read already): its
+// Stream goes back (the connection's tracked entries stay, for its
+// streams), and the connection is served as HTTP/2 from those bytes on.
+func (cc *clientConn) UpgradeH2(buffered []byte) http1.End {
+	x := cc.x
+	cc.x = nil
+	x.trk.end(-1, 0, 0)
+	*x = Stream{edits: x.edits, ans: x.ans[:0]}
+	streamPool.Put(x)
+	fe := cc.owner.Load()
+	fe.H2Upgrades.Add(1)
+	cc.c.SetDeadline(time.Time{}) // the HTTP/1 request's; the engine arms its own
+	cc.dl = netio.Deadlines{}
+	// Under the owner's lock: a stop or shutdown session closes cc.c.
+	fe.mu.Lock()
+	cc.c = &replayConn{Conn: cc.c, b: buffered}
+	fe.mu.Unlock()
+	fe.serveH2(cc)
+	return http1.EndClosed
+}
+
+// replayConn is a connection whose first bytes were read already: Read
+// returns them first.
+type replayConn struct {
+	net.Conn
+	b []byte
+}
+
+func (r *replayConn) Read(p []byte) (int, error) {
+	if len(r.b) > 0 {
+		n := copy(p, r.b)
+		r.b = r.b[n:]
+		return n, nil
+	}
+	return r.Conn.Read(p)
+}
+
+// CloseWrite half-closes the connection (the engine's linger); a
+// connection that cannot is left open for the linger's reads.
+func (r *replayConn) CloseWrite() error {
+	if cw, ok := r.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // h2client is a client connection in HTTP/2 as the engine sees it.

@@ -190,7 +190,7 @@ var proxyRows = []keyword{
 	{side: sideBack, name: "option accept-invalid-http-response", kind: Unsupported, why: "fulcrum refuses invalid responses (502)"},
 	{name: "option transparent", kind: Unsupported, why: "transparent proxying"},
 	{name: "option http-use-proxy-header", kind: Unsupported, why: "Proxy-Connection handling"},
-	{name: "option disable-h2-upgrade", kind: Ignored, why: "fulcrum does not upgrade to HTTP/2"},
+	{name: "option disable-h2-upgrade", side: sideFront, dflt: true, neg: true, conv: convFlag("disable_h2_upgrade")},
 	{name: "option tcp-smart-accept", kind: Ignored, why: "no effect in fulcrum"},
 	{name: "option tcp-smart-connect", kind: Ignored, why: "no effect in fulcrum"},
 	{name: "option http-restrict-req-hdr-names", kind: Unsupported, why: "header name restrictions"},

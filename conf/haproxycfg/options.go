@@ -443,8 +443,8 @@ func h2Proto(key string) func(o *optCtx, a []string) error {
 
 // bindProto: a bind's "proto h2", kept on the bind's line.
 func bindProto(o *optCtx, a []string) error {
-	if a[0] != "h2" {
-		return fmt.Errorf("only h2 is supported, got %q", a[0])
+	if a[0] != "h2" && a[0] != "h1" {
+		return fmt.Errorf("only h2 and h1 are supported, got %q", a[0])
 	}
 	return bindPass(o, a)
 }

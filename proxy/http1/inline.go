@@ -375,7 +375,7 @@ func (s *session) dispatch(e entry) {
 func (s *session) Continue() End {
 	e := s.next
 	s.next = entryTop
-	return s.serve(e, s.pIdle)
+	return s.run(e, s.pIdle)
 }
 
 // onResponse is the parked response's wake-up: an event, the read
@@ -623,6 +623,9 @@ func (s *session) onRequest() bool {
 		if len(p) == 0 {
 			return false
 		}
+	}
+	if s.nreq == 0 && mayBeH2(p) {
+		return false // perhaps HTTP/2 (upgrade.go): a worker decides
 	}
 	if headEnd(p) < 0 {
 		return false // the rest of the head: a worker waits for it

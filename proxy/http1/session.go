@@ -124,7 +124,7 @@ func (s *session) recycle() {
 func Serve(cl Client) End {
 	s := newSession(cl)
 	s.br, s.bw = netio.GetReader(s.src()), s.newWriter()
-	return s.serve(entryTop, time.Time{})
+	return s.run(entryTop, time.Time{})
 }
 
 // Resume serves a connection that hibernated (Hibernator.Hibernate) after
@@ -135,7 +135,7 @@ func Serve(cl Client) End {
 func Resume(cl Client, nreq int, idleStart time.Time) End {
 	s := newSession(cl)
 	s.nreq = nreq
-	return s.serve(entryResumed, idleStart)
+	return s.run(entryResumed, idleStart)
 }
 
 // newSession returns a session for cl, without its buffers.
@@ -204,6 +204,9 @@ func (s *session) serve(e entry, idleStart time.Time) (end End) {
 			}
 			if moved {
 				s.settings() // moved by a reload while idle
+			}
+			if s.wantsH2() {
+				return endUpgradeH2 // run hands the connection over
 			}
 			keep = s.handle(idleStart)
 		}

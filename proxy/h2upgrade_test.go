@@ -1,0 +1,160 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
+)
+
+// TestH2ImplicitUpgrade: a plaintext HTTP bind without proto serves as
+// HTTP/2 a connection that opens with the HTTP/2 preface (HAProxy's
+// implicit upgrade), and HTTP/1.1 to the others on the same bind; bind
+// proto h1 and disable_h2_upgrade turn the upgrade off (the preface is
+// then a bad HTTP/1 request: 400).
+func TestH2ImplicitUpgrade(t *testing.T) {
+	up := newUpstream(t, "s1")
+	cfg := testConfig(conf.ModeHTTP, []string{up.addr()}, nil)
+	cfg.Global.H2MaxStreams = 100
+	p, addr, logs := startLogged(t, cfg)
+
+	c := &http.Client{Transport: h2cTransport(), Timeout: 10 * time.Second}
+	for i := range 3 { // one connection, three streams
+		resp, err := c.Get(fmt.Sprintf("http://%s/x%d", addr, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.ProtoMajor != 2 || resp.StatusCode != 200 || strings.TrimSpace(string(body)) != "s1" {
+			t.Fatalf("h2c request %d: %s %d %q", i, resp.Proto, resp.StatusCode, body)
+		}
+	}
+	c.CloseIdleConnections()
+	// HTTP/1.1 on the same bind.
+	if resp, body := get(t, "http://"+addr+"/", ""); resp.StatusCode != 200 || resp.ProtoMajor != 1 || strings.TrimSpace(body) != "s1" {
+		t.Fatalf("HTTP/1.1 on the same bind: %s %d %q", resp.Proto, resp.StatusCode, body)
+	}
+	fe := p.Frontends[0]
+	waitFor(t, 5*time.Second, "four requests logged", func() bool { return len(logLines(t, logs)) == 4 })
+	if n := fe.H2Upgrades.Load(); n != 1 {
+		t.Errorf("upgrades: %d, want 1", n)
+	}
+	if n := fe.H2.TotalStreams.Load(); n != 3 {
+		t.Errorf("h2 streams: %d, want 3", n)
+	}
+	lines := logLines(t, logs)
+	var h2, h1 int
+	for _, l := range lines {
+		switch {
+		case strings.HasSuffix(l["request"].(string), " HTTP/2.0") && l["status"] == 200.0:
+			h2++
+		case l["request"] == "GET / HTTP/1.1" && l["status"] == 200.0:
+			h1++
+		}
+	}
+	if h2 != 3 || h1 != 1 {
+		t.Errorf("access log: %d HTTP/2.0 and %d HTTP/1.1 requests, want 3 and 1: %v", h2, h1, lines)
+	}
+}
+
+// TestH2UpgradeOff: proto h1 on the bind, or disable_h2_upgrade, keeps
+// the preface an HTTP/1 request (400, as HAProxy with the option).
+func TestH2UpgradeOff(t *testing.T) {
+	up := newUpstream(t, "s1")
+	for _, tc := range []struct {
+		name string
+		set  func(*conf.Config)
+	}{
+		{"proto h1", func(c *conf.Config) {
+			c.Frontends[0].BindOptions = []*conf.Bind{{Addr: "127.0.0.1:0", Proto: "h1"}}
+		}},
+		{"disable_h2_upgrade", func(c *conf.Config) { c.Frontends[0].DisableH2Upgrade = true }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(conf.ModeHTTP, []string{up.addr()}, nil)
+			cfg.Global.H2MaxStreams = 100
+			tc.set(cfg)
+			p, addr, _ := startLogged(t, cfg)
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(10 * time.Second))
+			io.WriteString(conn, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+			b, _ := io.ReadAll(conn)
+			if !strings.HasPrefix(string(b), "HTTP/1.1 400 ") {
+				t.Errorf("preface with the upgrade off: %q, want a 400", b)
+			}
+			if p.Frontends[0].H2Upgrades.Load() != 0 {
+				t.Error("counted as an upgrade")
+			}
+		})
+	}
+}
+
+// TestH2UpgradeSlowPreface: a preface that arrives in pieces (a part of
+// it first, the rest later) is still recognised; bytes that only start
+// like it ("PRI" and then something else) are an HTTP/1 request.
+func TestH2UpgradeSlowPreface(t *testing.T) {
+	up := newUpstream(t, "s1")
+	cfg := testConfig(conf.ModeHTTP, []string{up.addr()}, nil)
+	cfg.Global.H2MaxStreams = 100
+	p, addr, _ := startLogged(t, cfg)
+
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(conn, "PRI * HTTP/2")
+	waitFor(t, 5*time.Second, "the first part read", func() bool { return p.Frontends[0].Counters.Stot.Load() == 1 })
+	io.WriteString(conn, ".0\r\n\r\nSM\r\n\r\n")
+	io.WriteString(conn, "\x00\x00\x00\x04\x00\x00\x00\x00\x00") // an empty SETTINGS frame
+	// The server's first frame is its SETTINGS: 9 bytes of header, type 4.
+	head := make([]byte, 9)
+	if _, err := io.ReadFull(conn, head); err != nil || head[3] != 4 {
+		t.Fatalf("after the preface: %v, frame header %x, want a SETTINGS frame", err, head)
+	}
+	waitFor(t, 5*time.Second, "the upgrade counted", func() bool { return p.Frontends[0].H2Upgrades.Load() == 1 })
+
+	other, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(other, "PRIX / HTTP/1.1\r\nHost: a\r\n\r\n")
+	b := make([]byte, 12)
+	if _, err := io.ReadFull(other, b); err != nil || !strings.HasPrefix(string(b), "HTTP/1.1 ") {
+		t.Fatalf("a request that starts like the preface: %q, %v, want an HTTP/1.1 answer", b, err)
+	}
+}
+
+// TestH2UpgradeCurl: curl --http2-prior-knowledge and h2load against a
+// plain bind without proto h2, as against HAProxy's default bind.
+func TestH2UpgradeCurl(t *testing.T) {
+	curl := testutil.NeedTool(t, "curl", "curl")
+	h2load := testutil.NeedTool(t, "h2load", "nghttp2-client")
+	up := newUpstream(t, "s1")
+	cfg := testConfig(conf.ModeHTTP, []string{up.addr()}, nil)
+	cfg.Global.H2MaxStreams = 100
+	_, addr, _ := startLogged(t, cfg)
+	out, err := exec.Command(curl, "-sS", "--http2-prior-knowledge", "-o", "-", "-w", "%{http_version} %{http_code}", "http://"+addr+"/").CombinedOutput()
+	if err != nil || string(out) != "s1\n2 200" {
+		t.Fatalf("curl --http2-prior-knowledge: %v %q", err, out)
+	}
+	out, err = exec.Command(h2load, "-n", "200", "-c", "4", "-m", "10", "http://"+addr+"/").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "200 succeeded, 0 failed, 0 errored") {
+		t.Fatalf("h2load: %v\n%s", err, out)
+	}
+}
