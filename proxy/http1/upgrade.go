@@ -49,12 +49,12 @@ func (s *session) wantsH2() bool {
 	if s.nreq != 0 {
 		return false
 	}
-	u, ok := s.cl.(Upgrader)
-	if !ok || !u.CanUpgradeH2() {
+	p, _ := s.br.Peek(s.br.Buffered())
+	if !mayBeH2(p) { // the common case: one byte compared
 		return false
 	}
-	p, _ := s.br.Peek(s.br.Buffered())
-	if !mayBeH2(p) {
+	u, ok := s.cl.(Upgrader)
+	if !ok || !u.CanUpgradeH2() {
 		return false
 	}
 	if len(p) < len(h2Preface) {
