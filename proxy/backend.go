@@ -60,10 +60,13 @@ type Backend struct {
 	// a server is built (a server added at runtime too), never cleared.
 	prepConns atomic.Bool
 	log       zerolog.Logger // panic-mode warnings
-	clock     clock          // slowstart's time source; tests replace it
-	panicked  bool           // the usable set is in panic mode
-	ramp      func() bool    // stops the pending slowstart step, nil when none
-	rampGen   uint64         // generation of the pending step: a stale one returns
+	// event is its proxy's LogEvent (nil in tests that build a Backend
+	// alone).
+	event    func(level int, msg string)
+	clock    clock       // slowstart's time source; tests replace it
+	panicked bool        // the usable set is in panic mode
+	ramp     func() bool // stops the pending slowstart step, nil when none
+	rampGen  uint64      // generation of the pending step: a stale one returns
 
 	// free counts the servers of the usable set that have a free slot, so
 	// that a request finds "every server is full" in O(1) instead of making

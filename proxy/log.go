@@ -279,6 +279,15 @@ func (p *Proxy) LogEvent(level int, msg string) {
 	}
 }
 
+// LogEvent sends msg to its proxy's [[global.log]] targets
+// (Proxy.LogEvent): what a server without checks, whose state only the
+// Runtime API changes, has of the checker's event sink.
+func (b *Backend) LogEvent(level int, msg string) {
+	if b.event != nil {
+		b.event(level, msg)
+	}
+}
+
 // startLogs starts the log senders; stopLogs sends what they hold and
 // stops them (after the last request was logged).
 func (p *Proxy) startLogs() {

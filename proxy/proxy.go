@@ -115,6 +115,7 @@ func build(cfg *conf.Config, log zerolog.Logger, prev *Proxy) (*Proxy, error) {
 			return nil, err
 		}
 		b.log = log // panic_threshold warnings
+		b.event = p.LogEvent
 		b.dialControl = sockBufsControl(cfg.Global.ServerBufs)
 		p.Backends = append(p.Backends, b)
 		byName[b.Name] = b

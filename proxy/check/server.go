@@ -134,7 +134,7 @@ func Of(s *proxy.Server) *Server {
 // HAProxy.
 func newServer(s *proxy.Server) *Server {
 	cs := &Server{srv: s, be: s.Backend, name: s.Backend.Name + "/" + s.Name, log: zerolog.Nop(),
-		event: func(int, string) {}}
+		event: s.Backend.LogEvent}
 	var rise, fall int
 	_, cs.fastinter, _, rise, fall = s.Conf.CheckTimes(s.Backend.Conf.Check)
 	cs.health = checkState{configured: s.Conf.Check, enabled: s.Conf.Check, rise: rise, fall: fall, health: rise,
@@ -449,8 +449,16 @@ func (cs *Server) syncLocked() {
 		cs.be.SetOp(cs.srv, proxy.OpUp)
 		cs.endDowntimeLocked()
 	}
-	act, bck := cs.be.ServersUp()
-	msg := fmt.Sprintf("Server %s is UP (leaving forced maintenance). %d active and %d backup servers online. 0 sessions requeued, 0 total in queue.", cs.name, act, bck)
+	// HAProxy 2.6's line (srv_update_status): the state the server is
+	// left in, operational and administrative.
+	op, admin := "UP", "READY"
+	if cs.srv.Op() != proxy.OpUp {
+		op = "DOWN"
+	}
+	if cs.srv.Admin() == proxy.AdminDrain {
+		admin = "DRAIN"
+	}
+	msg := fmt.Sprintf("Server %s is %s/%s (leaving forced maintenance).", cs.name, op, admin)
 	cs.log.Info().Str("backend", cs.srv.Backend.Name).Str("server", cs.srv.Name).Msg(msg)
 	cs.event(syslog.LevelNotice, msg)
 }

@@ -54,3 +54,39 @@ func TestStateChangesToSyslog(t *testing.T) {
 		}
 	}
 }
+
+// TestMaintToSyslog: a server without checks put into maintenance and
+// back by the Runtime API (check.Of(s).SetAdmin) reaches the syslog
+// targets too: going DOWN at alert, UP at notice.
+func TestMaintToSyslog(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	cfg := testConfig("127.0.0.1:1", "127.0.0.1:2")
+	for _, s := range cfg.Backends[0].Servers {
+		s.Check = false
+	}
+	cfg.Global.Log = []conf.LogTarget{{Target: syslog.Target{Network: "udp", Address: pc.LocalAddr().String(),
+		Format: "rfc3164", Facility: 16, MaxLevel: 7, MinLevel: 0, Len: 1024}}}
+	h := newHarness(t, cfg)
+	s2 := h.p.Backends[0].Servers()[1]
+	Of(s2).SetAdmin(proxy.AdminMaint)
+	Of(s2).SetAdmin(proxy.AdminReady)
+	want := []*regexp.Regexp{
+		regexp.MustCompile(`^<129>.* fulcrum\[\d+\]: Server web/s2 is going DOWN for maintenance\. 1 active and 0 backup servers left\. 0 sessions active, 0 requeued, 0 remaining in queue\.\n$`),
+		regexp.MustCompile(`^<133>.* fulcrum\[\d+\]: Server web/s2 is UP/READY \(leaving forced maintenance\)\.\n$`),
+	}
+	buf := make([]byte, 2048)
+	for i, re := range want {
+		pc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, _, err := pc.ReadFrom(buf)
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if !re.Match(buf[:n]) {
+			t.Errorf("message %d: %q, want %s", i, buf[:n], re)
+		}
+	}
+}
