@@ -7,6 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -112,12 +115,12 @@ The stats page (servers, states, counters; drain a server from it):
   http://%[2]s/stats     also ;csv and ;json, and /metrics for Prometheus
 
 The admin socket speaks HAProxy's Runtime API:
-  ./bin/fulcrumctl -s %[3]s show stat
+  %[4]s -s %[3]s show stat
   echo "show servers state" | socat stdio unix-connect:%[3]s
   echo "set server web/s3 state drain" | socat stdio unix-connect:%[3]s
 
 Press Ctrl-C to stop.
-`, addr, statsAddr, at.socket)
+`, addr, statsAddr, at.socket, ctlPath())
 		if started != nil {
 			started(p)
 		}
@@ -125,6 +128,26 @@ Press Ctrl-C to stop.
 	logw, done := logWriter(stderr, cfg.Global.LogFormat)
 	defer done()
 	return serveWith(ctx, cfg, logw, opts)
+}
+
+// ctlPath is how the demo's hint names fulcrumctl: beside the running
+// binary when it is there (make build puts both in bin/), as the
+// current directory sees it; else "fulcrumctl", from $PATH.
+func ctlPath() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "fulcrumctl"
+	}
+	ctl := filepath.Join(filepath.Dir(exe), "fulcrumctl")
+	if _, err := os.Stat(ctl); err != nil {
+		return "fulcrumctl"
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, ctl); err == nil && !strings.HasPrefix(rel, "..") {
+			return "./" + rel
+		}
+	}
+	return ctl
 }
 
 // startDemoUpstream starts one built-in upstream on a free loopback port.
