@@ -41,12 +41,27 @@ func newHoldUpstream(t *testing.T) *holdUpstream {
 	return h
 }
 
+// h2Binds are the two ways a plaintext bind speaks HTTP/2 with prior
+// knowledge: proto h2, and the implicit upgrade of a bind without proto.
+var h2Binds = []struct {
+	name  string
+	proto string
+}{{"proto h2", "h2"}, {"implicit upgrade", ""}}
+
 // TestH2ReloadKeepsStreams reloads while 200 streams are open on HTTP/2
 // connections: the old configuration sends GOAWAY, new requests reach the
-// new one, and every open stream completes.
+// new one, and every open stream completes; on a proto h2 bind and on a
+// plain one whose connections switched to HTTP/2.
 func TestH2ReloadKeepsStreams(t *testing.T) {
+	for _, b := range h2Binds {
+		t.Run(b.name, func(t *testing.T) { testH2ReloadKeepsStreams(t, b.proto) })
+	}
+}
+
+func testH2ReloadKeepsStreams(t *testing.T, proto string) {
 	up := newHoldUpstream(t)
 	cfg := h2Config([]string{up.addr()}, "")
+	cfg.Frontends[0].BindOptions[0].Proto = proto
 	cfg.Global.H2MaxStreams = 256
 	old, addr := startProxy(t, cfg)
 	tr := h2cTransport()
@@ -72,6 +87,9 @@ func TestH2ReloadKeepsStreams(t *testing.T) {
 		}()
 	}
 	waitFor(t, 20*time.Second, "200 streams held", func() bool { return up.held.Load() == 200 })
+	if n := old.Frontends[0].H2Upgrades.Load(); (proto == "") != (n > 0) {
+		t.Fatalf("%d connections upgraded on a bind with proto %q", n, proto)
+	}
 
 	next := cfgCopyH2(cfg)
 	p := reloadTo(t, old, keepBind(next, old))
@@ -124,13 +142,24 @@ func cfgCopyH2(cfg *conf.Config) *conf.Config {
 }
 
 // TestH2StopSendsGoaway: a stop sends GOAWAY naming the last stream, lets
-// the stream in flight finish, then closes.
+// the stream in flight finish, then closes (proto h2, implicit upgrade).
 func TestH2StopSendsGoaway(t *testing.T) {
+	for _, b := range h2Binds {
+		t.Run(b.name, func(t *testing.T) { testH2StopSendsGoaway(t, b.proto) })
+	}
+}
+
+func testH2StopSendsGoaway(t *testing.T, proto string) {
 	up := newHoldUpstream(t)
-	p, addr := startProxy(t, h2Config([]string{up.addr()}, ""))
+	cfg := h2Config([]string{up.addr()}, "")
+	cfg.Frontends[0].BindOptions[0].Proto = proto
+	p, addr := startProxy(t, cfg)
 	f := dialFramer(t, addr)
 	f.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: f.headers("/hold"), EndStream: true, EndHeaders: true})
 	waitFor(t, 5*time.Second, "the stream held", func() bool { return up.held.Load() == 1 })
+	if n := p.Frontends[0].H2Upgrades.Load(); (proto == "") != (n == 1) {
+		t.Fatalf("%d connections upgraded on a bind with proto %q", n, proto)
+	}
 	stopped := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
