@@ -102,6 +102,14 @@ type defaultsSection struct {
 	// (frontends; HAProxy's option dontlognull). Default false.
 	DontLogNull *bool `toml:"dontlognull"`
 
+	// DontLogNormal logs only the requests that failed (frontends; see
+	// frontend dontlog_normal). Default false.
+	DontLogNormal *bool `toml:"dontlog_normal"`
+
+	// LogSeparateErrors sends the lines of failed requests at level err
+	// (frontends; see frontend log_separate_errors). Default false.
+	LogSeparateErrors *bool `toml:"log_separate_errors"`
+
 	// DisableH2Upgrade turns off the implicit HTTP/2 upgrade (frontends;
 	// see frontend disable_h2_upgrade). Default false.
 	DisableH2Upgrade *bool `toml:"disable_h2_upgrade"`
@@ -131,6 +139,8 @@ func (d *defaultsSection) setDefaults() {
 	orDefault(&d.LogFormat, "")
 	orDefault(&d.DontLogNull, false)
 	orDefault(&d.DisableH2Upgrade, false)
+	orDefault(&d.DontLogNormal, false)
+	orDefault(&d.LogSeparateErrors, false)
 	for _, l := range d.Log {
 		l.setDefaults()
 	}

@@ -127,6 +127,20 @@ type frontendSection struct {
 	// [defaults]; default false.
 	DontLogNull *bool `toml:"dontlognull"`
 
+	// DontLogNormal leaves out of the access log (stderr and targets) the
+	// requests that went well, as HAProxy's option dontlog-normal: a
+	// line is logged when the request was redispatched or retried, ended
+	// with a termination cause other than none or local (the first
+	// character of termination_state not '-' or 'L'), or, in mode http,
+	// had a 5xx status. Inherited from [defaults]; default false.
+	DontLogNormal *bool `toml:"dontlog_normal"`
+
+	// LogSeparateErrors sends the lines of such failed requests to the
+	// log targets at level err instead of info, as HAProxy's option
+	// log-separate-errors (a target's level can then keep them apart).
+	// Inherited from [defaults]; default false.
+	LogSeparateErrors *bool `toml:"log_separate_errors"`
+
 	// DisableH2Upgrade turns off the implicit HTTP/2 upgrade: by default a
 	// plaintext bind of an http frontend serves as HTTP/2 a connection
 	// whose first bytes are the HTTP/2 preface (h2c with prior
@@ -197,6 +211,8 @@ func (f *frontendSection) setDefaults(d *defaultsSection) {
 	inherit(&f.LogFormat, d.LogFormat)
 	inherit(&f.DontLogNull, d.DontLogNull)
 	inherit(&f.DisableH2Upgrade, d.DisableH2Upgrade)
+	inherit(&f.DontLogNormal, d.DontLogNormal)
+	inherit(&f.LogSeparateErrors, d.LogSeparateErrors)
 	if f.Log == nil {
 		f.Log = d.Log // the same targets, already defaulted
 	} else {

@@ -333,6 +333,8 @@ func (f *fileSection) model(c *checker) *Config {
 			CaptureResponse:    captures(fe.CaptureResponseHeader),
 			DontLogNull:        *fe.DontLogNull,
 			DisableH2Upgrade:   *fe.DisableH2Upgrade,
+			DontLogNormal:      *fe.DontLogNormal,
+			LogSeparateErrors:  *fe.LogSeparateErrors,
 		})
 	}
 	for i, t := range f.Tables {

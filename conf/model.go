@@ -140,6 +140,9 @@ type Frontend struct {
 	DontLogNull     bool
 	// DisableH2Upgrade: no implicit HTTP/2 upgrade on plaintext binds.
 	DisableH2Upgrade bool
+	// DontLogNormal and LogSeparateErrors: HAProxy's option
+	// dontlog-normal and log-separate-errors.
+	DontLogNormal, LogSeparateErrors bool
 }
 
 // StatsPage is a frontend's stats page ([frontend.stats] with enable = true).

@@ -202,7 +202,10 @@ type frontendLog struct {
 	capReq      []conf.Capture
 	capResp     []conf.Capture
 	dontLogNull bool
-	lines       atomic.Int64 // %lc
+	// dontLogNormal and separateErrors: the frontend's dontlog_normal and
+	// log_separate_errors.
+	dontLogNormal, separateErrors bool
+	lines                         atomic.Int64 // %lc
 }
 
 // observers are a proxy's log targets, its counters for the log lines and
@@ -248,7 +251,8 @@ func (p *Proxy) buildLogs() {
 	for _, fe := range p.Frontends {
 		fc := fe.Conf
 		fl := &frontendLog{format: fc.LogFormat, samples: fc.LogSamples, capReq: fc.CaptureRequest,
-			capResp: fc.CaptureResponse, dontLogNull: fc.DontLogNull}
+			capResp: fc.CaptureResponse, dontLogNull: fc.DontLogNull,
+			dontLogNormal: fc.DontLogNormal, separateErrors: fc.LogSeparateErrors}
 		if fl.format == nil {
 			name := "httplog"
 			if fc.Mode == conf.ModeTCP {
@@ -371,11 +375,29 @@ func (x *Stream) flushLog() {
 	x.fe.writeLog(x)
 }
 
+// logError reports whether x's line is a failed request's, as HAProxy's
+// strm_log decides it for option dontlog-normal and log-separate-errors:
+// redispatched or retried, a termination cause other than none or local
+// (termination_state's first character not '-' or 'L'), or in mode http
+// a 5xx status.
+func (x *Stream) logError() bool {
+	e := &x.lg
+	cause := byte('-')
+	if len(e.flags) > 0 {
+		cause = e.flags[0]
+	}
+	return e.redispatched || e.retries > 0 || (cause != '-' && cause != 'L') || (!x.tcp && x.status >= 500)
+}
+
 // writeLog writes x's line: the JSON or console line on stderr, the
 // log_format line to the frontend's targets.
 func (fe *Frontend) writeLog(x *Stream) {
 	e := &x.lg
 	fl := fe.log
+	failed := x.logError()
+	if fl.dontLogNormal && !failed {
+		return
+	}
 	lc := fl.lines.Add(1) - 1
 	rc := fe.p.obs.requests.Add(1) - 1
 	var act int64 // HAProxy's actconn: the process's client connections
@@ -515,8 +537,12 @@ func (fe *Frontend) writeLog(x *Stream) {
 	bp := logBufs.Get().(*[]byte)
 	line := fl.format.Append((*bp)[:0], &le)
 	now := time.Now()
+	level := syslog.LevelInfo
+	if failed && fl.separateErrors {
+		level = syslog.LevelErr
+	}
 	for _, s := range fl.senders {
-		s.Send(syslog.LevelInfo, now, line)
+		s.Send(level, now, line)
 	}
 	*bp = line
 	logBufs.Put(bp)

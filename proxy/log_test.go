@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"regexp"
 	"strings"
@@ -258,5 +259,72 @@ address = %[3]q
 	sink.mu.Unlock()
 	if n != 2 {
 		t.Errorf("got %d lines, want 2 (the empty connection is not logged)", n)
+	}
+}
+
+// TestDontLogNormal: with dontlog_normal only failed requests are logged
+// (a 503 from a dead server, a 5xx from the server), with
+// log_separate_errors at level err (local0: <131>), as HAProxy's options
+// dontlog-normal and log-separate-errors; a 404 is a normal request.
+func TestDontLogNormal(t *testing.T) {
+	u := newUpstream(t, "s1")
+	u.handler = func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/missing":
+			w.WriteHeader(404)
+		case "/broken":
+			w.WriteHeader(500)
+		}
+	}
+	dead := freeAddr(t)
+	sink := newSyslogSink(t)
+	cfg, err := conf.Parse("t.toml", []byte(fmt.Sprintf(`
+[defaults]
+retries = 0
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+default_backend = "web"
+use_backend = [{ backend = "dead", if = "{ path_beg /dead }" }]
+log = [{ target = %[1]q, format = "short" }]
+log_format = "%%ST %%{+Q}r"
+dontlog_normal = true
+log_separate_errors = true
+[[backend]]
+name = "web"
+[[backend.server]]
+name = "s1"
+address = %[2]q
+[[backend]]
+name = "dead"
+[[backend.server]]
+name = "d1"
+address = %[3]q
+`, sink.addr(), u.addr(), dead)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := startProxy(t, cfg)
+	addr := p.Frontends[0].Addrs()[0].String()
+	for _, path := range []string{"/ok", "/missing", "/broken", "/dead"} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	want := []string{`<3>500 "GET /broken HTTP/1.1"`, `<3>503 "GET /dead HTTP/1.1"`}
+	for i, w := range want {
+		if got := sink.nextRaw(t, i); got != w {
+			t.Errorf("line %d: %q, want %q", i, got, w)
+		}
+	}
+	// The four requests are logged (or not) in order: once the last is,
+	// the normal ones would have been before it.
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.lines) != 2 {
+		t.Errorf("lines: %q, want the two failed requests only", sink.lines)
 	}
 }
