@@ -66,6 +66,11 @@ type defaultsSection struct {
 	// (frontends, HTTP mode). Default "10s".
 	TimeoutHTTPRequest *Duration `toml:"timeout_http_request"`
 
+	// TimeoutHTTPKeepAlive is how long a kept-alive connection may wait
+	// for its next request (frontends; see frontend
+	// timeout_http_keep_alive). Default "0s": timeout_http_request.
+	TimeoutHTTPKeepAlive *Duration `toml:"timeout_http_keep_alive"`
+
 	// TimeoutClientHS is how long a client may take for its TLS handshake
 	// and its PROXY protocol header (frontends; HAProxy's timeout
 	// client-hs). "0s" means timeout_client applies. Default "0s".
@@ -131,6 +136,7 @@ func (d *defaultsSection) setDefaults() {
 	orDefault(&d.TimeoutServer, Duration(30*time.Second))
 	orDefault(&d.TimeoutQueue, 0)
 	orDefault(&d.TimeoutHTTPRequest, Duration(10*time.Second))
+	orDefault(&d.TimeoutHTTPKeepAlive, 0)
 	orDefault(&d.TimeoutCheck, 0)
 	orDefault(&d.TimeoutClientHS, 0)
 	orDefault(&d.Retries, 3)

@@ -83,6 +83,14 @@ type frontendSection struct {
 	// [defaults]; default "10s".
 	TimeoutHTTPRequest *Duration `toml:"timeout_http_request"`
 
+	// TimeoutHTTPKeepAlive is how long a kept-alive HTTP/1 connection may
+	// wait for the first byte of its next request before it is closed
+	// (silently), HAProxy's timeout http-keep-alive; from that byte on,
+	// timeout_http_request applies. "0s" means timeout_http_request for
+	// the wait too, as HAProxy without it. Inherited from [defaults];
+	// default "0s".
+	TimeoutHTTPKeepAlive *Duration `toml:"timeout_http_keep_alive"`
+
 	// TimeoutClientHS is how long a client may take for its TLS handshake
 	// and its PROXY protocol header (HAProxy's timeout client-hs); past
 	// it the connection is closed. "0s" means timeout_client applies.
@@ -206,6 +214,7 @@ func (f *frontendSection) setDefaults(d *defaultsSection) {
 	inherit(&f.MaxConn, d.MaxConn)
 	inherit(&f.TimeoutClient, d.TimeoutClient)
 	inherit(&f.TimeoutHTTPRequest, d.TimeoutHTTPRequest)
+	inherit(&f.TimeoutHTTPKeepAlive, d.TimeoutHTTPKeepAlive)
 	inherit(&f.TimeoutClientHS, d.TimeoutClientHS)
 	inherit(&f.ForwardFor, d.ForwardFor)
 	inherit(&f.LogFormat, d.LogFormat)

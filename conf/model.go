@@ -123,11 +123,14 @@ type Frontend struct {
 	DefaultBackend     string
 	TimeoutClient      time.Duration
 	TimeoutHTTPRequest time.Duration
-	TimeoutClientHS    time.Duration // TLS handshake and PROXY header: timeout_client_hs, else timeout_client
-	ForwardFor         bool
-	Stats              *StatsPage  // nil unless [frontend.stats] enable = true
-	Rules              *acl.Rules  // tcp_request, http_request and use_backend, compiled
-	StickTable         *StickTable // nil = none; named as the frontend
+	// TimeoutHTTPKeepAlive: the wait for a kept-alive connection's next
+	// request; 0 = TimeoutHTTPRequest.
+	TimeoutHTTPKeepAlive time.Duration
+	TimeoutClientHS      time.Duration // TLS handshake and PROXY header: timeout_client_hs, else timeout_client
+	ForwardFor           bool
+	Stats                *StatsPage  // nil unless [frontend.stats] enable = true
+	Rules                *acl.Rules  // tcp_request, http_request and use_backend, compiled
+	StickTable           *StickTable // nil = none; named as the frontend
 
 	// Log is where access log lines go besides stderr ("global" entries
 	// replaced by the global targets); LogFormat is their format (never

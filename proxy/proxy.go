@@ -256,6 +256,7 @@ func (p *Proxy) open(inherited map[string]net.Listener) error {
 		fe.h2set = http1.Settings{
 			TimeoutClient:      fe.timeoutClient,
 			TimeoutHTTPRequest: fe.timeoutHTTPRequest,
+			TimeoutKeepAlive:   fe.Conf.TimeoutHTTPKeepAlive,
 			MaxHdr:             p.Conf.Global.MaxHdr,
 			ForwardFor:         fe.forwardFor,
 		}

@@ -48,6 +48,9 @@ type Client interface {
 type Settings struct {
 	TimeoutClient      time.Duration // inactivity, both ways
 	TimeoutHTTPRequest time.Duration // to receive a request head; keep-alive idle
+	// TimeoutKeepAlive is the wait for a kept-alive connection's next
+	// request, up to its first byte; 0 = TimeoutHTTPRequest.
+	TimeoutKeepAlive time.Duration
 	// ForwardFor: an X-Forwarded-For field with the client's address
 	// (Client.Src) is appended to forwarded requests. Settings hold
 	// nothing of one connection: a frontend's connections share them.

@@ -483,7 +483,7 @@ func (s *session) afterInline(keep bool) {
 		s.settings()
 	}
 	idleStart := time.Now()
-	s.dl.ArmRead(s.c, idleStart, s.set.TimeoutHTTPRequest)
+	s.dl.ArmRead(s.c, idleStart, s.idleTimeout())
 	s.pIdle = idleStart
 	if s.br.Buffered() > 0 || s.set.IdleKeep <= 0 {
 		s.dispatch(entryAwait)

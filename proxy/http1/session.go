@@ -180,7 +180,7 @@ func (s *session) serve(e entry, idleStart time.Time) (end End) {
 				err = s.awaitRequest(idleStart)
 			default:
 				idleStart = time.Now()
-				s.dl.ArmRead(s.c, idleStart, s.set.TimeoutHTTPRequest)
+				s.dl.ArmRead(s.c, idleStart, s.idleTimeout())
 				err = s.awaitRequest(idleStart)
 			}
 			if err == errHibernate {
@@ -399,6 +399,16 @@ func (s *session) settings() {
 func (s *session) handle(idleStart time.Time) bool {
 	s.beginRequest(idleStart)
 	return s.handleHead(s.req.readHead(s.br, false))
+}
+
+// idleTimeout is how long the connection waits for its next request's
+// first byte: timeout_http_keep_alive after a request when set (HAProxy's
+// timeout http-keep-alive), else timeout_http_request.
+func (s *session) idleTimeout() time.Duration {
+	if s.nreq > 0 && s.set.TimeoutKeepAlive > 0 {
+		return s.set.TimeoutKeepAlive
+	}
+	return s.set.TimeoutHTTPRequest
 }
 
 // beginRequest starts the request whose first byte has arrived: the
