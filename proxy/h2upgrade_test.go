@@ -83,12 +83,7 @@ func TestH2UpgradeOff(t *testing.T) {
 			cfg.Global.H2MaxStreams = 100
 			tc.set(cfg)
 			p, addr, _ := startLogged(t, cfg)
-			conn, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			conn.SetDeadline(time.Now().Add(10 * time.Second))
+			conn := dialDeadline(t, addr)
 			io.WriteString(conn, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
 			b, _ := io.ReadAll(conn)
 			if !strings.HasPrefix(string(b), "HTTP/1.1 400 ") {
@@ -110,12 +105,7 @@ func TestH2UpgradeSlowPreface(t *testing.T) {
 	cfg.Global.H2MaxStreams = 100
 	p, addr, _ := startLogged(t, cfg)
 
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	conn := dialDeadline(t, addr)
 	io.WriteString(conn, "PRI * HTTP/2")
 	waitFor(t, 5*time.Second, "the first part read", func() bool { return p.Frontends[0].Counters.Stot.Load() == 1 })
 	io.WriteString(conn, ".0\r\n\r\nSM\r\n\r\n")
@@ -127,12 +117,7 @@ func TestH2UpgradeSlowPreface(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "the upgrade counted", func() bool { return p.Frontends[0].H2Upgrades.Load() == 1 })
 
-	other, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	other.SetDeadline(time.Now().Add(10 * time.Second))
+	other := dialDeadline(t, addr)
 	io.WriteString(other, "PRIX / HTTP/1.1\r\nHost: a\r\n\r\n")
 	b := make([]byte, 12)
 	if _, err := io.ReadFull(other, b); err != nil || !strings.HasPrefix(string(b), "HTTP/1.1 ") {
@@ -157,4 +142,17 @@ func TestH2UpgradeCurl(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "200 succeeded, 0 failed, 0 errored") {
 		t.Fatalf("h2load: %v\n%s", err, out)
 	}
+}
+
+// dialDeadline dials addr with a 10 s deadline on the connection, closed
+// when the test ends.
+func dialDeadline(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	return c
 }

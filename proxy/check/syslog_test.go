@@ -42,17 +42,7 @@ func TestStateChangesToSyslog(t *testing.T) {
 		regexp.MustCompile(`^<128>\w{3} [ \d]\d \d\d:\d\d:\d\d fulcrum\[\d+\]: backend web has no server available!\n$`),
 		regexp.MustCompile(`^<133>\w{3} [ \d]\d \d\d:\d\d:\d\d fulcrum\[\d+\]: Server web/s1 is UP, reason: Layer4 check passed, check duration: \d+ms\. 1 active and 0 backup servers online\. 0 sessions requeued, 0 total in queue\.\n$`),
 	}
-	buf := make([]byte, 2048)
-	for i, re := range want {
-		pc.SetReadDeadline(time.Now().Add(10 * time.Second))
-		n, _, err := pc.ReadFrom(buf)
-		if err != nil {
-			t.Fatalf("message %d: %v", i, err)
-		}
-		if !re.Match(buf[:n]) {
-			t.Errorf("message %d: %q, want %s", i, buf[:n], re)
-		}
-	}
+	expectDatagrams(t, pc, want)
 }
 
 // TestMaintToSyslog: a server without checks put into maintenance and
@@ -78,6 +68,13 @@ func TestMaintToSyslog(t *testing.T) {
 		regexp.MustCompile(`^<129>.* fulcrum\[\d+\]: Server web/s2 is going DOWN for maintenance\. 1 active and 0 backup servers left\. 0 sessions active, 0 requeued, 0 remaining in queue\.\n$`),
 		regexp.MustCompile(`^<133>.* fulcrum\[\d+\]: Server web/s2 is UP/READY \(leaving forced maintenance\)\.\n$`),
 	}
+	expectDatagrams(t, pc, want)
+}
+
+// expectDatagrams reads one datagram per pattern of want from pc, each
+// within 10 s, and checks it matches.
+func expectDatagrams(t *testing.T, pc net.PacketConn, want []*regexp.Regexp) {
+	t.Helper()
 	buf := make([]byte, 2048)
 	for i, re := range want {
 		pc.SetReadDeadline(time.Now().Add(10 * time.Second))
