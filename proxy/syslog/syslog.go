@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/internal/linequeue"
@@ -274,6 +275,9 @@ func (s *Sender) Close() {
 	}
 }
 
+// isUDP reports whether network is one of the UDP ones.
+func isUDP(network string) bool { return strings.HasPrefix(network, "udp") }
+
 // run drains the queue into the target, redialling at most once a second
 // after an error.
 func (s *Sender) run() {
@@ -307,7 +311,15 @@ func (s *Sender) run() {
 				break
 			}
 			c.SetWriteDeadline(now.Add(time.Second))
-			if _, err := c.Write(b); err != nil {
+			_, err := c.Write(b)
+			if err != nil && isUDP(s.t.Network) && errors.Is(err, syscall.ECONNREFUSED) {
+				// A connected UDP socket reports the ICMP refusal of an
+				// earlier datagram (the collector was down) on this
+				// write, which it did not send: send it again.
+				// HAProxy's unconnected sendto sees no such error.
+				_, err = c.Write(b)
+			}
+			if err != nil {
 				s.errs.Add(1)
 				c.Close()
 				c, retryAt = nil, now.Add(time.Second)

@@ -195,3 +195,63 @@ func TestSendStderr(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// notifyConn tells each Write's result on wrote.
+type notifyConn struct {
+	net.Conn
+	wrote chan error
+}
+
+func (c *notifyConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.wrote <- err
+	return n, err
+}
+
+// TestUDPCollectorBack: a UDP collector that was down (a line sent then
+// is lost, and the kernel keeps the ICMP refusal for the next write) gets
+// every line once it is back, the first included, as HAProxy's: the
+// refusal is an earlier datagram's, and the line is sent again.
+func TestUDPCollectorBack(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := pc.LocalAddr().String()
+	pc.Close() // the collector is down
+	wrote := make(chan error, 16)
+	s := NewSender(Target{Network: "udp", Address: addr, Format: "raw", Facility: 16, MaxLevel: LevelInfo}, Header{Tag: "t"})
+	s.dial = func(network, address string) (net.Conn, error) {
+		c, err := net.Dial(network, address)
+		if err != nil {
+			return nil, err
+		}
+		return &notifyConn{Conn: c, wrote: wrote}, nil
+	}
+	s.Start()
+	defer s.Close()
+	now := time.Now()
+	s.Send(LevelInfo, now, []byte("lost"))
+	if err := <-wrote; err != nil {
+		t.Fatalf("the first write: %v", err)
+	}
+	pc, err = net.ListenPacket("udp", addr) // the collector is back
+	if err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	defer pc.Close()
+	for _, l := range []string{"a", "b", "c"} {
+		s.Send(LevelInfo, now, []byte(l))
+	}
+	b := make([]byte, 64)
+	for _, want := range []string{"a", "b", "c"} {
+		pc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, _, err := pc.ReadFrom(b)
+		if err != nil {
+			t.Fatalf("waiting for %q: %v (sender errors %d)", want, err, s.Errors())
+		}
+		if got := strings.TrimSpace(string(b[:n])); got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+}
