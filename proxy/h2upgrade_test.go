@@ -156,3 +156,41 @@ func dialDeadline(t *testing.T, addr string) net.Conn {
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	return c
 }
+
+// TestH2LogAbsoluteURI: the log targets' lines show an HTTP/2 request's
+// URI in absolute form, as HAProxy 2.6's (%r: "GET http://host/x
+// HTTP/2.0"); the stderr line keeps the path.
+func TestH2LogAbsoluteURI(t *testing.T) {
+	up := newUpstream(t, "s1")
+	sink := newSyslogSink(t)
+	cfg, err := conf.Parse("t.toml", []byte(fmt.Sprintf(`
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+default_backend = "web"
+log = [{ target = %q, format = "raw" }]
+log_format = "%%{+Q}r %%HU"
+[[backend]]
+name = "web"
+[[backend.server]]
+name = "s1"
+address = %q
+`, sink.addr(), up.addr())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := startProxy(t, cfg)
+	addr := p.Frontends[0].Addrs()[0].String()
+	c := &http.Client{Transport: h2cTransport(), Timeout: 10 * time.Second}
+	resp, err := c.Get("http://" + addr + "/x?y=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	c.CloseIdleConnections()
+	want := fmt.Sprintf(`"GET http://%[1]s/x?y=1 HTTP/2.0" http://%[1]s/x?y=1`, addr)
+	if got := sink.nextRaw(t, 0); got != want {
+		t.Errorf("log line: %q, want %q", got, want)
+	}
+}

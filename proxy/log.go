@@ -16,6 +16,7 @@ package proxy
 // logged.
 
 import (
+	"bytes"
 	"net"
 	"net/netip"
 	"os"
@@ -375,6 +376,27 @@ func (x *Stream) flushLog() {
 	x.fe.writeLog(x)
 }
 
+// logURI is the request's URI as the log targets' lines (HAProxy's
+// log-format: %r, %HU) show it: an HTTP/2 request's in absolute form,
+// scheme and :authority before its path ("GET https://example.com/a
+// HTTP/2.0"), as HAProxy 2.6 logs them; an HTTP/1 request's as received.
+// The stderr line's "request" keeps the path.
+func (x *Stream) logURI() []byte {
+	u := x.req.URI
+	if !bytes.Equal(x.req.Version, h2Version) || len(u) == 0 || u[0] != '/' || len(x.req.Host) == 0 {
+		return u
+	}
+	scheme := "http://"
+	if x.cc.tls != nil {
+		scheme = "https://"
+	}
+	out := make([]byte, 0, len(scheme)+len(x.req.Host)+len(u))
+	return append(append(append(out, scheme...), x.req.Host...), u...)
+}
+
+// h2Version is an HTTP/2 request's version.
+var h2Version = []byte("HTTP/2.0")
+
 // logError reports whether x's line is a failed request's, as HAProxy's
 // strm_log decides it for option dontlog-normal and log-separate-errors:
 // redispatched or retried, a termination cause other than none or local
@@ -519,7 +541,7 @@ func (fe *Frontend) writeLog(x *Stream) {
 	if x.tcp {
 		le.Ti, le.Ta = 0, tt
 	} else if !e.badReq {
-		le.Method, le.URI, le.Version = x.req.Method, x.req.URI, x.req.Version
+		le.Method, le.URI, le.Version = x.req.Method, x.logURI(), x.req.Version
 		if len(fl.capReq) > 0 {
 			le.ReqHeaders = reqCaps
 		}
