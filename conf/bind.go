@@ -171,5 +171,10 @@ func (f *fileSection) checkALPN(s scope) {
 				s.at("frontend").item(i).at("bind").item(j).errorf("proto h2 needs mode \"http\"")
 			}
 		}
+		// As HAProxy: "'option disable-h2-upgrade' ignored for frontend
+		// ... as it requires HTTP mode", inherited or not.
+		if *fe.Mode != ModeHTTP && fe.DisableH2Upgrade != nil && *fe.DisableH2Upgrade {
+			s.at("frontend").item(i).at("disable_h2_upgrade").warnf("ignored in mode %q: the HTTP/2 upgrade is an http frontend's", *fe.Mode)
+		}
 	}
 }

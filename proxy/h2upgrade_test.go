@@ -123,6 +123,12 @@ func TestH2UpgradeSlowPreface(t *testing.T) {
 	if _, err := io.ReadFull(other, b); err != nil || !strings.HasPrefix(string(b), "HTTP/1.1 ") {
 		t.Fatalf("a request that starts like the preface: %q, %v, want an HTTP/1.1 answer", b, err)
 	}
+	// The method PRI itself is reserved for the preface: 400, as HAProxy.
+	pri := dialDeadline(t, addr)
+	io.WriteString(pri, "PRI / HTTP/1.1\r\nHost: a\r\n\r\n")
+	if b, _ := io.ReadAll(pri); !strings.HasPrefix(string(b), "HTTP/1.1 400 ") {
+		t.Errorf("method PRI in HTTP/1: %q, want a 400", b)
+	}
 }
 
 // TestH2UpgradeCurl: curl --http2-prior-knowledge and h2load against a

@@ -19,9 +19,10 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 		Description: "Writes the TOML to -o FILE (or stdout) and lists on stderr, as FILE:LINE: keyword:\n" +
 			"kind: why, every line not converted as written: not supported yet, not supported,\n" +
 			"built in (fulcrum does it without a setting), ignored, or converted with a\n" +
-			"difference. Those lines are kept in the output as comments. The output always\n" +
-			"passes `fulcrum check`. Exit 0 once written (1 with --strict when a line is not\n" +
-			"supported), 2 on a usage error.",
+			"difference. Those lines are kept in the output as comments. The output passes\n" +
+			"`fulcrum check`, but for one check that depends on the host: a peers section must\n" +
+			"name the instance that runs it (--localpeer, localpeer or the host name). Exit 0\n" +
+			"once written (1 with --strict when a line is not supported), 2 on a usage error.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the TOML to `FILE` instead of stdout"},
 			&cli.BoolFlag{Name: "strict", Usage: "exit 1 when a line is not supported (yet)"},

@@ -554,6 +554,11 @@ func (h *head) parseStart(line []byte, isResp bool) error {
 	if !isToken(a) || !validTarget(uri) {
 		return errBadHead
 	}
+	if string(a) == "PRI" {
+		// Reserved for the HTTP/2 preface (RFC 9113, 3.4): HAProxy
+		// refuses it in HTTP/1 with a 400 too.
+		return errBadHead
+	}
 	switch string(proto) {
 	case "HTTP/1.1":
 	case "HTTP/1.0":
