@@ -328,3 +328,34 @@ address = %[3]q
 		t.Errorf("lines: %q, want the two failed requests only", sink.lines)
 	}
 }
+
+// TestDroppedLogs: lines a log target could not take count in the
+// snapshot's DroppedLogs (show info's): here a TCP collector that is not
+// there.
+func TestDroppedLogs(t *testing.T) {
+	u := newUpstream(t, "s1")
+	cfg, err := conf.Parse("t.toml", []byte(fmt.Sprintf(`
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+default_backend = "web"
+log = [{ target = "tcp@%s" }]
+[[backend]]
+name = "web"
+[[backend.server]]
+name = "s1"
+address = %q
+`, freeAddr(t), u.addr())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := startProxy(t, cfg)
+	addr := p.Frontends[0].Addrs()[0].String()
+	resp, err := http.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	waitFor(t, 10*time.Second, "the line counted as dropped", func() bool { return p.Snapshot().DroppedLogs == 1 })
+}

@@ -77,6 +77,9 @@ type Snapshot struct {
 	// time since the previous snapshot at least a second old (HAProxy's
 	// BytesOutRate; idle.go).
 	BytesOutRate int64
+	// DroppedLogs is the log lines the proxy's log targets lost (a full
+	// queue, a send that failed), HAProxy's DroppedLogs.
+	DroppedLogs int64
 
 	// SSL is the process's TLS figures and Certs the binds' certificates
 	// (edge.go).
@@ -339,6 +342,9 @@ func (p *Proxy) Snapshot() *Snapshot {
 		bout += fs.Bout
 	}
 	snap.BytesOutRate = p.obs.bytesOut.perSecond(now, bout)
+	for _, s := range p.obs.senders {
+		snap.DroppedLogs += s.Dropped() + s.Errors()
+	}
 	for _, b := range p.Backends {
 		bs := BackendSnapshot{Name: b.Name, ID: b.ID, Mode: string(b.Conf.Mode), Balance: b.Conf.Balance,
 			CounterValues: b.Counters.values(now), H2: h2Values(&b.H2), SSL: b.SSL.Values()}

@@ -47,6 +47,7 @@ type Info struct {
 	Stopping     bool
 	BytesOut     int64 // bytes sent to clients since start
 	BytesOutRate int64 // bytes sent to clients per second, lately (proxy.Snapshot.BytesOutRate)
+	DroppedLogs  int64 // log lines the log targets lost (proxy.Snapshot.DroppedLogs)
 
 	SSL proxy.SSLSnapshot // TLS figures (CurrSslConns, SslRate...)
 }
@@ -57,7 +58,7 @@ func NewInfo(snap *proxy.Snapshot, p ProcessFacts) Info {
 		Name: "fulcrum", Version: p.Version, ReleaseDate: p.ReleaseDate, BuildInfo: p.BuildInfo,
 		Nbthread: p.Nbthread, Pid: p.Pid, Node: p.Node, Tasks: p.Tasks, UlimitN: p.UlimitN,
 		Started: snap.Started, MaxConn: snap.MaxConn, Stopping: snap.Stopping, SSL: snap.SSL,
-		IdlePct: snap.IdlePct, BytesOutRate: snap.BytesOutRate,
+		IdlePct: snap.IdlePct, BytesOutRate: snap.BytesOutRate, DroppedLogs: snap.DroppedLogs,
 	}
 	if !snap.Started.IsZero() {
 		in.Uptime = snap.Taken.Sub(snap.Started)
@@ -151,6 +152,7 @@ var infoFields = []infoField{
 	}},
 	{50, "node", "COS", tStr, "", "Node name (global.node)", func(in *Info) value { return str(in.Node) }},
 	{52, "Stopping", "MGP", tU32, "stopping", "1 if the worker process is currently stopping, otherwise zero", func(in *Info) value { return boolValue(in.Stopping) }},
+	{58, "DroppedLogs", "MGP", tU32, "dropped_logs_total", "Total number of dropped logs for current worker process since started", func(in *Info) value { return num(in.DroppedLogs) }},
 	{61, "TotalBytesOut", "MGP", tU64, "bytes_out_total", "Total number of bytes emitted by current worker process since started", func(in *Info) value { return num(in.BytesOut) }},
 	{63, "BytesOutRate", "MRP", tU64, "bytes_out_rate", "Number of bytes emitted by current worker process over the last second", func(in *Info) value { return num(in.BytesOutRate) }},
 	{66, "Build info", "POS", tStr, "", "Build info", func(in *Info) value { return str(in.BuildInfo) }},
