@@ -271,6 +271,9 @@ func (u *recUpstream) serveOne(c net.Conn, r *strictReader, tap *tapConn, id, n 
 // ("http://a/admin?x" -> "/admin?x"), so that the deny rule's target is
 // recognised however it is written.
 func targetPath(target string) string {
+	if strings.HasPrefix(target, "/") {
+		return target // origin form, even with "://" inside ("/:///admin")
+	}
 	if i := strings.Index(target, "://"); i > 0 {
 		rest := target[i+3:]
 		if j := strings.IndexAny(rest, "/?"); j >= 0 {
