@@ -547,9 +547,9 @@ func TestPeersReload(t *testing.T) {
 		}
 	}
 	getFrom(t, "127.0.0.13", a.addr)
-	waitEntry(t, 5*time.Second, "b after a's redefining reload", b.cmd, "127.0.0.13", map[string]string{"http_req_cnt": "1"})
+	waitEntry(t, 10*time.Second, "b after a's redefining reload", b.cmd, "127.0.0.13", map[string]string{"http_req_cnt": "1"})
 	getFrom(t, "127.0.0.14", b.addr)
-	waitEntry(t, 5*time.Second, "a's new table", a.cmd, "127.0.0.14", map[string]string{"http_req_cnt": "1"})
+	waitEntry(t, 10*time.Second, "a's new table", a.cmd, "127.0.0.14", map[string]string{"http_req_cnt": "1"})
 }
 
 // TestCheckLocalPeer: check (as run) needs a member named as the local
