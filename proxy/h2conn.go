@@ -49,11 +49,7 @@ func (cc *clientConn) CanUpgradeH2() bool {
 // Stream goes back (the connection's tracked entries stay, for its
 // streams), and the connection is served as HTTP/2 from those bytes on.
 func (cc *clientConn) UpgradeH2(buffered []byte) http1.End {
-	x := cc.x
-	cc.x = nil
-	x.trk.end(-1, 0, 0)
-	*x = Stream{edits: x.edits, ans: x.ans[:0]}
-	streamPool.Put(x)
+	cc.releaseStream() // cc.st stays: the HTTP/2 streams inherit it
 	fe := cc.owner.Load()
 	fe.H2Upgrades.Add(1)
 	cc.c.SetDeadline(time.Time{}) // the HTTP/1 request's; the engine arms its own

@@ -216,11 +216,17 @@ func (fe *Frontend) stoppingForGood(cc *clientConn) bool {
 // Done implements http1.Client: a request that ended without its log line
 // releases its tracked entries, then the connection's own.
 func (cc *clientConn) Done() {
+	cc.releaseStream()
+	cc.st.release() // the connection's tracked entries (tcp_request connection)
+}
+
+// releaseStream gives back the connection's Stream, whose request ended
+// without its log line, with the entries that request tracked.
+func (cc *clientConn) releaseStream() {
 	cc.x.trk.end(-1, 0, 0)
 	*cc.x = Stream{edits: cc.x.edits, ans: cc.x.ans[:0]}
 	streamPool.Put(cc.x)
 	cc.x = nil
-	cc.st.release() // the connection's tracked entries (tcp_request connection)
 }
 
 var _ http1.Client = (*clientConn)(nil)

@@ -416,7 +416,7 @@ func (x *Stream) logError() bool {
 func (fe *Frontend) writeLog(x *Stream) {
 	e := &x.lg
 	fl := fe.log
-	failed := x.logError()
+	failed := (fl.dontLogNormal || fl.separateErrors) && x.logError() // only they ask
 	if fl.dontLogNormal && !failed {
 		return
 	}

@@ -101,7 +101,7 @@ func (c *Checker) addLocked(s *proxy.Server) (*Server, error) {
 	}
 	cs.mu.Lock()
 	cs.log = c.log
-	cs.event = c.p.LogEvent
+	cs.event = s.Backend.LogEvent // its proxy's (Backend.LogEvent), as newServer sets it
 	cs.mu.Unlock()
 	var ps probeSet
 	if sc.Check && bc.Check != nil {
