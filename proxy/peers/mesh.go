@@ -706,7 +706,7 @@ func (m *Mesh) serveIncoming(c net.Conn) {
 	} else {
 		p.flags &^= peerDowngrade
 	}
-	p.sess = s
+	p.setSession(s)
 	m.mu.Unlock()
 	if replaced != nil {
 		replaced.close(errors.New("replaced by a new session from the peer"))
@@ -733,7 +733,7 @@ func (m *Mesh) serveIncoming(c net.Conn) {
 // init_connected_peer). m.mu is held.
 func (m *Mesh) establishLocked(s *session, now time.Time) {
 	p := s.p
-	p.sess = s
+	p.setSession(s)
 	s.established = true
 	p.backoff = 0
 	p.heartbeat = now.Add(heartbeatTimeout)
@@ -772,7 +772,7 @@ func (m *Mesh) endLocked(s *session, now time.Time) {
 	if p == nil || p.sess != s {
 		return
 	}
-	p.sess = nil
+	p.setSession(nil)
 	if p.flags&peerLearnAssign != 0 {
 		m.flags &^= meshResyncAssign | meshResyncProcess
 		m.flags |= meshResyncRemoteAbort

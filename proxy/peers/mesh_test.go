@@ -279,3 +279,111 @@ func TestNothingAfterErrorMessage(t *testing.T) {
 		t.Fatalf("on the wire: % x, want 01 01 alone", all)
 	}
 }
+
+// TestReplacedSession: a session replaced by a newer one from the same
+// peer stores nothing it reads afterwards. Its reader may still hold
+// updates the peer wrote before the replacement while the new session
+// already stored later data for the same entries (the peer resends from
+// what we acknowledged); storing the old ones then would undo the new
+// ones (seen as a counter stuck at 0 on a loaded machine after a reload).
+// Nor do its acknowledgements or resync messages move the new session's
+// cursors.
+func TestReplacedSession(t *testing.T) {
+	ln := listen(t)
+	tb := ipTable(t, "st", 0, "http_req_cnt")
+	m, err := New(Config{Name: "mesh", Local: "a", Tables: []TableConfig{{Table: tb}},
+		Peers: []PeerConfig{{Name: "a", Addr: ln.Addr().String()}, {Name: "b", Addr: freePort(t)}}}, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.StartListener(ln)
+	t.Cleanup(m.Stop)
+	// Local changes, so that an acknowledgement can name an id of ours.
+	for i := range 8 {
+		e := tb.Get(ip(t, fmt.Sprintf("10.0.1.%d", i)))
+		tb.Update(e, stick.HTTPReqCnt)
+		tb.Release(e)
+	}
+	waitFor(t, 10*time.Second, "the local changes drained", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.tables[0].current() == 8
+	})
+	def := newTable(1, TableConfig{Table: tb}).def
+	k := ip(t, "10.0.0.1")
+	updateMsg := func(id uint32, count uint64) []byte {
+		var d stick.Data
+		d.Types = 1 << stick.HTTPReqCnt
+		d.Val[stick.HTTPReqCnt] = count
+		u := update{id: id, withID: true, key: []byte{10, 0, 0, 1}, data: &d}
+		b, _ := appendUpdate(nil, nil, &def, &u, &dictTx{})
+		return b
+	}
+	connect := func() net.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(c, "HAProxyS 2.1\na\nb 1 1\n")
+		if line, err := readLine(bufio.NewReader(c)); err != nil || line != "200" {
+			t.Fatalf("status %q %v", line, err)
+		}
+		return c
+	}
+	session := func() *session {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.peer("b").sess
+	}
+
+	c1 := connect()
+	b, _ := appendDefine(nil, nil, &def, false)
+	c1.Write(append(b, updateMsg(1, 1)...))
+	waitFor(t, 10*time.Second, "the first session's update", func() bool { return value(tb, k, stick.HTTPReqCnt) == 1 })
+	old := session()
+
+	c2 := connect()
+	b, _ = appendDefine(nil, nil, &def, false)
+	c2.Write(append(b, updateMsg(3, 3)...))
+	waitFor(t, 10*time.Second, "the new session's update", func() bool { return value(tb, k, stick.HTTPReqCnt) == 3 })
+	if session() == old {
+		t.Fatal("the second connection did not replace the first session")
+	}
+	waitFor(t, 10*time.Second, "the replaced session's end", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		_, ok := m.sessions[old]
+		return !ok
+	})
+	before := peerStatus(m, "b")
+
+	// What the replaced session's reader would handle next: an older
+	// update of the same entry, an acknowledgement, a resync request.
+	msg := updateMsg(2, 2)
+	if err := old.handle(msg[0], msg[1], msg[3:], time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.handle(classStickTable, stktAck, appendAck(nil, 1, 7)[3:], time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.handle(classControl, ctrlResyncRequest, nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if v := value(tb, k, stick.HTTPReqCnt); v != 3 {
+		t.Errorf("http_req_cnt %d after the replaced session's update, want 3 (the new session's)", v)
+	}
+	after := peerStatus(m, "b")
+	if after.UpdatesReceived != before.UpdatesReceived {
+		t.Errorf("updates received went from %d to %d", before.UpdatesReceived, after.UpdatesReceived)
+	}
+	m.mu.Lock()
+	p := m.peer("b")
+	pt := p.tables[0]
+	update, flags, lastGet := pt.update, p.flags, pt.lastGet.Load()
+	m.mu.Unlock()
+	if update != 0 || flags&peerTeachProcess != 0 || lastGet != 3 {
+		t.Errorf("the new session's cursors: update %d, teaching %v, last get %d; want 0, false, 3", update, flags&peerTeachProcess != 0, lastGet)
+	}
+}

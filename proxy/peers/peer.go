@@ -4,6 +4,7 @@ package peers
 // struct peer and struct shared_table).
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -16,9 +17,15 @@ type peer struct {
 	local  bool
 	origin int // its slot in aggregate tables (Config.Origin)
 
-	sess      *session // the session in use, nil when none
-	dialing   bool     // a connection to it is being made
-	status    int      // last handshake status (statusName)
+	sess *session // the session in use, nil when none
+	// live mirrors sess for the sessions' readers, which check it under
+	// learnMu before storing an update: a session replaced by a newer one
+	// may still be reading what the peer sent before, and must not store
+	// it after the newer session stored later data (TestReplacedSession).
+	live      atomic.Pointer[session]
+	learnMu   sync.Mutex
+	dialing   bool // a connection to it is being made
+	status    int  // last handshake status (statusName)
 	lastHdshk time.Time
 	// reconnect is when the next connection may be tried, or, during a
 	// session, when it is declared dead unless a message came.
@@ -68,6 +75,16 @@ type peerTable struct {
 	// resync request): a writer commits what it pushed only if the epoch
 	// it started with is still the table's.
 	epoch uint64
+}
+
+// setSession makes s (nil: none) p's session. Mesh.mu is held; learnMu is
+// taken so that a replaced session's reader, once it sees it is replaced,
+// stores nothing more.
+func (p *peer) setSession(s *session) {
+	p.learnMu.Lock()
+	p.sess = s
+	p.live.Store(s)
+	p.learnMu.Unlock()
 }
 
 // tablesFor returns p's cursors for tables, keeping those of the tables

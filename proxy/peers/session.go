@@ -272,6 +272,9 @@ func (s *session) control(typ byte, now time.Time) {
 	m, p := s.m, s.p
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if p.sess != s {
+		return // a replaced session's: the cursors are the new one's
+	}
 	switch typ {
 	case ctrlResyncRequest:
 		// Teach the peer everything, from the start of each table.
@@ -393,6 +396,15 @@ func (s *session) update(typ byte, data []byte) error {
 	if !ok {
 		return fmt.Errorf("%w: update of table %s: key of %d bytes", errMalformed, rt.def.name, len(r.key))
 	}
+	p := s.p
+	p.learnMu.Lock()
+	defer p.learnMu.Unlock()
+	if p.live.Load() != s {
+		// Replaced: the peer sends its changes again on the new session
+		// (from what we acknowledged), which may have stored newer data
+		// already: storing this one now would undo it.
+		return nil
+	}
 	if r.withID {
 		pt.lastGet.Store(r.id)
 	} else {
@@ -404,7 +416,7 @@ func (s *session) update(typ byte, data []byte) error {
 	}
 	origin := 0
 	if tb.def.aggregate && s.fulcrum && rt.def.aggregate {
-		origin = s.p.origin
+		origin = p.origin
 	}
 	if e := tb.t.Learn(k, &s.rdata, expire, origin); e != nil {
 		tb.learnedAdd()
@@ -429,6 +441,9 @@ func (s *session) ack(data []byte) error {
 	m, p := s.m, s.p
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if p.sess != s {
+		return nil // a replaced session's: the cursors are the new one's
+	}
 	if p.flags&peerTeachProcess != 0 {
 		return nil // ignored during a lesson, as HAProxy does
 	}
