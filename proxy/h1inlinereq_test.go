@@ -466,3 +466,52 @@ func TestInlineReqHalfClosed(t *testing.T) {
 	}
 	wantReq(t, fe, 1, 0, 0, 1)
 }
+
+// The reaper's callbacks read the clock once for all they do (setClock);
+// a request they hand to a worker reads it again. Each request here is
+// begun by the reaper: a body hands it on after its head (the worker
+// sends it), a chunked response hands its relay on; the server answers
+// each after 150 ms: their Tr and Ta must show it (a clock left set would
+// give 0).
+func TestInlineClockHandedOn(t *testing.T) {
+	const delay = 150 * time.Millisecond
+	up, _ := scriptUpstream(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, req.Body)
+			if req.URL.Path != "/first" {
+				time.Sleep(delay) // the server's answer time, what the log must show
+			}
+			if req.URL.Path == "/chunked" {
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+				continue
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	cfg := epollConfig(t, conf.ModeHTTP, []string{up})
+	cfg.Backends[0].HTTPReuse = "always"
+	_, addr, logs := startLoggedProxy(t, cfg)
+	rc := dialRaw(t, addr)
+	for _, req := range []string{
+		"GET /first HTTP/1.1\r\nHost: x\r\n\r\n",
+		"POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc",
+		"GET /chunked HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET /plain HTTP/1.1\r\nHost: x\r\n\r\n",
+	} {
+		if r := rc.do(t, req); r.StatusCode != 200 {
+			t.Fatalf("%q: status %d", req, r.StatusCode)
+		}
+	}
+	waitFor(t, 5*time.Second, "four log lines", func() bool { return len(logs.lines()) == 4 })
+	for _, line := range logs.lines()[1:] {
+		tr, _ := line["Tr"].(float64)
+		ta, _ := line["Ta"].(float64)
+		if tr < float64(delay.Milliseconds()) || ta < tr {
+			t.Errorf("%v: Tr %v, Ta %v: want Tr >= %d and Ta >= Tr", line["request"], tr, ta, delay.Milliseconds())
+		}
+	}
+}

@@ -319,7 +319,7 @@ func (fe *Frontend) logWanted() bool {
 // when it took none), so that beconn and srv_conn count the others only,
 // as HAProxy's. tw is the request's Tw, ms.
 func (x *Stream) closeLog(o stream.Outcome, tw int64) {
-	now := time.Now()
+	now := x.now()
 	total := time.Duration(-1)
 	if !x.t0.IsZero() {
 		total = now.Sub(x.t0)

@@ -59,6 +59,9 @@ type Stream struct {
 	t0        time.Time // the request's first byte (Ta)
 	tHead     time.Time // its head was parsed (Tq)
 	tSent     time.Time // it went out to the server (Tr)
+	// clk is the time an engine's callback that never blocks set for
+	// the phases it runs (SetClock), zero when they read the clock.
+	clk time.Time
 	tq, tw    int64     // ms; -1 when the phase was not reached
 	tc, tr    int64
 	status    int   // the status sent to the client, -1 none
@@ -403,6 +406,22 @@ func (x *Stream) Connected(up net.Conn, reused bool) {
 // pooled one failed): Connect first, then Rebind.
 func (x *Stream) Rebind(up net.Conn) { x.ref.set(x.be, x.srv, up) }
 
+// SetClock makes t the time this request's phases read until
+// SetClock(time.Time{}), which makes them read the clock again: an
+// engine's callback that never blocks (the HTTP/1 engine's inline
+// request and response) reads the clock once for all it does, as
+// HAProxy's phases read its loop's date (now_ms) rather than the clock.
+// The engine clears it before the request goes to another goroutine.
+func (x *Stream) SetClock(t time.Time) { x.clk = t }
+
+// now returns the time set by SetClock, else the clock's.
+func (x *Stream) now() time.Time {
+	if x.clk.IsZero() {
+		return time.Now()
+	}
+	return x.clk
+}
+
 // Unbind unbinds the server connection (it goes back to the pool, or is
 // closed).
 func (x *Stream) Unbind() { x.ref.clear() }
@@ -415,7 +434,7 @@ func (x *Stream) Sent(body int64) {
 	x.srv.Counters.Bin.Add(x.bytesIn)
 	x.be.Counters.Bin.Add(x.bytesIn)
 	x.fe.Counters.Bin.Add(body)
-	x.tSent = time.Now()
+	x.tSent = x.now()
 }
 
 // BodySent counts request body bytes that went out after Sent: a body
@@ -438,7 +457,7 @@ func (x *Stream) GRPCStatus(code string) { x.grpc = code }
 // response time, and the request's stick store rules get the server now,
 // before the client has the response and can send its next request.
 func (x *Stream) ResponseHead() {
-	d := time.Since(x.tSent)
+	d := x.now().Sub(x.tSent)
 	x.lg.logResponse(d) // log.go
 	x.tr = d.Milliseconds()
 	x.srv.Counters.Rtime.Add(x.tr)
@@ -553,7 +572,7 @@ func (x *Stream) Replied(status int, n int64) {
 // LocalDone ends a request a local handler answered (Replied counted
 // its response); err is the error sending it.
 func (x *Stream) LocalDone(err error) {
-	x.tq = time.Since(x.t0).Milliseconds()
+	x.tq = x.now().Sub(x.t0).Milliseconds()
 	o := stream.Local
 	if err != nil {
 		o = stream.LocalClientGone
@@ -604,7 +623,7 @@ func (x *Stream) End(o stream.Outcome) {
 		srv.observeResponse(row.Observe)
 	}
 	if row.Timed {
-		ta := time.Since(x.t0).Milliseconds()
+		ta := x.now().Sub(x.t0).Milliseconds()
 		srv.Counters.Ttime.Add(ta)
 		be.Counters.Ttime.Add(ta)
 	}

@@ -130,6 +130,10 @@ type Stream interface {
 	BadMessage(resp bool, buf []byte, pos int, reason string)
 	End(o stream.Outcome)
 	Release()
+	// SetClock makes t the time the phases read until SetClock with
+	// the zero time (proxy.Stream.SetClock): set by a callback that
+	// never blocks, cleared before the request goes to a goroutine.
+	SetClock(t time.Time)
 	// ReleaseLast is Release for a request after which the client
 	// connection closes.
 	ReleaseLast()

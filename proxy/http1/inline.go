@@ -353,12 +353,38 @@ func (s *session) canPark(uc *upConn) bool {
 func (s *session) parkResponse(uc *upConn, reused bool, attempt int) {
 	s.park = parkResponse
 	s.pu, s.pReused, s.pAttempt, s.pHead, s.pErr = uc, reused, attempt, false, nil
-	uc.dl.ArmRead(uc.c, time.Now(), s.backendTimeoutServer(uc))
+	uc.dl.ArmRead(uc.c, s.now(), s.backendTimeoutServer(uc))
+}
+
+// setClock makes t the time that s and its Stream read until clearClock:
+// the inline callbacks (onRequest, onResponse) never block, and read the
+// clock once for all they do (HAProxy's phases read its loop's date).
+func (s *session) setClock(t time.Time) {
+	s.clk = t
+	s.x.SetClock(t)
+}
+
+// clearClock makes s and its Stream read the clock again. Every way out
+// of an inline callback that hands s on (a worker, a wait on the pollers,
+// the end) clears it first: s is another goroutine's after that.
+func (s *session) clearClock() {
+	if !s.clk.IsZero() {
+		s.setClock(time.Time{})
+	}
+}
+
+// now returns the time setClock set, else the clock's.
+func (s *session) now() time.Time {
+	if s.clk.IsZero() {
+		return time.Now()
+	}
+	return s.clk
 }
 
 // sleep is the parking goroutine's last use of s.
 func (s *session) sleep() {
 	s.park = parkNone
+	s.clearClock()
 	s.pu.src.c.Await(&s.rw)
 }
 
@@ -367,6 +393,7 @@ func (s *session) dispatch(e entry) {
 	if e == entryResponse && s.set.Inline != nil {
 		s.set.Inline.Continued.Add(1)
 	}
+	s.clearClock()
 	s.next = e
 	s.cl.(Parker).Dispatch(s)
 }
@@ -387,6 +414,7 @@ func (s *session) onResponse() {
 		src.c.Await(&s.rw) // a late event or timer: wait again
 		return
 	}
+	s.setClock(time.Now())
 	src.nb = true
 	p, err := uc.br.Peek(uc.br.Size())
 	src.nb = false
@@ -432,7 +460,7 @@ func (s *session) onResponse() {
 		// timeout server running from the last bytes (as relay's reads).
 		if got > s.pGot {
 			s.pGot = got
-			uc.dl.ArmRead(uc.c, time.Now(), s.backendTimeoutServer(uc))
+			uc.dl.ArmRead(uc.c, s.now(), s.backendTimeoutServer(uc))
 		}
 		s.waitMore()
 		return
@@ -458,6 +486,7 @@ func (s *session) waitMore() {
 	if s.set.Inline != nil {
 		s.set.Inline.Waited.Add(1)
 	}
+	s.clearClock()
 	s.pu.src.c.Await(&s.rw)
 }
 
@@ -482,7 +511,7 @@ func (s *session) afterInline(keep bool) {
 	if moved {
 		s.settings()
 	}
-	idleStart := time.Now()
+	idleStart := s.now()
 	s.dl.ArmRead(s.c, idleStart, s.idleTimeout())
 	s.pIdle = idleStart
 	if s.br.Buffered() > 0 || s.set.IdleKeep <= 0 {
@@ -504,12 +533,14 @@ func (s *session) afterInline(keep bool) {
 		netio.PutWriter(s.bw)
 		s.br, s.bw = nil, nil
 	}
+	s.clearClock()
 	s.cw.c.Await(&s.iw)
 }
 
 // closeInline closes a connection whose last request onResponse
 // finished, as serve's return with EndClosed and its caller would.
 func (s *session) closeInline() {
+	s.clearClock()
 	cl := s.cl.(Parker)
 	s.close()
 	cl.Closed()
@@ -631,6 +662,7 @@ func (s *session) onRequest() bool {
 		return false // the rest of the head: a worker waits for it
 	}
 	// As awaitRequest with bytes buffered, then serve.
+	s.setClock(time.Now())
 	if s.keepArmed {
 		s.keepArmed = false
 		s.c.SetReadDeadline(s.dl.Read())
@@ -664,7 +696,7 @@ func (s *session) onRequest() bool {
 		s.handOff(in, entryParsed, nil)
 		return true
 	}
-	rt := x.Route(&s.view, time.Now())
+	rt := x.Route(&s.view, s.now())
 	if rt.Kind != stream.RouteBackend || !x.TryTake() {
 		s.pRoute = rt
 		s.handOff(in, entryRouted, nil)

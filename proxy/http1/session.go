@@ -45,6 +45,7 @@ type session struct {
 	rview stream.Response // the response head as http_response rules see it
 	nreq  int             // requests seen on this connection
 	owned *upConn         // a server connection kept private to this session
+	clk   time.Time       // an inline callback's time (setClock), zero: read the clock
 	h2own *h2mux.Owned    // HTTP/2 server connections private to it (never)
 	h2rf  h2mux.Fields    // an HTTP/2 server's response fields (h2up.go)
 	x     Stream          // the core's side of the current request
@@ -414,7 +415,7 @@ func (s *session) idleTimeout() time.Duration {
 // beginRequest starts the request whose first byte has arrived: the
 // http-request timeout from now, the Stream's Begin.
 func (s *session) beginRequest(idleStart time.Time) {
-	t0 := time.Now()
+	t0 := s.now()
 	s.dl.ArmRead(s.c, t0, s.set.TimeoutHTTPRequest)
 	s.nreq++
 	s.x.Begin(idleStart, t0)
@@ -968,7 +969,7 @@ func (s *session) release(uc *upConn) {
 		s.owned = uc
 		return
 	}
-	uc.release(time.Now())
+	uc.release(s.now())
 }
 
 // errClientSide marks errors that happened on the client connection.
@@ -984,7 +985,7 @@ func (s *session) flushClient() error {
 	if s.bw.Buffered() == 0 {
 		return nil
 	}
-	s.dl.ArmWrite(s.c, time.Now(), s.set.TimeoutClient)
+	s.dl.ArmWrite(s.c, s.now(), s.set.TimeoutClient)
 	if err := s.bw.Flush(); err != nil {
 		return wrapClient(err)
 	}
@@ -998,7 +999,7 @@ func (s *session) flushClient() error {
 // one write.
 func (s *session) sendRequest(uc *upConn, hasBody, buffered bool) (int64, error) {
 	w := uc.bw
-	now := time.Now()
+	now := s.now()
 	uc.dl.ArmWrite(uc.c, now, s.backendTimeoutServer(uc))
 	s.writeRequestHead(w)
 	var n int64
