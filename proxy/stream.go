@@ -61,8 +61,8 @@ type Stream struct {
 	tSent     time.Time // it went out to the server (Tr)
 	// clk is the time an engine's callback that never blocks set for
 	// the phases it runs (SetClock), zero when they read the clock.
-	clk time.Time
-	tq, tw    int64     // ms; -1 when the phase was not reached
+	clk       time.Time
+	tq, tw    int64 // ms; -1 when the phase was not reached
 	tc, tr    int64
 	status    int   // the status sent to the client, -1 none
 	srvStatus int   // the status the server sent (its hrsp_*), 0 none
