@@ -70,24 +70,6 @@ func meshConfig(cfg *conf.Config, p *proxy.Proxy, ps *conf.Peers, flag string) p
 	return mc
 }
 
-// shareTables marks p's tables that cfg shares with peers as shared before
-// p serves: a reload that rebuilds a table would otherwise lose the
-// changes made between p's start and the mesh taking the table (they
-// would not be queued for the peers). It returns how many it marked.
-func shareTables(cfg *conf.Config, p *proxy.Proxy) int {
-	n := 0
-	for _, st := range cfg.AllTables() {
-		if st.Peers == "" || !slices.ContainsFunc(cfg.Peers, func(ps *conf.Peers) bool { return ps.Name == st.Peers }) {
-			continue
-		}
-		if t := p.Table(st.Name); t != nil {
-			t.SetShared(true)
-			n++
-		}
-	}
-	return n
-}
-
 // start starts a mesh for every section of cfg on p's tables. On error
 // the meshes started are stopped.
 func (r *peersRunner) start(cfg *conf.Config, p *proxy.Proxy) error {

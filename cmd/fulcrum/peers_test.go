@@ -23,8 +23,6 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
-	"github.com/fulcrum-proxy/fulcrum/proxy"
-	"github.com/rs/zerolog"
 )
 
 // peersConfig is a member of section "mesh": a frontend that tracks the
@@ -589,45 +587,5 @@ peer = [{ name = "lb1", address = "127.0.0.1:10000" }, { name = "lb2", address =
 		if code := run(args, &out, &out); code != tc.code || out.String() != tc.want {
 			t.Errorf("%v: exit %d, output %q, want exit %d, %q", tc.args, code, out.String(), tc.code, tc.want)
 		}
-	}
-}
-
-// TestShareTablesBeforeServing: a reload marks the new proxy's tables that
-// a peers section shares as shared before the proxy serves (the changes
-// made before the mesh takes them are queued for the peers); the others
-// stay unshared.
-func TestShareTablesBeforeServing(t *testing.T) {
-	cfg, err := conf.Parse("share.toml", []byte(`
-[[backend]]
-name = "shared"
-stick_table = { type = "ip", size = 10, peers = "mesh" }
-[[backend.server]]
-name = "s1"
-address = "127.0.0.1:9001"
-
-[[backend]]
-name = "local"
-stick_table = { type = "ip", size = 10 }
-[[backend.server]]
-name = "s1"
-address = "127.0.0.1:9001"
-
-[[peers]]
-name = "mesh"
-peer = [{ name = "lb1", address = "127.0.0.1:10000" }]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := proxy.New(cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Shutdown(context.Background())
-	if n := shareTables(cfg, p); n != 1 {
-		t.Errorf("%d tables marked, want 1", n)
-	}
-	if !p.Table("shared").Shared() || p.Table("local").Shared() {
-		t.Errorf("shared: %v (want true), local: %v (want false)", p.Table("shared").Shared(), p.Table("local").Shared())
 	}
 }

@@ -121,7 +121,6 @@ func (r *reloader) reload() error {
 		if err == nil {
 			setupStats(p, r.change, r.peers.status)
 			check.Inherit(p, old)
-			shareTables(cfg, p) // before it serves: no change unqueued
 			stopResolvers, err = startResolvers(p, log, nil, old)
 			if err == nil {
 				if err = p.StartFrom(old); err != nil {
