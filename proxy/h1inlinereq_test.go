@@ -515,3 +515,52 @@ func TestInlineClockHandedOn(t *testing.T) {
 		}
 	}
 }
+
+// A response whose head comes before its body (Content-Length, small
+// enough to be waited for by the pollers): Tr is the time to the head,
+// as HAProxy's, not to the end of the body (a fresh-user trial saw Tr
+// equal to Ta on every such response). The server sends each body only
+// once the pollers, having read the head, wait for the rest (the Waited
+// count), and bodyDelay after that: Ta - Tr must hold it.
+func TestInlineTrIsHeadTime(t *testing.T) {
+	if os.Getenv(H1InlineEnv) == "0" {
+		t.Skip("the pollers read no response with " + H1InlineEnv + "=0")
+	}
+	const bodyDelay = 200 * time.Millisecond
+	headRead := make(chan struct{}, 1)
+	up, _ := scriptUpstream(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		for {
+			if _, err := http.ReadRequest(br); err != nil {
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n")
+			<-headRead
+			time.Sleep(bodyDelay) // the gap between head and body, what Tr must not include
+			io.WriteString(c, "ok")
+		}
+	})
+	cfg := epollConfig(t, conf.ModeHTTP, []string{up})
+	cfg.Backends[0].HTTPReuse = "always"
+	p, addr, logs := startLoggedProxy(t, cfg)
+	waited := &p.Frontends[0].h1inl.Waited
+	rc := dialRaw(t, addr)
+	const n = 3
+	for i := range n {
+		before := waited.Load()
+		got := make(chan *http.Response, 1)
+		go func() { got <- rc.do(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n") }()
+		waitFor(t, 5*time.Second, "the pollers waiting for the body", func() bool { return waited.Load() > before })
+		headRead <- struct{}{}
+		if r := <-got; r.StatusCode != 200 || bodyOf(r) != "ok" {
+			t.Fatalf("request %d: status %d", i, r.StatusCode)
+		}
+	}
+	waitFor(t, 5*time.Second, "the log lines", func() bool { return len(logs.lines()) == n })
+	for i, line := range logs.lines() {
+		tr, _ := line["Tr"].(float64)
+		ta, _ := line["Ta"].(float64)
+		if ta-tr < float64(bodyDelay.Milliseconds()-2) {
+			t.Errorf("request %d: Tr %v, Ta %v: want Ta - Tr >= %d (the body came that long after the head)", i, tr, ta, bodyDelay.Milliseconds()-2)
+		}
+	}
+}

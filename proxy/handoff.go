@@ -71,6 +71,19 @@ func (fe *Frontend) handOff(cc *clientConn) bool {
 	return moved
 }
 
+// handOffActive moves cc, owned by fe and marked active by its goroutine
+// for a request that has just arrived, to fe's successor and reports
+// whether it moved (a stop's closeIdle moves only idle connections, so
+// none moves it meanwhile).
+func (fe *Frontend) handOffActive(cc *clientConn) bool {
+	fe.mu.Lock()
+	defer fe.mu.Unlock()
+	if cc.owner.Load() != fe {
+		return true
+	}
+	return fe.handOffLocked(cc)
+}
+
 // handOffLocked moves cc, marked connMoving, to the first successor of fe
 // that adopts it. fe.mu is held.
 func (fe *Frontend) handOffLocked(cc *clientConn) bool {

@@ -174,13 +174,23 @@ func (cc *clientConn) Settings() *http1.Settings { return cc.set }
 func (cc *clientConn) Stream() http1.Stream { return cc.x }
 
 // Active implements http1.Client: the connection is busy, unless the stop
-// closed it; a reload may have moved it while it was idle.
+// closed it; a reload may have moved it while it was idle. A request that
+// arrives on a connection its owner's stop did not move (one accepted
+// before the reload and waiting for its first request, or one whose
+// request came before the stop reached it) moves it now, so that the
+// request runs on the configuration that serves: its stick tables are the
+// ones the peers and `show table` see (a fresh-user trial found such a
+// request counted in a rebuilt table's discarded predecessor).
 func (cc *clientConn) Active() (ok, moved bool) {
 	if !cc.setActive() {
 		return false, false
 	}
 	if o := cc.owner.Load(); o != cc.fe {
 		cc.setFrontend(o)
+		return true, true
+	}
+	if cc.fe.p.stopping.Load() && cc.fe.handOffActive(cc) {
+		cc.setFrontend(cc.owner.Load())
 		return true, true
 	}
 	return true, false

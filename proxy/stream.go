@@ -456,8 +456,11 @@ func (x *Stream) GRPCStatus(code string) { x.grpc = code }
 // ResponseHead records that the server's response head arrived: the
 // response time, and the request's stick store rules get the server now,
 // before the client has the response and can send its next request.
-func (x *Stream) ResponseHead() {
-	d := x.now().Sub(x.tSent)
+func (x *Stream) ResponseHead() { x.ResponseHeadAt(x.now()) }
+
+// ResponseHeadAt is ResponseHead for a head that arrived at t.
+func (x *Stream) ResponseHeadAt(t time.Time) {
+	d := t.Sub(x.tSent)
 	x.lg.logResponse(d) // log.go
 	x.tr = d.Milliseconds()
 	x.srv.Counters.Rtime.Add(x.tr)

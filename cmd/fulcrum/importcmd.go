@@ -41,7 +41,7 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 			if out != "" {
 				dir = filepath.Dir(out)
 			}
-			r, err := haproxycfg.Import(data, haproxycfg.Options{Name: filepath.Base(in), Dir: dir})
+			r, err := haproxycfg.Import(data, haproxycfg.Options{Name: filepath.Base(in), Dir: dir, Env: os.LookupEnv})
 			if err != nil {
 				return cli.Exit("fulcrum import: "+err.Error(), 1)
 			}

@@ -75,7 +75,7 @@ func loadConfigNotes(path, localPeer string) (*conf.Config, []haproxycfg.Note, e
 	var notes []haproxycfg.Note
 	if haproxycfg.IsHAProxy(data) {
 		r, err := haproxycfg.Import(data, haproxycfg.Options{Name: filepath.Base(path), Dir: filepath.Dir(path),
-			LocalPeer: localPeer, HostName: peers.LocalPeer()})
+			LocalPeer: localPeer, HostName: peers.LocalPeer(), Env: os.LookupEnv})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -437,6 +437,10 @@ func (c *converter) convertLine(p *proxy, ln *line) {
 		c.commentLine(home, ln, Unsupported, "unmatched quote")
 		return
 	}
+	if ln.envErr != nil {
+		c.commentLine(home, ln, Unsupported, "environment variable: "+ln.envErr.Error())
+		return
+	}
 	if ln.env {
 		c.commentLine(home, ln, Unsupported, "environment variables (write the value)")
 		return
@@ -705,6 +709,10 @@ func stickHasCondition(be *table) bool {
 func (c *converter) unreadable(t *table, ln *line) bool {
 	if kind, why, rej := c.rejected(ln); rej {
 		c.commentLine(t, ln, kind, why)
+		return true
+	}
+	if ln.envErr != nil {
+		c.commentLine(t, ln, Unsupported, "environment variable: "+ln.envErr.Error())
 		return true
 	}
 	if ln.err != nil || ln.env {

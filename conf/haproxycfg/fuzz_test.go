@@ -18,13 +18,22 @@ func FuzzImport(f *testing.F) {
 		}
 	}
 	f.Add([]byte("frontend f\n bind :80\n default_backend b\nbackend b\n server s \"a\n"))
+	f.Add([]byte("frontend f\n bind 127.0.0.1:${XP}\n http-request set-header A \"${XV}-$Y\"\n default_backend b\nbackend b\n server s $X:80\n"))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 64<<10 {
 			return
 		}
 		// As fulcrum import, and as check/run for an instance named lb1.
-		for _, opt := range []Options{{Name: "fuzz.cfg", Dir: dir}, {Name: "fuzz.cfg", Dir: dir, HostName: "lb1"}} {
+		// With an environment whose values need escaping (X...) or are
+		// unset (the rest): expand.go.
+		env := func(name string) (string, bool) {
+			if len(name) > 0 && name[0] == 'X' {
+				return "a b\"c'$d#e\\f\t", true
+			}
+			return "", false
+		}
+		for _, opt := range []Options{{Name: "fuzz.cfg", Dir: dir}, {Name: "fuzz.cfg", Dir: dir, HostName: "lb1"}, {Name: "fuzz.cfg", Dir: dir, Env: env}} {
 			r, err := Import(data, opt)
 			if err != nil {
 				t.Fatalf("Import(%+v): %v", opt, err)

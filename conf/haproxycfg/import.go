@@ -29,6 +29,11 @@ type Options struct {
 	// naming it are not shared. Both empty (fulcrum import, whose TOML
 	// may be for another host): only the global localpeer, if any, says.
 	LocalPeer, HostName string
+	// Env, when set, expands the environment variables HAProxy 2.6
+	// expands (inside double quotes, and in addresses: expand.go), each
+	// line noted with the names; nil leaves them, and the lines holding
+	// them are not converted.
+	Env Env
 }
 
 // Result is a conversion.
@@ -71,7 +76,7 @@ const maxRounds = 10000
 // until the output passes. A section whose header is set aside (a
 // frontend without a bind fulcrum can run) is commented out whole.
 func Import(data []byte, opt Options) (*Result, error) {
-	f := parseFile(opt.Name, string(data))
+	f := parseFile(opt.Name, string(data), opt.Env)
 	reject := map[int]string{}
 	checkAs := filepath.Join(opt.Dir, "imported.toml")
 	for round := 0; round < maxRounds; round++ {
@@ -83,6 +88,12 @@ func Import(data []byte, opt Options) (*Result, error) {
 		if err == nil {
 			text := c.warnings(out, cfg.Warnings)
 			notes := slices.Clone(c.notes)
+			for _, n := range f.envNotes() {
+				// Only on lines that were converted.
+				if !slices.ContainsFunc(c.notes, func(o Note) bool { return o.Line == n.Line && o.Kind.Blocking() }) {
+					notes = append(notes, n)
+				}
+			}
 			slices.SortStableFunc(notes, func(a, b Note) int { return a.Line - b.Line })
 			return &Result{TOML: []byte(text), Notes: notes, NoFrontend: len(cfg.Frontends) == 0}, nil
 		}

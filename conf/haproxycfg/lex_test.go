@@ -45,7 +45,7 @@ func TestLexLine(t *testing.T) {
 
 // TestRest: rules are passed on as written, quotes and escapes included.
 func TestRest(t *testing.T) {
-	f := parseFile("x", "frontend f\n  http-request set-header X \"a b\" if { path_reg \\.php$ }   # c\n")
+	f := parseFile("x", "frontend f\n  http-request set-header X \"a b\" if { path_reg \\.php$ }   # c\n", nil)
 	ln := f.sections[0].lines[0]
 	if got, want := ln.rest(1), `set-header X "a b" if { path_reg \.php$ }`; got != want {
 		t.Errorf("rest = %q, want %q", got, want)

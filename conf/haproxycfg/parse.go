@@ -12,7 +12,11 @@ type line struct {
 	words   []word
 	comment string   // the trailing comment, "" for none
 	lead    []string // the comment lines just above it, without '#'
-	env     bool     // holds an environment variable
+	env     bool     // holds an environment variable (not expanded: no Env)
+	// expanded names the environment variables replaced by their values
+	// (Options.Env); envErr is a variable HAProxy would refuse.
+	expanded []string
+	envErr   error
 	err     error    // unmatched quote
 }
 
@@ -73,7 +77,7 @@ var sectionKinds = map[string]bool{
 // parseFile reads the configuration text into sections. It never fails:
 // a line it cannot read (an unmatched quote) keeps its error for the
 // converter to report.
-func parseFile(name, text string) *file {
+func parseFile(name, text string, env Env) *file {
 	f := &file{name: name}
 	var cur *section
 	var pending []string // comment lines waiting for the next line
@@ -88,11 +92,27 @@ func parseFile(name, text string) *file {
 			pending = append(pending, strings.TrimSpace(strings.TrimPrefix(trimmed, "#")))
 			continue
 		}
-		words, comment, env, err := lexLine(trimmed)
+		words, comment, hasEnv, err := lexLine(trimmed)
 		if len(words) == 0 && err == nil {
 			continue
 		}
-		l := &line{num: num, raw: trimmed, words: words, comment: comment, lead: pending, env: env, err: err}
+		raw := trimmed
+		var expanded []string
+		var envErr error
+		if env != nil && err == nil {
+			// The line read again with its variables' values, as HAProxy
+			// reads it (expand.go).
+			var x string
+			x, expanded, envErr = expandEnv(trimmed, words, env)
+			if expanded != nil {
+				trimmed = x
+				words, comment, hasEnv, err = lexLine(trimmed)
+			} else if envErr == nil {
+				hasEnv = false
+			}
+		}
+		l := &line{num: num, raw: raw, words: words, comment: comment, lead: pending, env: hasEnv, err: err,
+			expanded: expanded, envErr: envErr}
 		pending = nil
 		l.text = trimmed
 		if i := commentStart(trimmed, words, comment); i >= 0 {

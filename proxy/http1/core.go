@@ -113,6 +113,9 @@ type Stream interface {
 	// or a trailers-only answer), for the log.
 	GRPCStatus(code string)
 	ResponseHead()
+	// ResponseHeadAt is ResponseHead for a head that arrived at t (read
+	// by a callback that then waited for the rest of the response).
+	ResponseHeadAt(t time.Time)
 	Respond(status int)
 	// ResponseRules runs the http_response rules on the response head:
 	// 0, or the status of a deny (the response is dropped). Their edits

@@ -436,6 +436,7 @@ func (s *session) onResponse() {
 		}
 		// The whole head is buffered: reading it reads nothing more.
 		s.pHead = true
+		s.headAt = s.now()
 		if err := s.resp.readHead(uc.br, true); err != nil {
 			s.pErr = err
 			s.dispatch(entryResponse)

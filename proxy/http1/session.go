@@ -64,6 +64,11 @@ type session struct {
 	pReused  bool         // pu was reused (the exchange's retry)
 	pAttempt int          // the exchange's attempt
 	pHead    bool         // the response head was read (pErr: how)
+	// headAt is when onResponse found the response head whole, zero
+	// when no callback read it: relay's Tr counts to it, not to the end of
+	// the body the callback waited for after it (HAProxy's Tr is the
+	// time to the head). Cleared at each request's start.
+	headAt time.Time
 	pGot     int          // body bytes buffered at the last wake-up
 	pErr     error        // reading the head failed
 	pKeep    bool         // entryTail: the connection stays usable
@@ -415,6 +420,7 @@ func (s *session) idleTimeout() time.Duration {
 // beginRequest starts the request whose first byte has arrived: the
 // http-request timeout from now, the Stream's Begin.
 func (s *session) beginRequest(idleStart time.Time) {
+	s.headAt = time.Time{}
 	t0 := s.now()
 	s.dl.ArmRead(s.c, t0, s.set.TimeoutHTTPRequest)
 	s.nreq++
@@ -763,7 +769,12 @@ func idempotent(method []byte) bool {
 // It returns true when the client connection stays usable.
 func (s *session) relay(uc *upConn) bool {
 	x := s.x
-	x.ResponseHead()
+	if s.headAt.IsZero() {
+		x.ResponseHead()
+	} else {
+		x.ResponseHeadAt(s.headAt)
+		s.headAt = time.Time{}
+	}
 	status := s.resp.status
 	if status == 101 && !s.req.connUpgrade {
 		// A switch nobody asked for would turn the connection into a
