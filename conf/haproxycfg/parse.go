@@ -17,7 +17,7 @@ type line struct {
 	// (Options.Env); envErr is a variable HAProxy would refuse.
 	expanded []string
 	envErr   error
-	err     error    // unmatched quote
+	err      error // unmatched quote
 }
 
 // kw returns the i-th word's text, "" past the end.
