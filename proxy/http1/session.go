@@ -60,23 +60,19 @@ type session struct {
 	// goes on with.
 	park     parkState
 	next     entry
-	pu       *upConn // parkResponse: the server connection answering
-	pReused  bool    // pu was reused (the exchange's retry)
-	pAttempt int     // the exchange's attempt
-	pHead    bool    // the response head was read (pErr: how)
-	// headAt is when onResponse found the response head whole, zero
-	// when no callback read it: relay's Tr counts to it, not to the end of
-	// the body the callback waited for after it (HAProxy's Tr is the
-	// time to the head). Cleared at each request's start.
-	headAt time.Time
-	pGot   int          // body bytes buffered at the last wake-up
-	pErr   error        // reading the head failed
-	pKeep  bool         // entryTail: the connection stays usable
-	pClose bool         // entryFlush: the response said it closes
-	pIdle  time.Time    // entryAwait: idle since
-	pRoute stream.Route // entryRouted: the request's route
-	pSend  sendState    // entryExchange: how the reaper's send went
-	pUp    *upConn      // entryExchange: the server connection
+	pu       *upConn      // parkResponse: the server connection answering
+	pReused  bool         // pu was reused (the exchange's retry)
+	pAttempt int          // the exchange's attempt
+	pHead    bool         // the response head was read (pErr: how)
+	pGot     int          // body bytes buffered at the last wake-up
+	pErr     error        // reading the head failed
+	pKeep    bool         // entryTail: the connection stays usable
+	pClose   bool         // entryFlush: the response said it closes
+	pIdle    time.Time    // entryAwait: idle since
+	pRoute   stream.Route // entryRouted: the request's route
+	pSend    sendState    // entryExchange: how the reaper's send went
+	pUp      *upConn      // entryExchange: the server connection
+	headAt   time.Time    // onResponse found the head whole then (relay's Tr; zero: none did)
 	// flushPending: relay left the response's last bytes in cw.pending
 	// (entryFlush ends the request once they are written).
 	flushPending bool
