@@ -520,8 +520,9 @@ func TestInlineClockHandedOn(t *testing.T) {
 // enough to be waited for by the pollers): Tr is the time to the head,
 // as HAProxy's, not to the end of the body (a fresh-user trial saw Tr
 // equal to Ta on every such response). The server sends each body only
-// once the pollers, having read the head, wait for the rest (the Waited
-// count), and bodyDelay after that: Ta - Tr must hold it.
+// once the pollers, having read the head, handed the response to a
+// worker (the Continued count), and bodyDelay after that: Ta - Tr must
+// hold it.
 func TestInlineTrIsHeadTime(t *testing.T) {
 	if os.Getenv(H1InlineEnv) == "0" {
 		t.Skip("the pollers read no response with " + H1InlineEnv + "=0")
@@ -542,14 +543,14 @@ func TestInlineTrIsHeadTime(t *testing.T) {
 	cfg := epollConfig(t, conf.ModeHTTP, []string{up})
 	cfg.Backends[0].HTTPReuse = "always"
 	p, addr, logs := startLoggedProxy(t, cfg)
-	waited := &p.Frontends[0].h1inl.Waited
+	handed := &p.Frontends[0].h1inl.Continued
 	rc := dialRaw(t, addr)
 	const n = 3
 	for i := range n {
-		before := waited.Load()
+		before := handed.Load()
 		got := make(chan *http.Response, 1)
 		go func() { got <- rc.do(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n") }()
-		waitFor(t, 5*time.Second, "the pollers waiting for the body", func() bool { return waited.Load() > before })
+		waitFor(t, 5*time.Second, "the head read and handed on", func() bool { return handed.Load() > before })
 		headRead <- struct{}{}
 		if r := <-got; r.StatusCode != 200 || bodyOf(r) != "ok" {
 			t.Fatalf("request %d: status %d", i, r.StatusCode)

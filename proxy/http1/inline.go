@@ -27,9 +27,10 @@ import (
 // non-blocking write to the client, the counters, the log line, the
 // server connection back to its pool; then the client connection waits
 // for its next request the same way (idleWaker), and a worker serves it
-// when it comes. A head, or a body that fits in the reader, still coming
-// is waited for the same way (timeout server running as for a worker's
-// reads). Anything else (an interim or 101 response, a chunked,
+// when it comes. A head still coming is waited for the same way (timeout
+// server running as for a worker's reads). Anything else (a body not all
+// there yet, which a worker relays at once and streams, as HAProxy
+// forwards what it has; an interim or 101 response, a chunked,
 // close-delimited or larger body, an error, the deadline) goes to a
 // worker, which goes on from exactly where the session stands
 // (Continue): the bytes already read are in the reader, nothing is lost
@@ -447,7 +448,6 @@ func (s *session) onResponse() {
 			s.dispatch(entryResponse)
 			return
 		}
-		s.pGot = 0
 	}
 	r := &s.resp
 	st := r.status
@@ -456,14 +456,12 @@ func (s *session) onResponse() {
 		s.dispatch(entryResponse)
 		return
 	}
-	if got := uc.br.Buffered(); !noBody && int64(got) < r.contentLength {
-		// The rest of a body that fits in the buffer: waited for here,
-		// timeout server running from the last bytes (as relay's reads).
-		if got > s.pGot {
-			s.pGot = got
-			uc.dl.ArmRead(uc.c, s.now(), s.backendTimeoutServer(uc))
-		}
-		s.waitMore()
+	if !noBody && int64(uc.br.Buffered()) < r.contentLength {
+		// The head, and part of the body: a worker relays them now and
+		// streams the rest as it comes, as HAProxy forwards what it has
+		// (waiting here for the whole body held the head back from the
+		// client, for as long as the server took: a fresh-user trial).
+		s.dispatch(entryResponse)
 		return
 	}
 	// Simple and whole: the request ends here.

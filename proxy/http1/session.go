@@ -64,7 +64,6 @@ type session struct {
 	pReused  bool         // pu was reused (the exchange's retry)
 	pAttempt int          // the exchange's attempt
 	pHead    bool         // the response head was read (pErr: how)
-	pGot     int          // body bytes buffered at the last wake-up
 	pErr     error        // reading the head failed
 	pKeep    bool         // entryTail: the connection stays usable
 	pClose   bool         // entryFlush: the response said it closes
