@@ -154,6 +154,12 @@ type backendSection struct {
 	// one, even a persistent one. Inherited from [defaults]; default false.
 	Redispatch *bool `toml:"redispatch"`
 
+	// AbortOnClose drops a request waiting in a queue whose client closed
+	// its connection (HAProxy's option abortonclose; logged CQ). Without
+	// it the request is served, as HAProxy's default (the client may only
+	// have closed its output). Inherited from [defaults]; default false.
+	AbortOnClose *bool `toml:"abortonclose"`
+
 	// ForwardFor adds an X-Forwarded-For header with the client's address to
 	// each request sent to this backend's servers (HTTP mode). Inherited
 	// from [defaults]; default false.
@@ -189,6 +195,7 @@ func (b *backendSection) setDefaults(d *defaultsSection) {
 	inherit(&b.TimeoutCheck, d.TimeoutCheck)
 	inherit(&b.Retries, d.Retries)
 	inherit(&b.Redispatch, d.Redispatch)
+	inherit(&b.AbortOnClose, d.AbortOnClose)
 	inherit(&b.ForwardFor, d.ForwardFor)
 	if b.Cookie != nil {
 		b.Cookie.setDefaults()

@@ -90,6 +90,10 @@ type defaultsSection struct {
 	// than the failed one, even a persistent one (backends). Default false.
 	Redispatch *bool `toml:"redispatch"`
 
+	// AbortOnClose drops a queued request whose client closed its
+	// connection (backends; HAProxy's option abortonclose). Default false.
+	AbortOnClose *bool `toml:"abortonclose"`
+
 	// ForwardFor adds an X-Forwarded-For header with the client's address to
 	// each request sent to a server (frontends and backends, HTTP mode).
 	// Default false.
@@ -141,6 +145,7 @@ func (d *defaultsSection) setDefaults() {
 	orDefault(&d.TimeoutClientHS, 0)
 	orDefault(&d.Retries, 3)
 	orDefault(&d.Redispatch, false)
+	orDefault(&d.AbortOnClose, false)
 	orDefault(&d.ForwardFor, false)
 	orDefault(&d.LogFormat, "")
 	orDefault(&d.DontLogNull, false)

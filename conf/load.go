@@ -366,6 +366,7 @@ func (f *fileSection) model(c *checker) *Config {
 			Check:             be.checkModel(),
 			Retries:           *be.Retries,
 			Redispatch:        *be.Redispatch,
+			AbortOnClose:      *be.AbortOnClose,
 			ForwardFor:        *be.ForwardFor,
 			Rules:             be.rules,
 			StickTable:        be.StickTable.model(be.Name, c.pos.line(path{"backend"}.index(i).child("stick_table"))),

@@ -177,6 +177,7 @@ type Backend struct {
 	Check             *Check        // never nil: the defaults without [backend.check]
 	Retries           int
 	Redispatch        bool
+	AbortOnClose      bool // drop a queued request whose client left (CQ)
 	ForwardFor        bool
 	Rules             *acl.Rules // http_request rules, compiled
 	Servers           []*Server

@@ -214,7 +214,8 @@ func TestTCPQueuedClientSendingDataIsServed(t *testing.T) {
 }
 
 // A queued request with a body (left unread while queued) whose client
-// closes leaves the queue at once (CQ) and never reaches the server.
+// closes leaves the queue at once (CQ) and never reaches the server, under
+// abortonclose.
 func TestQueuedPostClientGone(t *testing.T) {
 	release := make(chan struct{})
 	u := newUpstream(t, "s1")
@@ -227,6 +228,7 @@ func TestQueuedPostClientGone(t *testing.T) {
 	cfg := testConfig(conf.ModeHTTP, []string{u.addr()}, nil)
 	cfg.Backends[0].Servers[0].MaxConn = 1
 	cfg.Backends[0].TimeoutQueue = time.Minute
+	cfg.Backends[0].AbortOnClose = true
 	p, addr, buf := startLoggedProxy(t, cfg)
 	hold := dialRaw(t, addr)
 	hold.c.Write([]byte("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n"))

@@ -162,14 +162,15 @@ func TestQueueTimeout(t *testing.T) {
 	}
 }
 
-// TestQueueClientGone: a client that closes while its request is queued
-// leaves the queue at once (long before timeout queue), is logged CQ, and
-// never reaches the server.
+// TestQueueClientGone: under abortonclose, a client that closes while
+// its request is queued leaves the queue at once (long before timeout
+// queue), is logged CQ, and never reaches the server.
 func TestQueueClientGone(t *testing.T) {
 	u := newHeldUpstream(t, "s1")
 	cfg := testConfig(conf.ModeHTTP, []string{u.addr()}, nil)
 	cfg.Backends[0].Servers[0].MaxConn = 1
 	cfg.Backends[0].TimeoutQueue = time.Minute
+	cfg.Backends[0].AbortOnClose = true
 	p, addr, buf := startLoggedProxy(t, cfg)
 	be := p.Backends[0]
 	done := make(chan [2]int, 1)
@@ -613,5 +614,44 @@ func TestQueueHashAffinity(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestQueueClientGoneServed: without abortonclose (HAProxy 2.6's default,
+// checked beside it: "fe b_q2/q 0/1401/0/1502/2903 200 ... ----" for a
+// client that left while queued), a queued request whose client closed is
+// still sent when a slot frees: the server sees it, and its line is the
+// server's answer that found no client (CD, as HAProxy's when the write
+// fails; or -- when the response was written before the close was seen).
+func TestQueueClientGoneServed(t *testing.T) {
+	u := newHeldUpstream(t, "s1")
+	cfg := testConfig(conf.ModeHTTP, []string{u.addr()}, nil)
+	cfg.Backends[0].Servers[0].MaxConn = 1
+	cfg.Backends[0].TimeoutQueue = time.Minute
+	p, addr, buf := startLoggedProxy(t, cfg)
+	be := p.Backends[0]
+	done := make(chan [2]int, 1)
+	go getID(addr, 0, done)
+	waitFor(t, 5*time.Second, "first request at the server", func() bool { return u.inflight.Load() == 1 })
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, "GET /?id=1 HTTP/1.1\r\nHost: a\r\n\r\n")
+	waitFor(t, 5*time.Second, "queued", func() bool { return be.queue.Len(-1) == 1 })
+	c.Close()
+	u.release <- struct{}{}
+	<-done
+	waitFor(t, 5*time.Second, "the queued request at the server", func() bool { return u.inflight.Load() == 1 })
+	if n := be.queue.Len(-1); n != 0 {
+		t.Errorf("queue %d, want 0", n)
+	}
+	u.release <- struct{}{}
+	waitFor(t, 5*time.Second, "two log lines", func() bool { return len(buf.lines()) == 2 })
+	if got := u.order(); !equalInts(got, []int{0, 1}) {
+		t.Errorf("server saw %v, want both requests", got)
+	}
+	if l := buf.lines()[1]; l["termination_state"] == "CQ" || l["server"] != "s1" {
+		t.Errorf("the queued request's line: %v, want it sent to s1", l)
 	}
 }

@@ -297,6 +297,10 @@ func (x *Stream) Take(wake queue.Waker, wait queue.WaitFunc) stream.Outcome {
 	return stream.NoServer
 }
 
+// AbortOnClose implements http1.Stream: the routed backend's
+// abortonclose.
+func (x *Stream) AbortOnClose() bool { return x.be != nil && x.be.Conf.AbortOnClose }
+
 // TryTake implements http1.Stream: Take's assignment when it needs no
 // queue (a free slot on the pinned server with none waiting for it, or
 // the algorithm's pick of a server with a free slot while no request

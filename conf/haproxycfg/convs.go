@@ -92,6 +92,12 @@ func convRedispatch(x *ctx) {
 	x.put(x.side(sideBack), "redispatch", !x.neg)
 }
 
+// convAbortOnClose: [no] option abortonclose (HTTP: a queued request
+// whose client left is dropped, CQ; mode tcp drops it either way).
+func convAbortOnClose(x *ctx) {
+	x.put(x.side(sideBack), "abortonclose", !x.neg)
+}
+
 // convForwardFor: option forwardfor [except NET] [header NAME] [if-none].
 func convForwardFor(x *ctx) {
 	if x.nargs() > 0 && !x.neg {

@@ -101,3 +101,28 @@ backend web
 		t.Errorf("a refused name: %v", r.Notes)
 	}
 }
+
+// TestImportAbortOnClose: option abortonclose is converted (it was refused
+// as not supported, which stopped run -c haproxy.cfg; fresh-user trial),
+// in defaults and backends, and "no option" too.
+func TestImportAbortOnClose(t *testing.T) {
+	r, err := Import([]byte(`defaults
+    mode http
+    option abortonclose
+frontend www
+    bind 127.0.0.1:8080
+    default_backend web
+backend web
+    server s1 127.0.0.1:1
+backend api
+    no option abortonclose
+    server s1 127.0.0.1:2
+`), Options{Name: "a.cfg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(r.TOML)
+	if len(r.Notes) != 0 || !strings.Contains(out, "[defaults]\nmode = \"http\"\nabortonclose = true\n") || !strings.Contains(out, "abortonclose = false") {
+		t.Errorf("notes %v, output:\n%s", r.Notes, out)
+	}
+}

@@ -174,7 +174,7 @@ var proxyRows = []keyword{
 	{name: "option tcpka", kind: Unsupported, why: "TCP keep-alive probes"},
 	{name: "option clitcpka", kind: Unsupported, why: "TCP keep-alive probes"},
 	{side: sideBack, name: "option srvtcpka", kind: Unsupported, why: "TCP keep-alive probes"},
-	{name: "option abortonclose", kind: Unsupported, why: "abortonclose: a request whose client left is still sent"},
+	{name: "option abortonclose", side: sideBack, dflt: true, neg: true, conv: convAbortOnClose},
 	{name: "option http-buffer-request", kind: Unsupported, why: "request bodies are streamed, never buffered"},
 	{side: sideBack, name: "option prefer-last-server", kind: Unsupported, why: "prefer-last-server"},
 	{side: sideBack, name: "option persist", kind: Unsupported, why: "persistence to a DOWN server"},

@@ -82,6 +82,10 @@ type Stream interface {
 	BadHead()
 	Route(r *stream.Request, tHead time.Time) stream.Route
 	Take(wake queue.Waker, wait queue.WaitFunc) stream.Outcome
+	// AbortOnClose reports whether the routed backend drops a queued
+	// request whose client left (HAProxy's option abortonclose): only
+	// then does the engine watch its client while it waits.
+	AbortOnClose() bool
 	// TryTake is Take when a server has a free slot for the request now
 	// (no queue, no wait): true when it assigned one; false when it did
 	// nothing, and Take is to be called.

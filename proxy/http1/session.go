@@ -576,12 +576,18 @@ func (s *session) afterExchange(uc *upConn, o stream.Outcome) bool {
 	return s.relay(uc)
 }
 
-// assign has the core pick a server, or queue the request. While it waits,
-// a request without a body watches its client with a read (waitQueue);
-// the dispatcher wakes that read when it hands the request a slot. Other
-// requests watch for the client closing without reading (PeerCloseWait):
-// their bytes are the body.
+// assign has the core pick a server, or queue the request. Under the
+// backend's abortonclose, while it waits, a request without a body watches
+// its client with a read (waitQueue); the dispatcher wakes that read when
+// it hands the request a slot. Other requests watch for the client
+// closing without reading (PeerCloseWait): their bytes are the body.
+// Without abortonclose (HAProxy's default) nothing watches the client.
 func (s *session) assign() stream.Outcome {
+	if !s.x.AbortOnClose() {
+		// HAProxy's default: the request waits for its slot whatever its
+		// client does (it may only have closed its output), and is sent.
+		return s.x.Take(nil, queue.ChanWait)
+	}
 	var wake queue.Waker
 	wait := s.wait
 	if s.watchable() {
