@@ -136,6 +136,11 @@ func TestConnectTurnAround(t *testing.T) {
 			if w, e := s1.Counters.Wretr.Load(), s1.Counters.Econ.Load(); w != 2 || e != 1 {
 				t.Errorf("s1 wretr %d econ %d, want 2 and 1", w, e)
 			}
+			// HAProxy counts each connect attempt in the server's stot
+			// (cum_sess); scur stays the request's one session.
+			if st, sc := s1.Counters.Stot.Load(), s1.Counters.Scur.Load(); st != 3 || sc != 1 {
+				t.Errorf("s1 stot %d scur %d, want 3 (one per attempt) and 1", st, sc)
+			}
 			b.unassign(res.srv)
 		})
 	}
@@ -231,3 +236,35 @@ func TestRedispatchOneActiveServer(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestNoServerAndConnectFailedLog: the access log and counters of the two
+// SC cases as HAProxy 2.6's (fresh-user trial beside it): a backend with
+// no usable server logs Tw -1 and counts econ on the backend; a
+// connection refused after the retries logs Tw up to the failure (the
+// attempts and the turn-around delays: HAProxy's t_queue is set then),
+// Tc -1.
+func TestNoServerAndConnectFailedLog(t *testing.T) {
+	cfg := testConfig(conf.ModeHTTP, []string{refusingAddr(t)}, nil)
+	cfg.Backends[0].Retries = 1
+	cfg.Backends[0].TimeoutConnect = 100 * time.Millisecond // the turn-around delay
+	p, addr, buf := startLoggedProxy(t, cfg)
+	be := p.Backends[0]
+	if r := dialRaw(t, addr).do(t, "GET /refused HTTP/1.1\r\nHost: x\r\n\r\n"); r.StatusCode != 503 {
+		t.Fatalf("status %d, want 503", r.StatusCode)
+	}
+	be.SetAdmin(be.Servers()[0], AdminMaint)
+	if r := dialRaw(t, addr).do(t, "GET /nosrv HTTP/1.1\r\nHost: x\r\n\r\n"); r.StatusCode != 503 {
+		t.Fatalf("status %d, want 503", r.StatusCode)
+	}
+	waitFor(t, 5*time.Second, "two log lines", func() bool { return len(buf.lines()) == 2 })
+	refused, nosrv := buf.lines()[0], buf.lines()[1]
+	if tw, _ := refused["Tw"].(float64); refused["termination_state"] != "SC" || tw < 100 || refused["Tc"] != float64(-1) {
+		t.Errorf("refused: %v; want SC, Tw >= 100 (the turn-around), Tc -1", refused)
+	}
+	if nosrv["termination_state"] != "SC" || nosrv["Tw"] != float64(-1) || nosrv["server"] != "<NOSRV>" {
+		t.Errorf("no server: %v; want SC, Tw -1, <NOSRV>", nosrv)
+	}
+	if e := be.Counters.Econ.Load(); e != 2 {
+		t.Errorf("backend econ %d, want 2 (the refused connection, the request without a server)", e)
+	}
+}

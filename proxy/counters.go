@@ -66,6 +66,16 @@ func (c *Counters) sessionStart(now time.Time) {
 	c.lastSess.Store(now.UnixNano())
 }
 
+// sessionRetried counts a connect retry on the server of a session
+// already counted (HAProxy's cum_sess and session rate count each
+// connection attempt: connect_server's srv_inc_sess_ctr); scur does not
+// move.
+func (c *Counters) sessionRetried(now time.Time) {
+	c.Stot.Add(1)
+	storeMax(&c.rateMax, c.SessRate.Add(now, 1))
+	c.lastSess.Store(now.UnixNano())
+}
+
 // queued records one queue time, ms.
 func (c *Counters) queued(ms int64) {
 	c.Qtime.Add(ms)

@@ -175,9 +175,10 @@ func (cc *clientConn) Stream() http1.Stream { return cc.x }
 
 // Active implements http1.Client: the connection is busy, unless the stop
 // closed it; a reload may have moved it while it was idle. A request that
-// arrives on a connection its owner's stop did not move (one accepted
-// before the reload and waiting for its first request, or one whose
-// request came before the stop reached it) moves it now, so that the
+// arrives on a connection of a frontend a reload replaced (linked to its
+// successor once the new configuration serves), which its owner's stop
+// did not move (one accepted before the reload and waiting for its first
+// request, or one whose request came before the stop) moves it now, so that the
 // request runs on the configuration that serves: its stick tables are the
 // ones the peers and `show table` see (a fresh-user trial found such a
 // request counted in a rebuilt table's discarded predecessor).
@@ -189,7 +190,7 @@ func (cc *clientConn) Active() (ok, moved bool) {
 		cc.setFrontend(o)
 		return true, true
 	}
-	if cc.fe.p.stopping.Load() && cc.fe.handOffActive(cc) {
+	if cc.fe.successor.Load() != nil && cc.fe.handOffActive(cc) {
 		cc.setFrontend(cc.owner.Load())
 		return true, true
 	}

@@ -294,6 +294,7 @@ func (x *Stream) Take(wake queue.Waker, wait queue.WaitFunc) stream.Outcome {
 	case errors.Is(err, errQueueFull):
 		return stream.QueueFull
 	}
+	x.tw = -1 // no queue reached: HAProxy's Tw -1 on its SC lines
 	return stream.NoServer
 }
 
@@ -369,6 +370,10 @@ func (x *Stream) Connect() (net.Conn, stream.Outcome) {
 	srv, c, tc, err := connectServer(x.be, x.srv, &x.lbreq, x.pin != nil, prep, &x.lg)
 	x.srv = srv
 	if err != nil {
+		// HAProxy's Tw on a connection that failed for good runs to the
+		// failure (backend.c sets t_queue then): the attempts and the
+		// turn-around delays between them.
+		x.tw = x.now().Sub(x.tHead).Milliseconds()
 		return nil, stream.ConnectFailed
 	}
 	x.tc = tc

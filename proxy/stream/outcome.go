@@ -165,7 +165,7 @@ var Outcomes = [numOutcomes]Row{
 	Answered:            {Name: "answered by a rule", Flags: "LR"},
 	Local:               {Name: "local", Flags: "--"},
 	LocalClientGone:     {Name: "local, client gone", Flags: "CD"},
-	NoServer:            {Name: "no server", Status: 503, Flags: "SC"},
+	NoServer:            {Name: "no server", Status: 503, Flags: "SC", Counts: BeEcon},
 	QueueAbort:          {Name: "client gone (queue)", Flags: "CQ"},
 	QueueTimeout:        {Name: "queue timeout", Status: 503, Flags: "sQ"},
 	QueueFull:           {Name: "queue full", Status: 503, Flags: "SQ"},
