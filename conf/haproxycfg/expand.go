@@ -121,7 +121,7 @@ func expandEnv(s string, words []word, env Env) (string, []string, error) {
 // returns its length in v and its value.
 func quotedVar(v string, lookup Env) (int, string, error) {
 	if len(v) < 2 {
-		return 0, "", nil
+		return 0, "", errEnvName // a '$' last: no name
 	}
 	braced := v[1] == '{'
 	i := 1
