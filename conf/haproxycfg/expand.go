@@ -58,18 +58,19 @@ func addressWord(words []word) int {
 
 // expandEnv returns line s (its words as lexLine read them) with its
 // environment variables replaced by their values, written so that
-// lexLine reads each value as one piece of its word, and the names it
-// replaced, in order. s is returned as is when it has none.
-func expandEnv(s string, words []word, env Env) (string, []string, error) {
+// lexLine reads each value as one piece of its word, the names it
+// replaced, in order, and those that were not set and had no default
+// (empty). s is returned as is when it has none.
+func expandEnv(s string, words []word, env Env) (string, []string, []string, error) {
 	if !strings.Contains(s, "$") {
-		return s, nil, nil
+		return s, nil, nil, nil
 	}
 	addrStart, addrEnd := -1, -1
 	if i := addressWord(words); i >= 0 && i < len(words) {
 		addrStart, addrEnd = words[i].start, words[i].end
 	}
 	var b strings.Builder
-	var names []string
+	var names, unset []string
 	lookup := func(name string) (string, bool) {
 		names = append(names, name)
 		return env(name)
@@ -89,7 +90,7 @@ func expandEnv(s string, words []word, env Env) (string, []string, error) {
 			j := strings.IndexByte(s[i+1:], '\'')
 			if j < 0 {
 				b.WriteString(s[i:])
-				return b.String(), names, nil // lexLine reports the quote
+				return b.String(), names, unset, nil // lexLine reports the quote
 			}
 			b.WriteString(s[i : i+j+2])
 			i += j + 1
@@ -97,14 +98,20 @@ func expandEnv(s string, words []word, env Env) (string, []string, error) {
 			inDQ = !inDQ
 			b.WriteByte(c)
 		case c == '$' && inDQ:
-			n, value, err := quotedVar(s[i:], lookup)
+			n, value, name, err := quotedVar(s[i:], lookup)
 			if err != nil {
-				return s, nil, err
+				return s, nil, nil, err
+			}
+			if name != "" {
+				unset = append(unset, name)
 			}
 			b.WriteString(escapeQuoted(value))
 			i += n - 1
 		case c == '$' && i >= addrStart && i < addrEnd:
-			n, value := addressVar(s[i:], lookup)
+			n, value, name := addressVar(s[i:], lookup)
+			if name != "" {
+				unset = append(unset, name)
+			}
 			b.WriteString(escapeUnquoted(value))
 			i += n - 1
 		default:
@@ -112,16 +119,17 @@ func expandEnv(s string, words []word, env Env) (string, []string, error) {
 		}
 	}
 	if names == nil {
-		return s, nil, nil
+		return s, nil, nil, nil
 	}
-	return b.String(), names, nil
+	return b.String(), names, unset, nil
 }
 
 // quotedVar reads the variable at v[0] == '$' inside double quotes and
-// returns its length in v and its value.
-func quotedVar(v string, lookup Env) (int, string, error) {
+// returns its length in v, its value, and its name when it was not set
+// and had no default.
+func quotedVar(v string, lookup Env) (int, string, string, error) {
 	if len(v) < 2 {
-		return 0, "", errEnvName // a '$' last: no name
+		return 0, "", "", errEnvName // a '$' last: no name
 	}
 	braced := v[1] == '{'
 	i := 1
@@ -130,43 +138,51 @@ func quotedVar(v string, lookup Env) (int, string, error) {
 	}
 	start := i
 	if i >= len(v) || !(isLetter(v[i]) || v[i] == '_') {
-		return 0, "", errEnvName // HAProxy refuses the file
+		return 0, "", "", errEnvName // HAProxy refuses the file
 	}
 	for i < len(v) && (isLetter(v[i]) || isDigit(v[i]) || v[i] == '_') {
 		i++
 	}
 	name := v[start:i]
 	if !braced {
-		value, _ := lookup(name)
-		return i, value, nil
+		value, set := lookup(name)
+		return i, value, unsetName(name, set), nil
 	}
 	if strings.HasPrefix(v[i:], "[*]") {
-		return 0, "", errEnvList
+		return 0, "", "", errEnvList
 	}
 	def, hasDef := "", false
 	if i < len(v) && v[i] == '-' {
 		j := strings.IndexByte(v[i:], '}')
 		if j < 0 {
-			return 0, "", errEnvName
+			return 0, "", "", errEnvName
 		}
 		def, hasDef = v[i+1:i+j], true
 		i += j
 	}
 	if i >= len(v) || v[i] != '}' {
-		return 0, "", errEnvName
+		return 0, "", "", errEnvName
 	}
 	value, set := lookup(name)
 	if hasDef && !set {
-		value = def
+		return i + 1, def, "", nil
 	}
-	return i + 1, value, nil
+	return i + 1, value, unsetName(name, set), nil
+}
+
+// unsetName is name when it was not set, else "".
+func unsetName(name string, set bool) string {
+	if set {
+		return ""
+	}
+	return name
 }
 
 // addressVar reads the variable at v[0] == '$' in an address, as
 // env_expand: an optional '{', letters, digits and '_', an optional '}'.
 // It returns its length in v (at least 1: a lone '$' is dropped, as
-// HAProxy's) and its value.
-func addressVar(v string, lookup Env) (int, string) {
+// HAProxy's), its value, and its name when it was not set.
+func addressVar(v string, lookup Env) (int, string, string) {
 	i := 1
 	braced := i < len(v) && v[i] == '{'
 	if braced {
@@ -181,10 +197,10 @@ func addressVar(v string, lookup Env) (int, string) {
 		i++
 	}
 	if name == "" {
-		return i, "" // getenv("") is unset: the '$' is dropped
+		return i, "", "" // getenv("") is unset: the '$' is dropped
 	}
-	value, _ := lookup(name)
-	return i, value
+	value, set := lookup(name)
+	return i, value, unsetName(name, set)
 }
 
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
@@ -203,14 +219,18 @@ func escapeUnquoted(value string) string {
 }
 
 // envNotes returns a note for each line whose environment variables were
-// expanded: the output holds their values (the names are listed, not the
-// values, which may be secrets).
+// expanded, naming them (not their values, which may be secrets) and
+// those that were not set: an unset variable is empty, as HAProxy's, which
+// may be a mistake to see (a secret missing from the environment).
 func (f *file) envNotes() []Note {
 	var notes []Note
 	add := func(ln *line) {
 		if len(ln.expanded) > 0 && ln.envErr == nil {
-			notes = append(notes, Note{Line: ln.num, Keyword: keywordOf(ln), Kind: Differs,
-				Why: "environment variables expanded (" + strings.Join(unique(ln.expanded), ", ") + "): the output holds their values"})
+			why := "environment variables expanded from the environment (" + strings.Join(unique(ln.expanded), ", ") + ")"
+			if len(ln.unset) > 0 {
+				why += "; not set, so empty: " + strings.Join(unique(ln.unset), ", ")
+			}
+			notes = append(notes, Note{Line: ln.num, Keyword: keywordOf(ln), Kind: Differs, Why: why})
 		}
 	}
 	for _, ln := range f.orphans {

@@ -25,7 +25,7 @@ defaults
 frontend www
     bind 127.0.0.1:${FE_PORT}
     http-request set-header X-Env "${VALUE}"
-    http-request set-header X-Default "${UNSET-fallback}/$UNSET"
+    http-request set-header X-Default "${UNSET-fallback}/$UNSET2"
     default_backend web
 backend web
     server s1 ${UP_HOST}:$UP_PORT
@@ -54,11 +54,11 @@ backend web
 		got = append(got, n.String())
 	}
 	want := []string{
-		"2: stats socket: converted, differs: environment variables expanded (SOCK): the output holds their values",
-		"11: bind: converted, differs: environment variables expanded (FE_PORT): the output holds their values",
-		"12: http-request: converted, differs: environment variables expanded (VALUE): the output holds their values",
-		"13: http-request: converted, differs: environment variables expanded (UNSET): the output holds their values",
-		"16: server: converted, differs: environment variables expanded (UP_HOST, UP_PORT): the output holds their values",
+		"2: stats socket: converted, differs: environment variables expanded from the environment (SOCK)",
+		"11: bind: converted, differs: environment variables expanded from the environment (FE_PORT)",
+		"12: http-request: converted, differs: environment variables expanded from the environment (VALUE)",
+		"13: http-request: converted, differs: environment variables expanded from the environment (UNSET, UNSET2); not set, so empty: UNSET2",
+		"16: server: converted, differs: environment variables expanded from the environment (UP_HOST, UP_PORT)",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("notes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

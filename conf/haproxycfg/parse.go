@@ -16,6 +16,7 @@ type line struct {
 	// expanded names the environment variables replaced by their values
 	// (Options.Env); envErr is a variable HAProxy would refuse.
 	expanded []string
+	unset    []string // those of expanded that were not set (empty)
 	envErr   error
 	err      error // unmatched quote
 }
@@ -97,13 +98,13 @@ func parseFile(name, text string, env Env) *file {
 			continue
 		}
 		raw := trimmed
-		var expanded []string
+		var expanded, unset []string
 		var envErr error
 		if env != nil && err == nil {
 			// The line read again with its variables' values, as HAProxy
 			// reads it (expand.go).
 			var x string
-			x, expanded, envErr = expandEnv(trimmed, words, env)
+			x, expanded, unset, envErr = expandEnv(trimmed, words, env)
 			if expanded != nil {
 				trimmed = x
 				words, comment, hasEnv, err = lexLine(trimmed)
@@ -112,7 +113,7 @@ func parseFile(name, text string, env Env) *file {
 			}
 		}
 		l := &line{num: num, raw: raw, words: words, comment: comment, lead: pending, env: hasEnv, err: err,
-			expanded: expanded, envErr: envErr}
+			expanded: expanded, unset: unset, envErr: envErr}
 		pending = nil
 		l.text = trimmed
 		if i := commentStart(trimmed, words, comment); i >= 0 {
