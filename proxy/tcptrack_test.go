@@ -311,15 +311,19 @@ address = "%s"
 	silent.Close()
 	wantEntry(t, tbl, src, ds[:6], 0, 3, 3, n+2, n+2, 2)
 
-	// The server is gone: a 503 on an open connection, which then closes.
+	// The server is gone: a 503 on an open connection, which stays open
+	// (as HAProxy's) until the request that asks to close.
 	u.Close()
 	dead := dialFrom(t, src, addr)
 	rc = &rawClient{c: dead, br: bufio.NewReader(dead)}
 	if resp := rc.do(t, "GET /p HTTP/1.1\r\nHost: h\r\n\r\n"); resp.StatusCode != 503 {
 		t.Fatalf("dead server: status %d, want 503", resp.StatusCode)
 	}
-	wantClosed(t, dead, "after the 503")
-	wantEntry(t, tbl, src, ds[:6], 0, 4, 4, n+3, n+3, 2)
+	if resp := rc.do(t, "GET /p HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"); resp.StatusCode != 503 {
+		t.Fatalf("dead server: status %d, want 503", resp.StatusCode)
+	}
+	wantClosed(t, dead, "after the 503 that asked to close")
+	wantEntry(t, tbl, src, ds[:6], 0, 4, 4, n+4, n+4, 2)
 }
 
 const tcpTrackConfig = `

@@ -490,14 +490,34 @@ func (s *session) answer(rt stream.Route) bool {
 // status when it has one; the connection then closes (it returns false).
 // The counters move before the page leaves.
 func (s *session) fail(o stream.Outcome) bool {
-	if code := o.Row().Status; code != 0 {
+	code := o.Row().Status
+	keep := s.keepAfterError(code)
+	if code != 0 {
 		resp := errorResponses[code]
+		if keep {
+			resp = denyResponses[code] // the same page, without connection: close
+		}
 		s.x.Replied(code, int64(len(resp)))
 		s.bw.Write(resp)
 	}
 	s.x.End(o)
-	s.flushClient()
-	return false
+	return s.flushClient() == nil && keep
+}
+
+// keepAfterError reports whether the client connection stays open after
+// the error response code for the current request, as HAProxy 2.6 keeps
+// it after the 500, 502, 503 and 504 it answers itself (a fresh-user
+// trial: curl reused the connection after HAProxy's 503 SC): a request
+// read whole, without a body (a body may be left unread), that did not
+// ask to close, on a connection that is not closing for a stop.
+func (s *session) keepAfterError(code int) bool {
+	switch code {
+	case 500, 502, 503, 504:
+	default:
+		return false
+	}
+	return len(s.req.line) > 0 && !s.req.connClose && !s.req.chunked && s.req.contentLength <= 0 &&
+		!s.req.connUpgrade && !s.req.expect100 && !s.cl.StoppingForGood()
 }
 
 // forward sends the routed request to a server and relays the response,
