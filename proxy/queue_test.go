@@ -166,23 +166,8 @@ func TestQueueTimeout(t *testing.T) {
 // its request is queued leaves the queue at once (long before timeout
 // queue), is logged CQ, and never reaches the server.
 func TestQueueClientGone(t *testing.T) {
-	u := newHeldUpstream(t, "s1")
-	cfg := testConfig(conf.ModeHTTP, []string{u.addr()}, nil)
-	cfg.Backends[0].Servers[0].MaxConn = 1
-	cfg.Backends[0].TimeoutQueue = time.Minute
-	cfg.Backends[0].AbortOnClose = true
-	p, addr, buf := startLoggedProxy(t, cfg)
+	u, p, buf, done := queuedClientCloses(t, true)
 	be := p.Backends[0]
-	done := make(chan [2]int, 1)
-	go getID(addr, 0, done)
-	waitFor(t, 5*time.Second, "first request at the server", func() bool { return u.inflight.Load() == 1 })
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.WriteString(c, "GET /?id=1 HTTP/1.1\r\nHost: a\r\n\r\n")
-	waitFor(t, 5*time.Second, "queued", func() bool { return be.queue.Len(-1) == 1 })
-	c.Close()
 	waitFor(t, 5*time.Second, "the queue empties", func() bool { return be.queue.Len(-1) == 0 })
 	waitFor(t, 5*time.Second, "the CQ log line", func() bool {
 		for _, l := range buf.lines() {
@@ -624,22 +609,8 @@ func TestQueueHashAffinity(t *testing.T) {
 // server's answer that found no client (CD, as HAProxy's when the write
 // fails; or -- when the response was written before the close was seen).
 func TestQueueClientGoneServed(t *testing.T) {
-	u := newHeldUpstream(t, "s1")
-	cfg := testConfig(conf.ModeHTTP, []string{u.addr()}, nil)
-	cfg.Backends[0].Servers[0].MaxConn = 1
-	cfg.Backends[0].TimeoutQueue = time.Minute
-	p, addr, buf := startLoggedProxy(t, cfg)
+	u, p, buf, done := queuedClientCloses(t, false)
 	be := p.Backends[0]
-	done := make(chan [2]int, 1)
-	go getID(addr, 0, done)
-	waitFor(t, 5*time.Second, "first request at the server", func() bool { return u.inflight.Load() == 1 })
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.WriteString(c, "GET /?id=1 HTTP/1.1\r\nHost: a\r\n\r\n")
-	waitFor(t, 5*time.Second, "queued", func() bool { return be.queue.Len(-1) == 1 })
-	c.Close()
 	u.release <- struct{}{}
 	<-done
 	waitFor(t, 5*time.Second, "the queued request at the server", func() bool { return u.inflight.Load() == 1 })
@@ -654,4 +625,29 @@ func TestQueueClientGoneServed(t *testing.T) {
 	if l := buf.lines()[1]; l["termination_state"] == "CQ" || l["server"] != "s1" {
 		t.Errorf("the queued request's line: %v, want it sent to s1", l)
 	}
+}
+
+// queuedClientCloses starts a proxy (abortonclose as given) whose one
+// server takes one request at a time, sends request 0 there (done gets
+// its answer), queues request 1 behind it on a connection of its own and
+// closes that connection.
+func queuedClientCloses(t *testing.T, abortOnClose bool) (*heldUpstream, *Proxy, *syncBuffer, chan [2]int) {
+	t.Helper()
+	u := newHeldUpstream(t, "s1")
+	cfg := testConfig(conf.ModeHTTP, []string{u.addr()}, nil)
+	cfg.Backends[0].Servers[0].MaxConn = 1
+	cfg.Backends[0].TimeoutQueue = time.Minute
+	cfg.Backends[0].AbortOnClose = abortOnClose
+	p, addr, buf := startLoggedProxy(t, cfg)
+	done := make(chan [2]int, 1)
+	go getID(addr, 0, done)
+	waitFor(t, 5*time.Second, "first request at the server", func() bool { return u.inflight.Load() == 1 })
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, "GET /?id=1 HTTP/1.1\r\nHost: a\r\n\r\n")
+	waitFor(t, 5*time.Second, "queued", func() bool { return p.Backends[0].queue.Len(-1) == 1 })
+	c.Close()
+	return u, p, buf, done
 }
