@@ -634,12 +634,21 @@ func (x *Stream) End(o stream.Outcome) {
 	if row.Observe != 0 && srv != nil {
 		srv.observeResponse(row.Observe)
 	}
+	// One clock read for the total time and the log line's, unless the
+	// engine set the clock (SetClock).
+	keep := !x.clk.IsZero()
+	if !keep {
+		x.clk = time.Now()
+	}
 	if row.Timed {
-		ta := x.now().Sub(x.t0).Milliseconds()
+		ta := x.clk.Sub(x.t0).Milliseconds()
 		srv.Counters.Ttime.Add(ta)
 		be.Counters.Ttime.Add(ta)
 	}
 	x.logLine(o)
+	if !keep {
+		x.clk = time.Time{}
+	}
 }
 
 // Release gives back what Take took: the server's session, the backend

@@ -30,6 +30,8 @@ type Exchange struct {
 	// timeout is the backend's timeout_server, re-armed before each read
 	// and write.
 	timeout time.Duration
+	// clk is the time SetClock gave, zero for the clock's.
+	clk time.Time
 }
 
 // ReuseConn returns an exchange on an idle connection to up that a request
@@ -158,9 +160,24 @@ func (e *Exchange) SendBody(r io.Reader, chunked bool, buf []byte) (int64, error
 	return n, e.Flush()
 }
 
+// SetClock makes t the time the exchange's next deadlines start from
+// (Flush, the first read of ReadHead) and Finish stamps the connection's
+// return to the pool with, until SetClock(time.Time{}): the other engine
+// read the clock for its own phases and nothing blocked since. ReadHead
+// clears it once its first read is armed: the read may wait.
+func (e *Exchange) SetClock(t time.Time) { e.clk = t }
+
+// now returns the time SetClock gave, else the clock's.
+func (e *Exchange) now() time.Time {
+	if e.clk.IsZero() {
+		return time.Now()
+	}
+	return e.clk
+}
+
 // Flush sends what is buffered to the server within timeout_server.
 func (e *Exchange) Flush() error {
-	e.uc.dl.ArmWrite(e.uc.c, time.Now(), e.timeout)
+	e.uc.dl.ArmWrite(e.uc.c, e.now(), e.timeout)
 	return e.uc.bw.Flush()
 }
 
@@ -169,7 +186,8 @@ func (e *Exchange) Flush() error {
 // (timeout_server), a malformed head (ErrBadResponse), or the server gone.
 func (e *Exchange) ReadHead() error {
 	for {
-		e.uc.dl.ArmRead(e.uc.c, time.Now(), e.timeout)
+		e.uc.dl.ArmRead(e.uc.c, e.now(), e.timeout)
+		e.clk = time.Time{}
 		if err := e.resp.readHead(e.uc.br, true); err != nil {
 			return classify(err)
 		}
@@ -291,7 +309,7 @@ func (e *Exchange) Finish() {
 	keep := e.whole && !e.resp.connClose && (e.resp.chunked || e.resp.contentLength >= 0 || e.body == nil)
 	if keep && uc.br.Buffered() == 0 && uc.up.Reuse != ReuseNever {
 		uc.uses++
-		uc.release(time.Now())
+		uc.release(e.now())
 		return
 	}
 	uc.close()

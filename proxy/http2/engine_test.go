@@ -49,7 +49,8 @@ func (s *stubStream) LocalDone(err error) {
 	default:
 	}
 }
-func (s *stubStream) Free() {}
+func (s *stubStream) Free()              {}
+func (s *stubStream) SetClock(time.Time) {}
 
 // stubClient is a client connection of a stub core.
 type stubClient struct {

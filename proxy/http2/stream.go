@@ -47,6 +47,17 @@ type h2stream struct {
 	out    fieldBuf
 	// wait is waitQueue as a func value, made once per pooled h2stream.
 	wait queue.WaitFunc
+	// clk is the time the stream's phases read (Stream.SetClock) from its
+	// start to the first thing that may wait (a queue, a dial, a request
+	// body, the server's answer, a write to the client), and again from
+	// its response's end to its log line: zero in between.
+	clk time.Time
+}
+
+// setClock sets the time the stream's phases read (zero: the clock's).
+func (st *h2stream) setClock(t time.Time) {
+	st.clk = t
+	st.x.SetClock(t)
 }
 
 // respBufs returns the pooled buffers of the stream's response writer
@@ -121,6 +132,7 @@ func (st *h2stream) serve() {
 	r := st.r
 	t0 := time.Now()
 	x.Begin(t0, t0)
+	st.setClock(t0)
 	size := st.headSize
 	if len(st.fields) == 0 {
 		size = len(r.Method) + len(r.RequestURI) + 12
@@ -138,6 +150,9 @@ func (st *h2stream) serve() {
 	// The head was whole before the stream started: its parse time is
 	// t0's, taken once.
 	rt := x.Route(&st.view, t0)
+	if rt.Kind != stream.RouteBackend {
+		st.setClock(time.Time{})
+	}
 	switch rt.Kind {
 	case stream.RouteAnswer:
 		st.answer(rt)
@@ -262,10 +277,12 @@ func (st *h2stream) forward() {
 		st.wait = st.waitQueue // kept with the pooled stream
 	}
 	if o := x.Take(nil, st.wait); o != stream.Served {
+		st.setClock(time.Time{})
 		st.fail(o)
 		return
 	}
 	if x.Upstream().H2 != nil {
+		st.setClock(time.Time{})
 		st.toH2(nil)
 	} else {
 		st.toH1(nil)
@@ -276,6 +293,7 @@ func (st *h2stream) forward() {
 // queue deadline, or the client resetting the stream (a client abort in
 // the queue, CQ).
 func (st *h2stream) waitQueue(p *queue.Pending, deadline time.Time) queue.WaitEnd {
+	st.setClock(time.Time{})
 	var tc <-chan time.Time
 	if !deadline.IsZero() {
 		t := time.NewTimer(time.Until(deadline))
@@ -372,6 +390,7 @@ func (st *h2stream) toH1(ex *http1.Exchange) {
 	for attempt := 0; ; attempt++ {
 		reused := ex != nil && ex.Reused()
 		if ex == nil {
+			st.setClock(time.Time{}) // a dial waits
 			c, o := x.Connect()
 			if o != stream.Served {
 				st.fail(o)
@@ -439,6 +458,11 @@ func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry bool) (o stream.Outc
 	if !hasBody {
 		bodyLen = 0
 	}
+	if hasBody {
+		st.setClock(time.Time{}) // the body is read from the client
+	} else {
+		ex.SetClock(st.clk)
+	}
 	host := st.host()
 	ex.WriteHead(sbytes(r.Method), x.URI(), func(w *bufio.Writer) {
 		if host != "" {
@@ -461,6 +485,7 @@ func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry bool) (o stream.Outc
 	n, err := ex.SendBody(body, bodyLen < 0, buf)
 	netio.PutBuf(buf)
 	if err != nil {
+		st.setClock(time.Time{})
 		release(false)
 		switch {
 		case st.clientGone():
@@ -477,6 +502,7 @@ func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry bool) (o stream.Outc
 		return stream.SendFailed, false
 	}
 	x.Sent(n)
+	st.setClock(time.Time{}) // ReadHead arms its first read with ex's clock, then waits
 	if err := ex.ReadHead(); err != nil {
 		release(false)
 		switch {
@@ -527,9 +553,15 @@ func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry bool) (o stream.Outc
 			x.GRPCStatus(g)
 		}
 	}
+	// The response's end: one clock read for the connection's return to
+	// the pool, the total time and the log line.
+	tEnd := time.Now()
+	ex.SetClock(tEnd)
+	st.setClock(tEnd)
 	release(rerr == nil && werr == nil)
 	x.Relayed(shown, headBytes+sent)
-	st.end(werr, rerr, false)
+	st.end(werr, rerr, false) // may panic: Free clears the core's clock
+	st.setClock(time.Time{})
 	return stream.Served, false
 }
 
