@@ -391,6 +391,19 @@ func (h *head) parse(isResp bool) error {
 	if sawTE && !h.chunked {
 		h.contentLength = -1
 	}
+	// An interim (1xx) or 204 response has no body, and may not say it
+	// has one (RFC 9110 sections 8.6 and 6.4.1): its Content-Length and
+	// Transfer-Encoding fields are not forwarded, as HAProxy 2.6 drops
+	// them (measured on loopback), so that a client trusting them does
+	// not take what follows for their body.
+	if isResp && (h.status < 200 && h.status != 101 || h.status == 204) {
+		for i := range h.headers {
+			switch knownName(h.headers[i].name) {
+			case nameContentLength, nameTransferEncoding:
+				h.headers[i].kind = hdrHop
+			}
+		}
+	}
 	// An absolute-form target names the host itself; a Host field that
 	// says otherwise is refused, as HAProxy 2.6 does, since the rules
 	// route on Host and a server may honour the target.
