@@ -200,3 +200,66 @@ func (a *SlidingAvg) Avg() int64 {
 	}
 	return (a.sum.Load() + n - 1) / n
 }
+
+// clearMax zeroes the peak values: smax, the session and request rate
+// peaks, and the longest queue, connect, response and total times.
+// HAProxy's "clear counters" (proxy.c, cli_parse_clear_counters) zeroes
+// the same ones.
+func (c *Counters) clearMax() {
+	for _, v := range []*atomic.Int64{&c.Smax, &c.rateMax, &c.reqRateMax, &c.qtimeMax,
+		&c.obs.ctimeMax, &c.obs.rtimeMax, &c.obs.ttimeMax} {
+		v.Store(0)
+	}
+}
+
+// clearAll zeroes every counter but the current sessions (scur), as
+// HAProxy's "clear counters all" clears an object's counters: totals,
+// bytes, errors, responses by class, rates and their peaks, the average
+// times. The latency histograms and the history are fulcrum's own and
+// are kept.
+func (c *Counters) clearAll() {
+	c.clearMax()
+	for _, v := range []*atomic.Int64{&c.Stot, &c.Bin, &c.Bout, &c.Dreq, &c.Dresp, &c.Ereq,
+		&c.Econ, &c.Eresp, &c.Wretr, &c.Wredis, &c.ReqTot, &c.Lbtot, &c.CliAbrt, &c.SrvAbrt,
+		&c.lastSess, &c.obs.connects, &c.obs.reuses, &c.obs.intercepted} {
+		v.Store(0)
+	}
+	for i := range c.Hrsp {
+		c.Hrsp[i].Store(0)
+	}
+	for _, f := range []*FreqCtr{&c.SessRate, &c.ReqRate} {
+		f.sec.Store(0)
+		f.cur.Store(0)
+		f.prev.Store(0)
+	}
+	for _, a := range []*SlidingAvg{&c.Qtime, &c.Ctime, &c.Rtime, &c.Ttime} {
+		a.sum.Store(0)
+		a.n.Store(0)
+	}
+}
+
+// ClearCounters is the Runtime API's "clear counters" (all false: the
+// peak values of every frontend, backend and server, and their queues'
+// longest) and "clear counters all" (every counter but the current
+// sessions, as HAProxy's: "the same effect as restarting"; fulcrum's
+// latency histograms and history are kept).
+func (p *Proxy) ClearCounters(all bool) {
+	clear := (*Counters).clearMax
+	if all {
+		clear = (*Counters).clearAll
+	}
+	for _, fe := range p.Frontends {
+		clear(&fe.Counters)
+		if all {
+			fe.DeniedConn.Store(0)
+			fe.ProxyErrors.Store(0)
+		}
+	}
+	for _, b := range p.Backends {
+		clear(&b.Counters)
+		b.queue.ResetMax()
+		for _, s := range b.Servers() {
+			clear(&s.Counters)
+		}
+	}
+}

@@ -12,6 +12,27 @@ var proxyCommands = []Command{
 	{Words: []string{"show", "backend"}, Level: LevelUser, Usage: "show backend", Help: "list backends in the current running config", Run: showBackend},
 	{Words: []string{"set", "maxconn", "frontend"}, Level: LevelAdmin, Usage: "set maxconn frontend <frontend> <value>", Help: "change a frontend's maxconn setting", Run: setMaxconnFrontend},
 	{Words: []string{"set", "maxconn", "global"}, Level: LevelAdmin, Usage: "set maxconn global <value>", Help: "change the per-process maxconn setting", Run: setMaxconnGlobal},
+	{Words: []string{"clear", "counters"}, Level: LevelOperator, LevelOf: clearCountersLevel, Usage: "clear counters [all]", Help: "clear max statistics counters (or all counters)", Run: clearCounters},
+}
+
+// clearCountersLevel: "clear counters" is an operator's, "clear counters
+// all" an administrator's (HAProxy's cli_parse_clear_counters).
+func clearCountersLevel(args []string) Level {
+	if arg(args, 0) == "all" {
+		return LevelAdmin
+	}
+	return LevelOperator
+}
+
+// clearCounters zeroes the peak values of every frontend, backend and
+// server ("clear counters"), or every counter but the current sessions
+// ("clear counters all"). HAProxy replies nothing, and ignores any other
+// word after "counters".
+func clearCounters(c *Context, args []string) error {
+	all := arg(args, 0) == "all"
+	c.Proxy.ClearCounters(all)
+	c.Changed().Bool("all", all).Msg("counters cleared")
+	return nil
 }
 
 // showBackend lists the backends in configuration order.

@@ -431,6 +431,19 @@ func (q *Queues) Info(i int, now time.Time) Info {
 	return in
 }
 
+// ResetMax makes each queue's peak (Max) its current length, as
+// HAProxy's "clear counters" zeroes nbpend_max.
+func (q *Queues) ResetMax() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.backend.max = int64(q.backend.n)
+	for _, l := range q.servers {
+		if l != nil {
+			l.max = int64(l.n)
+		}
+	}
+}
+
 // Max returns the most requests that ever waited at once in the queue of
 // slot i (the backend queue for i < 0; 0 for a slot without a server).
 func (q *Queues) Max(i int) int64 {
