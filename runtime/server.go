@@ -112,7 +112,10 @@ func findBackend(p *proxy.Proxy, name string) *proxy.Backend {
 // unknown backend, then an unknown server.
 func findServer(p *proxy.Proxy, spec string) (*proxy.Backend, *proxy.Server, error) {
 	bname, sname, ok := strings.Cut(spec, "/")
-	if !ok {
+	if !ok || bname == "" || sname == "" {
+		// "be/" and "/s1" too, as HAProxy 2.6 answers them (checked on
+		// loopback with set server, set weight, get weight and disable
+		// server).
 		return nil, nil, errRequireServer
 	}
 	b := findBackend(p, bname)

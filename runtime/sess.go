@@ -2,7 +2,9 @@ package runtime
 
 import (
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 )
@@ -75,6 +77,53 @@ func humanAge(d time.Duration) string {
 }
 
 // parseSessID reads a session id as HAProxy's strtoul(..., 0): 0x... hex.
+// strtoul0 reads s as C's strtoul(s, NULL, 0) does: leading blanks and
+// a sign, then a hexadecimal ("0x"), octal ("0") or decimal number, as far
+// as its digits go; 0 when none does, the largest value on overflow.
+func strtoul0(s string) uintptr {
+	s = strings.TrimLeft(s, " \t\n\v\f\r")
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	base := uint64(10)
+	switch {
+	case len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && hexDigit(s[2]) >= 0:
+		base, s = 16, s[2:]
+	case len(s) > 0 && s[0] == '0':
+		base = 8
+	}
+	var v uint64
+	for i := 0; i < len(s); i++ {
+		d := hexDigit(s[i])
+		if d < 0 || uint64(d) >= base {
+			break
+		}
+		if v > (math.MaxUint64-uint64(d))/base {
+			return ^uintptr(0)
+		}
+		v = v*base + uint64(d)
+	}
+	if neg {
+		v = -v
+	}
+	return uintptr(v)
+}
+
+// hexDigit returns c's value as a hexadecimal digit, -1 if it is not one.
+func hexDigit(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
 func parseSessID(s string) (uintptr, bool) {
 	v, err := strconv.ParseUint(s, 0, 64)
 	return uintptr(v), err == nil
@@ -104,25 +153,26 @@ func showSess(c *Context, args []string) error {
 // shutdownSession aborts one session: its client and server connections.
 func shutdownSession(c *Context, args []string) error {
 	a := arg(args, 0)
-	if a == "" {
+	// HAProxy reads the pointer with strtoul(arg, NULL, 0): what does not
+	// read as a number ("abc") is a null pointer, which it refuses so.
+	id := strtoul0(a)
+	if id == 0 {
 		return reply("Session pointer expected (use 'show sess').")
 	}
-	id, ok := parseSessID(a)
-	if ok {
-		for _, s := range c.sessions() {
-			if s.id != id {
-				continue
-			}
-			switch {
-			case s.fromCore:
-				ok = c.Proxy.ShutdownSession(id)
-			case s.cli != nil:
-				s.cli.conn.Close()
-			}
-			if ok {
-				c.Changed().Str("session", a).Str("frontend", s.fe).Str("backend", s.be).Str("server", s.srv).Msg("session shut down")
-				return nil
-			}
+	for _, s := range c.sessions() {
+		if s.id != id {
+			continue
+		}
+		ok := true
+		switch {
+		case s.fromCore:
+			ok = c.Proxy.ShutdownSession(id)
+		case s.cli != nil:
+			s.cli.conn.Close()
+		}
+		if ok {
+			c.Changed().Str("session", a).Str("frontend", s.fe).Str("backend", s.be).Str("server", s.srv).Msg("session shut down")
+			return nil
 		}
 	}
 	return reply("No such session (use 'show sess').")
