@@ -211,8 +211,16 @@ func (p *Proxy) deriveFullConn() {
 
 // numberProxies gives frontends and backends one numbering, in declaration
 // order (by configuration line; frontends first among equal lines), as
-// HAProxy numbers its proxies (the iid column of show stat).
+// HAProxy numbers its proxies (the iid column of show stat). With a stats
+// socket in the configuration the numbers start at 2: HAProxy 2.6's
+// Runtime API is a proxy of its own ("GLOBAL", the fe of show sess), made
+// when the global section's socket is read, and takes 1 (checked on
+// loopback: fe 2 and be 3 with a socket, 1 and 2 without).
 func (p *Proxy) numberProxies() {
+	first := 1
+	if len(p.Conf.Global.StatsSockets) > 0 {
+		first = 2
+	}
 	type proxyRef struct {
 		line int
 		fe   *Frontend
@@ -228,9 +236,9 @@ func (p *Proxy) numberProxies() {
 	sort.SliceStable(all, func(i, j int) bool { return all[i].line < all[j].line })
 	for i, r := range all {
 		if r.fe != nil {
-			r.fe.ID = i + 1
+			r.fe.ID = first + i
 		} else {
-			r.be.ID = i + 1
+			r.be.ID = first + i
 		}
 	}
 }
