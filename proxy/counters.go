@@ -248,6 +248,7 @@ func (p *Proxy) ClearCounters(all bool) {
 	if all {
 		clear = (*Counters).clearAll
 	}
+	p.obs.connRateMax.Store(0) // HAProxy's global cps_max and sps_max
 	for _, fe := range p.Frontends {
 		clear(&fe.Counters)
 		if all {

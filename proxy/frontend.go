@@ -434,6 +434,7 @@ func (fe *Frontend) serve(cc *clientConn) (end http1.End) {
 		return
 	}
 	fe.Counters.sessionStart(cc.acceptTime())
+	fe.p.obs.connAccepted(cc.acceptTime())
 	defer func() {
 		if end == http1.EndClosed {
 			cc.endSession()

@@ -70,6 +70,7 @@ func (fe *Frontend) awaitFirst(cc *clientConn) bool {
 		return true
 	}
 	fe.Counters.sessionStart(cc.acceptTime())
+	fe.p.obs.connAccepted(cc.acceptTime())
 	cc.x = streamPool.Get().(*Stream)
 	cc.setFrontend(fe)
 	cc.x.trk.inherit(cc.st)

@@ -222,6 +222,16 @@ type observers struct {
 	errs     errorStore
 	idle     idleMeter // Idle_pct (idle.go)
 	bytesOut rateMeter // BytesOutRate (idle.go)
+	// connRate counts the connections every frontend accepted, and
+	// connRateMax its peak: show info's ConnRate peak (MaxConnRate),
+	// HAProxy's global cps_max, kept per accept as HAProxy's.
+	connRate    FreqCtr
+	connRateMax atomic.Int64
+}
+
+// connAccepted counts a client connection accepted at now.
+func (o *observers) connAccepted(now time.Time) {
+	storeMax(&o.connRateMax, o.connRate.Add(now, 1))
 }
 
 // buildLogs sets up every frontend's access log from the configuration:

@@ -80,6 +80,11 @@ type Snapshot struct {
 	// DroppedLogs is the log lines the proxy's log targets lost (a full
 	// queue, a send that failed), HAProxy's DroppedLogs.
 	DroppedLogs int64
+	// ConnRateMax is the highest rate of client connections over all
+	// frontends, per second, since the start (HAProxy's MaxConnRate);
+	// Listeners the frontends' listening sockets (part of its Listeners).
+	ConnRateMax int64
+	Listeners   int
 
 	// SSL is the process's TLS figures and Certs the binds' certificates
 	// (edge.go).
@@ -339,9 +344,11 @@ func (p *Proxy) Snapshot() *Snapshot {
 			ProxyErrors: fe.ProxyErrors.Load(), SSL: fe.SSL.Values(), H2: h2Values(&fe.H2)}
 		fs.Slim = int64(fs.MaxConn)
 		snap.Frontends = append(snap.Frontends, fs)
+		snap.Listeners += len(fe.Addrs())
 		bout += fs.Bout
 	}
 	snap.BytesOutRate = p.obs.bytesOut.perSecond(now, bout)
+	snap.ConnRateMax = p.obs.connRateMax.Load()
 	for _, s := range p.obs.senders {
 		snap.DroppedLogs += s.Dropped() + s.Errors()
 	}

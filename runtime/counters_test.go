@@ -3,6 +3,7 @@ package runtime
 import (
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -41,6 +42,17 @@ func TestClearCounters(t *testing.T) {
 		return got
 	}
 	before := read()
+	maxConnRate := func() string {
+		for _, l := range strings.Split(e.run(t, LevelUser, "show info"), "\n") {
+			if v, ok := strings.CutPrefix(l, "MaxConnRate: "); ok {
+				return v
+			}
+		}
+		return "missing"
+	}
+	if v := maxConnRate(); v == "0" || v == "missing" {
+		t.Fatalf("MaxConnRate before: %s, want > 0 (four connections)", v)
+	}
 	for _, c := range []cell{{"web", "BACKEND", "stot"}, {"web", "BACKEND", "hrsp_2xx"}} {
 		if before[c] != "4" {
 			t.Fatalf("%v before: %q, want 4", c, before[c])
@@ -62,6 +74,9 @@ func TestClearCounters(t *testing.T) {
 		t.Errorf("clear counters: %q, want an empty reply", got)
 	}
 	after := read()
+	if v := maxConnRate(); v != "0" {
+		t.Errorf("MaxConnRate after clear counters: %s, want 0", v)
+	}
 	for c, v := range before {
 		want := v
 		if c.col == "smax" || c.col == "rate_max" {

@@ -18,9 +18,37 @@ var statCommands = []Command{
 	{Words: []string{"show", "stat"}, Level: LevelUser, Usage: "show stat [desc|json|no-maint|typed|up]*", Help: "report counters for each proxy and server", Run: showStat},
 }
 
-// facts returns the process facts for show info: Options.Facts when set,
-// else what the runtime package can tell itself.
+// facts returns the process facts for show info, the Runtime API's own
+// sockets, sessions and peers included.
 func (a *API) facts() stats.ProcessFacts {
+	f := a.ownFacts()
+	if f.HeapAlloc == 0 {
+		f.HeapAlloc, f.HeapUsed = stats.HeapFigures()
+	}
+	a.mu.Lock()
+	f.APIListeners, f.APISessions = len(a.listeners), len(a.sessions)
+	a.mu.Unlock()
+	if a.opts.Peers != nil {
+		for _, st := range a.opts.Peers() {
+			for _, ps := range st.Peers {
+				if ps.Local {
+					continue
+				}
+				if ps.Active {
+					f.ActivePeers++
+				}
+				if ps.Connected {
+					f.ConnectedPeers++
+				}
+			}
+		}
+	}
+	return f
+}
+
+// ownFacts returns Options.Facts when set, else what the runtime package
+// can tell itself.
+func (a *API) ownFacts() stats.ProcessFacts {
 	if a.opts.Facts != nil {
 		return a.opts.Facts()
 	}

@@ -101,7 +101,7 @@ func testSnapshot() *proxy.Snapshot {
 		}
 	}
 	return &proxy.Snapshot{
-		Taken: taken, Started: ago(3600), MaxConn: 2000, IdlePct: 97, BytesOutRate: 3264,
+		Taken: taken, Started: ago(3600), MaxConn: 2000, IdlePct: 97, BytesOutRate: 3264, ConnRateMax: 9, Listeners: 2,
 		Frontends: []proxy.FrontendSnapshot{
 			{Name: "fe_web", ID: 1, Mode: "http", MaxConn: 500, CounterValues: proxy.CounterValues{
 				Scur: 3, Smax: 12, Slim: 500, Stot: 130, Bin: 15000, Bout: 990000, Dreq: 4, Ereq: 1,

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"runtime/metrics"
 	"strconv"
 	"time"
 
@@ -21,33 +22,49 @@ type ProcessFacts struct {
 	Node        string // host name
 	Tasks       int    // goroutines
 	UlimitN     int    // RLIMIT_NOFILE (soft, raised to the hard one at start); 0 = unknown
+	// The Runtime API's part of HAProxy's Listeners and Jobs: its
+	// listening sockets and its sessions; the peers sessions running
+	// (ActivePeers: connecting or connected) and established
+	// (ConnectedPeers).
+	APIListeners, APISessions   int
+	ActivePeers, ConnectedPeers int
+	// HeapAlloc and HeapUsed are HeapFigures' (bytes).
+	HeapAlloc, HeapUsed int64
 }
 
 // Info is `show info`: the process facts and the totals over frontends, at
 // one instant. NewInfo builds it; WriteInfo prints it.
 type Info struct {
-	Name         string
-	Version      string
-	ReleaseDate  string
-	BuildInfo    string
-	Nbthread     int
-	Pid          int
-	Node         string
-	Started      time.Time
-	Uptime       time.Duration
-	UlimitN      int   // the process's file descriptor limit, 0 = unknown
-	MaxConn      int   // global maxconn, 0 = unlimited
-	CurrConns    int64 // client connections now, over all frontends
-	CumConns     int64 // client connections since start
-	CumReq       int64 // HTTP requests since start
-	ConnRate     int64 // connections over the last second
-	SessRate     int64 // sessions over the last second (= ConnRate in fulcrum)
-	Tasks        int
-	IdlePct      int // the process's idle time, percent; -1 = unknown (proxy.Snapshot.IdlePct)
-	Stopping     bool
-	BytesOut     int64 // bytes sent to clients since start
-	BytesOutRate int64 // bytes sent to clients per second, lately (proxy.Snapshot.BytesOutRate)
-	DroppedLogs  int64 // log lines the log targets lost (proxy.Snapshot.DroppedLogs)
+	Name                        string
+	Version                     string
+	ReleaseDate                 string
+	BuildInfo                   string
+	Nbthread                    int
+	Pid                         int
+	Node                        string
+	Started                     time.Time
+	Uptime                      time.Duration
+	UlimitN                     int   // the process's file descriptor limit, 0 = unknown
+	MaxConn                     int   // global maxconn, 0 = unlimited
+	CurrConns                   int64 // client connections now, over all frontends
+	CumConns                    int64 // client connections since start
+	CumReq                      int64 // HTTP requests since start
+	ConnRate                    int64 // connections over the last second
+	SessRate                    int64 // sessions over the last second (= ConnRate in fulcrum)
+	Tasks                       int
+	IdlePct                     int // the process's idle time, percent; -1 = unknown (proxy.Snapshot.IdlePct)
+	Stopping                    bool
+	BytesOut                    int64 // bytes sent to clients since start
+	BytesOutRate                int64 // bytes sent to clients per second, lately (proxy.Snapshot.BytesOutRate)
+	DroppedLogs                 int64 // log lines the log targets lost (proxy.Snapshot.DroppedLogs)
+	ConnRateMax                 int64 // the highest ConnRate since the start (proxy.Snapshot.ConnRateMax)
+	Listeners                   int   // listening sockets: the frontends' and the Runtime API's
+	Jobs                        int64 // Listeners, client connections and Runtime API sessions, as HAProxy's jobs
+	ActivePeers, ConnectedPeers int
+	// HeapAlloc is the Go heap's memory obtained from the system and not
+	// returned, HeapUsed the part of it holding objects (bytes): what
+	// fulcrum has of HAProxy's pools (PoolAlloc, PoolUsed).
+	HeapAlloc, HeapUsed int64
 
 	SSL proxy.SSLSnapshot // TLS figures (CurrSslConns, SslRate...)
 }
@@ -59,7 +76,10 @@ func NewInfo(snap *proxy.Snapshot, p ProcessFacts) Info {
 		Nbthread: p.Nbthread, Pid: p.Pid, Node: p.Node, Tasks: p.Tasks, UlimitN: p.UlimitN,
 		Started: snap.Started, MaxConn: snap.MaxConn, Stopping: snap.Stopping, SSL: snap.SSL,
 		IdlePct: snap.IdlePct, BytesOutRate: snap.BytesOutRate, DroppedLogs: snap.DroppedLogs,
+		ConnRateMax: snap.ConnRateMax, Listeners: snap.Listeners + p.APIListeners,
+		ActivePeers: p.ActivePeers, ConnectedPeers: p.ConnectedPeers,
 	}
+	in.HeapAlloc, in.HeapUsed = p.HeapAlloc, p.HeapUsed
 	if !snap.Started.IsZero() {
 		in.Uptime = snap.Taken.Sub(snap.Started)
 	}
@@ -72,6 +92,7 @@ func NewInfo(snap *proxy.Snapshot, p ProcessFacts) Info {
 		in.BytesOut += c.Bout
 	}
 	in.SessRate = in.ConnRate // a frontend session is a connection
+	in.Jobs = int64(in.Listeners) + in.CurrConns + int64(p.APISessions)
 	return in
 }
 
@@ -105,6 +126,11 @@ var infoFields = []infoField{
 	// Ulimit-n is the descriptor limit the process runs with; Maxsock, the
 	// sockets it may open, is the same bound in fulcrum (HAProxy sets its
 	// limit to Maxsock, so the two are equal there too).
+	// HAProxy's memory pools are Go's heap here (Info.HeapAlloc, HeapUsed);
+	// an allocation does not fail, it panics the process.
+	{10, "PoolAlloc_MB", "MGP", tU32, "", "Amount of memory allocated in pools (in MB)", func(in *Info) value { return num(in.HeapAlloc >> 20) }},
+	{11, "PoolUsed_MB", "MGP", tU32, "", "Amount of pool memory currently used (in MB)", func(in *Info) value { return num(in.HeapUsed >> 20) }},
+	{12, "PoolFailed", "MCP", tU32, "pool_failures_total", "Number of failed pool allocations since this worker was started", infoZero},
 	{13, "Ulimit-n", "CLP", tU32, "max_fds", "Hard limit on the number of per-process file descriptors", func(in *Info) value { return num(int64(in.UlimitN)) }},
 	{14, "Maxsock", "CLP", tU32, "max_sockets", "Hard limit on the number of per-process sockets", func(in *Info) value { return num(int64(in.UlimitN)) }},
 	{15, "Maxconn", "CLP", tU32, "max_connections", "Hard limit on the number of per-process connections (configured or imposed by Ulimit-n)", func(in *Info) value { return num(int64(in.MaxConn)) }},
@@ -120,8 +146,10 @@ var infoFields = []infoField{
 	{25, "PipesFree", "MGP", tU32, "pipes_free_total", "Current number of allocated and available pipes in this worker process", infoZero},
 	{26, "ConnRate", "MRP", tU32, "current_connection_rate", "Number of front connections created on this worker process over the last second", func(in *Info) value { return num(in.ConnRate) }},
 	{27, "ConnRateLimit", "CLP", tU32, "limit_connection_rate", "Hard limit for ConnRate (global.maxconnrate)", infoZero},
+	{28, "MaxConnRate", "MMP", tU32, "max_connection_rate", "Highest ConnRate reached on this worker process since started (in connections per second)", func(in *Info) value { return num(in.ConnRateMax) }},
 	{29, "SessRate", "MRP", tU32, "current_session_rate", "Number of sessions created on this worker process over the last second", func(in *Info) value { return num(in.SessRate) }},
 	{30, "SessRateLimit", "CLP", tU32, "limit_session_rate", "Hard limit for SessRate (global.maxsessrate)", infoZero},
+	{31, "MaxSessRate", "MRP", tU32, "max_session_rate", "Highest SessRate reached on this worker process since started (in sessions per second)", func(in *Info) value { return num(in.ConnRateMax) }},
 	{32, "SslRate", "MRP", tU32, "current_ssl_rate", "Number of SSL connections created on this worker process over the last second", func(in *Info) value { return num(in.SSL.Rate) }},
 	{33, "SslRateLimit", "CLP", tU32, "limit_ssl_rate", "Hard limit for SslRate (global.maxsslrate)", infoZero},
 	{34, "MaxSslRate", "MMP", tU32, "max_ssl_rate", "Highest SslRate reached on this worker process since started (in connections per second)", func(in *Info) value { return num(in.SSL.RateMax) }},
@@ -152,16 +180,56 @@ var infoFields = []infoField{
 	}},
 	{50, "node", "COS", tStr, "", "Node name (global.node)", func(in *Info) value { return str(in.Node) }},
 	{52, "Stopping", "MGP", tU32, "stopping", "1 if the worker process is currently stopping, otherwise zero", func(in *Info) value { return boolValue(in.Stopping) }},
+	{53, "Jobs", "MGP", tU32, "jobs", "Current number of active jobs on the current worker process (frontend connections, master connections, listeners)", func(in *Info) value { return num(in.Jobs) }},
+	{54, "Unstoppable Jobs", "MGP", tU32, "unstoppable_jobs", "Current number of unstoppable jobs on the current worker process (master connections)", infoZero},
+	{55, "Listeners", "MGP", tU32, "listeners", "Current number of active listeners on the current worker process", func(in *Info) value { return num(int64(in.Listeners)) }},
+	{56, "ActivePeers", "MGP", tU32, "active_peers", "Current number of verified active peers connections on the current worker process", func(in *Info) value { return num(int64(in.ActivePeers)) }},
+	{57, "ConnectedPeers", "MGP", tU32, "connected_peers", "Current number of peers having passed the connection step on the current worker process", func(in *Info) value { return num(int64(in.ConnectedPeers)) }},
 	{58, "DroppedLogs", "MGP", tU32, "dropped_logs_total", "Total number of dropped logs for current worker process since started", func(in *Info) value { return num(in.DroppedLogs) }},
+	{59, "BusyPolling", "MGP", tU32, "busy_polling_enabled", "1 if busy-polling is currently in use on the worker process, otherwise zero (config.busy-polling)", infoZero},
+	// FailedResolutions and TotalSplicdedBytesOut (HAProxy's spelling)
+	// are not counted yet: 0 (not exported to Prometheus from here:
+	// failed_resolutions is a counter there, promProcessExtra's, and
+	// spliced bytes are in PromexOmitted).
+	{60, "FailedResolutions", "MGP", tU32, "", "Total number of failed DNS resolutions in current worker process since started", infoZero},
 	{61, "TotalBytesOut", "MGP", tU64, "bytes_out_total", "Total number of bytes emitted by current worker process since started", func(in *Info) value { return num(in.BytesOut) }},
+	{62, "TotalSplicdedBytesOut", "MGP", tU64, "", "Total number of bytes emitted by current worker process through a kernel pipe since started", infoZero},
 	{63, "BytesOutRate", "MRP", tU64, "bytes_out_rate", "Number of bytes emitted by current worker process over the last second", func(in *Info) value { return num(in.BytesOutRate) }},
+	{64, "DebugCommandsIssued", "MGP", tU32, "", "Number of debug commands issued on this process (anything > 0 is unsafe)", infoZero},
+	{65, "CumRecvLogs", "MCP", tU32, "recv_logs_total", "Total number of log messages received by log-forwarding listeners on this worker process since started", infoZero},
 	{66, "Build info", "POS", tStr, "", "Build info", func(in *Info) value { return str(in.BuildInfo) }},
+	{67, "Memmax_bytes", "CLP", tU32, "max_memory_bytes", "Worker process's hard limit on memory usage in byes (-m on command line)", infoZero},
+	{68, "PoolAlloc_bytes", "MGP", tU64, "pool_allocated_bytes", "Amount of memory allocated in pools (in bytes)", func(in *Info) value { return num(in.HeapAlloc) }},
+	{69, "PoolUsed_bytes", "MGP", tU64, "pool_used_bytes", "Amount of pool memory currently used (in bytes)", func(in *Info) value { return num(in.HeapUsed) }},
 	{70, "Start_time_sec", "MDP", tU32, "start_time_seconds", "Start time in seconds", func(in *Info) value {
 		if in.Started.IsZero() {
 			return value{}
 		}
 		return num(in.Started.Unix())
 	}},
+	// Tainted is HAProxy's mask of experimental or unsafe features used,
+	// as a hexadecimal string: none.
+	{71, "Tainted", "SGP", tStr, "", "Experimental features used", func(*Info) value { return str("0") }},
+}
+
+// HeapFigures returns the Go heap's memory obtained from the system and
+// not returned, and the part of it holding objects, in bytes
+// (runtime/metrics: no stop of the world, unlike ReadMemStats): what
+// ProcessFacts.HeapAlloc and HeapUsed hold.
+func HeapFigures() (alloc, used int64) {
+	samples := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+	}
+	metrics.Read(samples)
+	var v [3]int64
+	for i, s := range samples {
+		if s.Value.Kind() == metrics.KindUint64 {
+			v[i] = int64(s.Value.Uint64())
+		}
+	}
+	return v[0] + v[1] + v[2], v[0]
 }
 
 // uptime formats d as HAProxy: "0d 0h02m46s".

@@ -279,64 +279,21 @@ type promProcessMetric struct {
 
 func zerof(*Collector, *proxy.Snapshot, *Info) float64 { return 0 }
 
-// promProcessExtra are HAProxy's process metrics outside infoFields. Those
-// of features fulcrum does not have (TLS, compression memory, peers,
-// resolvers, log forwarding, busy polling, a memory limit) are 0, as an
-// HAProxy without them reports.
+// promProcessExtra are HAProxy's process metrics outside infoFields: the
+// compression memory figures (fulcrum does not compress) and the failed
+// DNS resolutions (not counted yet), 0 as an HAProxy without them
+// reports; failed_resolutions is a counter in HAProxy's exporter where
+// show info tags it a gauge.
 var promProcessExtra = []promProcessMetric{
-	{"jobs", "Current number of active jobs on the current worker process (frontend connections, master connections, listeners)", false,
-		func(c *Collector, _ *proxy.Snapshot, in *Info) float64 {
-			return float64(in.CurrConns) + float64(c.listeners())
-		}},
-	{"unstoppable_jobs", "Current number of unstoppable jobs on the current worker process", false, zerof},
-	{"listeners", "Current number of active listeners on the current worker process", false,
-		func(c *Collector, _ *proxy.Snapshot, _ *Info) float64 { return float64(c.listeners()) }},
-	{"max_connection_rate", "Highest ConnRate reached on this worker process since started (in connections per second)", false,
-		func(_ *Collector, snap *proxy.Snapshot, _ *Info) float64 { return float64(frontendRateMax(snap)) }},
-	{"max_session_rate", "Highest SessRate reached on this worker process since started (in sessions per second)", false,
-		func(_ *Collector, snap *proxy.Snapshot, _ *Info) float64 { return float64(frontendRateMax(snap)) }},
-	{"dropped_logs_total", "Total number of dropped logs for current worker process since started", true,
-		func(c *Collector, _ *proxy.Snapshot, _ *Info) float64 {
-			if c.core == nil {
-				return 0
-			}
-			return float64(c.core.LogDrops())
-		}},
-	{"pool_failures_total", "Total number of failed pool allocations since started", true, zerof},
-	{"max_memory_bytes", "Worker process's hard limit on memory usage in byes (-m on command line)", false, zerof},
 	{"current_zlib_memory", "Amount of memory currently used by HTTP compression on the current worker process (in bytes)", false, zerof},
 	{"max_zlib_memory", "Limit on the amount of memory used by HTTP compression on the current worker process (in bytes)", false, zerof},
-	{"active_peers", "Current number of verified active peers connections on the current worker process", false, zerof},
-	{"connected_peers", "Current number of peers having passed the connection step on the current worker process", false, zerof},
 	{"failed_resolutions", "Total number of failed DNS resolutions in current worker process since started", true, zerof},
-	{"recv_logs_total", "Total number of log messages received by log-forwarding listeners on this worker process since started", true, zerof},
-	{"busy_polling_enabled", "1 if busy-polling is currently in use on the worker process, otherwise zero (config.busy-polling)", false, zerof},
-}
-
-// listeners returns the proxy's listening sockets, 0 without a proxy.
-func (c *Collector) listeners() int {
-	if c.core == nil {
-		return 0
-	}
-	return c.core.Listeners()
-}
-
-// frontendRateMax is the highest connection rate seen, summed over the
-// frontends (each frontend's peak; the process's own peak is not kept).
-func frontendRateMax(snap *proxy.Snapshot) int64 {
-	var n int64
-	for i := range snap.Frontends {
-		n += snap.Frontends[i].RateMax
-	}
-	return n
 }
 
 // PromexOmitted lists the metrics of HAProxy 2.6's exporter that fulcrum
 // does not export, each with the reason (TestPrometheusSeriesAsHAProxy
 // checks every other HAProxy series is exported).
 var PromexOmitted = map[string]string{
-	"haproxy_process_pool_allocated_bytes":    "HAProxy's memory pools; Go's allocator has none (Go's own heap figures are another thing)",
-	"haproxy_process_pool_used_bytes":         "as pool_allocated_bytes",
 	"haproxy_process_spliced_bytes_out_total": "spliced bytes are not counted apart from the others",
 }
 

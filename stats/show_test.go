@@ -100,7 +100,8 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-var testFacts = ProcessFacts{Version: "0.1.0", ReleaseDate: "2025/05/30", BuildInfo: "go1.26 fulcrum 0.1.0", UlimitN: 4058,
+var testFacts = ProcessFacts{APIListeners: 1, APISessions: 1, ActivePeers: 2, ConnectedPeers: 1,
+	HeapAlloc: 23 << 20, HeapUsed: 9<<20 + 512, Version: "0.1.0", ReleaseDate: "2025/05/30", BuildInfo: "go1.26 fulcrum 0.1.0", UlimitN: 4058,
 	Pid: 4242, Nbthread: 2, Node: "lb1", Tasks: 31}
 
 // TestCSVShape checks what the haproxy exporter and hatop rely on: every

@@ -78,7 +78,10 @@ func processFacts() stats.ProcessFacts {
 			}
 		}
 	}
+	heapAlloc, heapUsed := stats.HeapFigures()
 	return stats.ProcessFacts{
+		HeapAlloc:   heapAlloc,
+		HeapUsed:    heapUsed,
 		Version:     strings.ReplaceAll(v, " ", "-"),
 		ReleaseDate: date,
 		BuildInfo:   goruntime.Version(),
