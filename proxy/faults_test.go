@@ -434,6 +434,12 @@ func TestFaultSmuggling(t *testing.T) {
 		{"two Host fields", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"},
 		{"absolute target naming another host", "GET http://evil/abs HTTP/1.1\r\nHost: x\r\n\r\n"},
 		{"absolute target, userinfo and port", "GET http://x@evil:80/ HTTP/1.1\r\nHost: x\r\n\r\n"},
+		// A chunked body broken in what came with the head: HAProxy 2.6's
+		// parser sees the whole buffer and refuses the request before it
+		// connects (checked on loopback: PR--, fe/<NOSRV>, "<BADREQ>").
+		{"bad chunk size with the head", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n"},
+		{"bad second chunk with the head", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\nzz\r\n\r\n"},
+		{"chunk longer than its size with the head", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nhello\r\n0\r\n\r\n"},
 	}
 	u := newUpstream(t, "s1")
 	p, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{u.addr()}, nil))
@@ -474,19 +480,43 @@ func wantServedBy(t *testing.T, addr string, u *upstream) {
 }
 
 // A chunked request body whose framing breaks after the head was
-// forwarded: the server connection is closed, so the server never gets a
-// complete request, and the client gets 400. HAProxy 2.6 does the same and
-// counts ereq on the frontend and the 4xx on the frontend and the backend;
-// PH in the log (the server had not answered).
+// forwarded (the broken chunk comes once the server has the head): the
+// server connection is closed, so the server never gets a complete
+// request, and the client gets 400. HAProxy 2.6 does the same and counts
+// ereq on the frontend and the 4xx on the frontend and the backend; PH in
+// the log (checked on loopback: "be/s1 0/0/0/-1/301 400 206 - - PH--").
+// Broken with the head, the request is refused before it is forwarded
+// (TestFaultSmuggling).
 func TestFaultBadChunkInRequestBody(t *testing.T) {
 	got := make(chan string, 1)
+	headSeen := make(chan struct{})
 	up := tcpServer(t, func(c *net.TCPConn) {
-		b, _ := io.ReadAll(c) // until the proxy closes
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err != nil {
+			got <- "no head: " + err.Error()
+			return
+		}
+		close(headSeen)
+		b, _ := io.ReadAll(br) // the body's bytes, until the proxy closes
 		got <- string(b)
 	})
 	p, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
 	rc := dialRaw(t, addr)
-	resp := rc.do(t, "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\nzz\r\n\r\n")
+	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(rc.c, "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n")
+	select {
+	case <-headSeen:
+	case b := <-got:
+		t.Fatalf("the server got %q", b)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the head never reached the server")
+	}
+	io.WriteString(rc.c, "zz\r\n\r\n")
+	resp, err := http.ReadResponse(rc.br, nil)
+	if err != nil {
+		t.Fatalf("read response: %v", err)
+	}
+	io.Copy(io.Discard, resp.Body)
 	if resp.StatusCode != 400 || !resp.Close {
 		t.Errorf("got %d close=%v, want 400 with connection: close", resp.StatusCode, resp.Close)
 	}

@@ -447,8 +447,42 @@ func (s *session) handleParsed(err error) bool {
 		s.captureError(&s.req, s.br, false, err) // show errors (errpos.go)
 		return s.fail(stream.BadRequest)
 	}
+	if s.req.chunked && bufferedChunksBad(s.br) {
+		// A chunked body whose framing is already broken in what came
+		// with the head is a bad request, answered before anything is
+		// routed or connected, as HAProxy 2.6 answers it (400, PR--,
+		// <NOSRV>, "<BADREQ>": its parser sees the whole buffer). Framing
+		// that breaks later is found while the body streams
+		// (BadRequestBody).
+		s.captureError(&s.req, s.br, false, errBadChunk)
+		return s.fail(stream.BadRequest)
+	}
 	s.setView()
 	return s.handleRoute(s.x.Route(&s.view, time.Now()))
+}
+
+// bufferedChunksBad reports whether the chunked body bytes buffered in br
+// (not consumed) break the chunked framing: a bad chunk-size line, a
+// chunk's data not followed by CRLF, a bad trailer. Bytes that end in
+// the middle of the body are fine.
+func bufferedChunksBad(br *bufio.Reader) bool {
+	n := br.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := br.Peek(n)
+	c := chunkReader{br: bufio.NewReaderSize(bytes.NewReader(b), n+16)}
+	var sink [512]byte
+	for {
+		_, err := c.Read(sink[:])
+		switch {
+		case err == nil:
+		case errors.Is(err, errBadChunk):
+			return true
+		default: // the end of the body, or of what is buffered
+			return false
+		}
+	}
 }
 
 // setView fills the request's view from its parsed head.
