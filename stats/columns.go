@@ -358,7 +358,7 @@ var columns = append([]Column{
 		get:  counter(func(c *cv) int64 { return c.Scur })},
 	{Name: "need_conn_est", Kinds: kS, typ: tU32, tags: "MGP", prom: "need_connections_current", promKinds: kS,
 		Desc: "Estimated needed number of connections",
-		get:  counter(func(c *cv) int64 { return c.Scur })}, // the connections in use: no estimate is kept
+		get:  counter(func(c *cv) int64 { return c.Smax })}, // the peak of connections in use, as show servers conn's need_est: HAProxy's estimate keeps the last purge period's peak (1 after one request, where scur is 0)
 	{Name: "uweight", Kinds: kBS, typ: tU32, tags: "MaP", prom: "uweight", promKinds: kBS,
 		Desc: "Server's user weight, or sum of active servers' user weights for a backend",
 		get:  uweight},
