@@ -214,9 +214,17 @@ func (b *Backend) ApplyDNS(updates []DNSUpdate) (moved int) {
 				reason = " (" + updates[i].Reason + ")"
 			}
 		}
+		kind := "Server"
+		if s.Conf.Backup {
+			kind = "Backup Server" // as HAProxy's lines begin for a backup
+		}
+		running := ""
+		if act == 0 && bck > 0 {
+			running = " Running on backup."
+		}
 		b.log.Warn().Str("backend", b.Name).Str("server", s.Name).
-			Msgf("Server %s/%s is going DOWN for maintenance%s. %d active and %d backup servers left. %d sessions active, 0 requeued, 0 remaining in queue.",
-				b.Name, s.Name, reason, act, bck, s.Counters.Scur.Load())
+			Msgf("%s %s/%s is going DOWN for maintenance%s. %d active and %d backup servers left.%s %d sessions active, 0 requeued, 0 remaining in queue.",
+				kind, b.Name, s.Name, reason, act, bck, running, s.Counters.Scur.Load())
 	}
 	for _, s := range leaving {
 		state, admin := "UP", "READY"

@@ -226,12 +226,13 @@ func (b *Backend) SetMaxConn(s *Server, n int) (old int) {
 	return old
 }
 
-// ServersUp counts the backend's servers that are UP and not in
-// maintenance, active and backup, as HAProxy's "N active and M backup
-// servers left" (the transition log line).
+// ServersUp counts the backend's servers that are UP and neither in
+// maintenance nor draining, active and backup, as HAProxy's "N active and
+// M backup servers left" (the transition log line; srv_is_usable: a
+// drained server is not counted).
 func (b *Backend) ServersUp() (active, backup int) {
 	for _, s := range b.Servers() {
-		if s.Op() != OpUp || s.Admin() == AdminMaint {
+		if s.Op() != OpUp || s.Admin() != AdminReady {
 			continue
 		}
 		if s.Conf.Backup {

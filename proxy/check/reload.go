@@ -34,6 +34,7 @@ func Inherit(p, old *proxy.Proxy) {
 			cs.failed, cs.downs, cs.hanafail = ocs.failed, ocs.downs, ocs.hanafail
 			cs.downtime, cs.downSince = ocs.downtime, ocs.downSince
 			cs.inMaint = s.Admin() == proxy.AdminMaint
+			cs.inDrain = s.Admin() == proxy.AdminDrain
 			cs.awaitChecks = ocs.awaitChecks && s.Op() == proxy.OpDown
 			cs.obsErrs.Store(ocs.obsErrs.Load())
 			cs.mu.Unlock()

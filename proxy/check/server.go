@@ -101,6 +101,7 @@ type Server struct {
 	downtime   time.Duration // accumulated, op DOWN periods that ended
 	downSince  time.Time     // start of the current DOWN period, zero if not DOWN
 	inMaint    bool          // MAINT as last seen: checks are paused
+	inDrain    bool          // DRAIN (admin) as last seen: its lines are logged once
 	observe    string        // "", "layer4", "layer7"
 	errorLimit int
 	onError    string
@@ -149,6 +150,7 @@ func newServer(s *proxy.Server) *Server {
 		cs.errorLimit = 10
 	}
 	cs.inMaint = s.Admin() == proxy.AdminMaint
+	cs.inDrain = s.Admin() == proxy.AdminDrain
 	if cs.inMaint {
 		cs.health.health = 0
 	}
@@ -291,7 +293,7 @@ func (cs *Server) setStoppedLocked(reason string, st *checkState) {
 	cs.downSince = time.Now()
 	act, bck := cs.be.ServersUp()
 	msg := cs.transition("DOWN", reason, st) + fmt.Sprintf(". %d active and %d backup servers left.%s %d sessions active, 0 requeued, 0 remaining in queue.",
-		act, bck, map[bool]string{true: " Running on backup.", false: ""}[act == 0 && bck > 0], cs.srv.Counters.Scur.Load())
+		act, bck, onBackup(act, bck), cs.srv.Counters.Scur.Load())
 	cs.logEvent(cs.log.Warn(), reason, st).Msg(msg)
 	cs.event(level, msg)
 	if act == 0 && bck == 0 {
@@ -329,7 +331,7 @@ func (cs *Server) setRunningLocked(reason string, st *checkState) {
 	cs.awaitChecks = false
 	cs.endDowntimeLocked()
 	act, bck := cs.be.ServersUp()
-	msg := cs.transition("UP", reason, st) + fmt.Sprintf(". %d active and %d backup servers online. 0 sessions requeued, 0 total in queue.", act, bck)
+	msg := cs.transition("UP", reason, st) + fmt.Sprintf(". %d active and %d backup servers online.%s 0 sessions requeued, 0 total in queue.", act, bck, onBackup(act, bck))
 	cs.logEvent(cs.log.Info(), reason, st).Msg(msg)
 	cs.event(syslog.LevelNotice, msg)
 }
@@ -344,7 +346,7 @@ func (cs *Server) setStoppingLocked(reason string, st *checkState) {
 	cs.be.SetOp(cs.srv, proxy.OpStopping)
 	cs.endDowntimeLocked()
 	act, bck := cs.be.ServersUp()
-	msg := cs.transition("stopping", reason, st) + fmt.Sprintf(". %d active and %d backup servers online. 0 sessions requeued, 0 total in queue.", act, bck)
+	msg := cs.transition("stopping", reason, st) + fmt.Sprintf(". %d active and %d backup servers online.%s 0 sessions requeued, 0 total in queue.", act, bck, onBackup(act, bck))
 	cs.logEvent(cs.log.Warn(), reason, st).Msg(msg)
 	cs.event(syslog.LevelNotice, msg)
 }
@@ -359,13 +361,14 @@ func (cs *Server) endDowntimeLocked() {
 
 // transition formats the start of HAProxy's transition line:
 // `Server web/s1 is DOWN, reason: Layer4 connection problem, info:
-// "Connection refused", check duration: 0ms` (srv_append_status).
+// "Connection refused", check duration: 0ms` (srv_append_status), or
+// with a forced reason `Server web/s1 is DOWN, changed from CLI`.
 func (cs *Server) transition(what, reason string, st *checkState) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Server %s is %s", cs.name, what)
+	fmt.Fprintf(&b, "%s is %s", cs.serverName(), what)
 	if reason != "" || st == nil {
 		if reason != "" {
-			fmt.Fprintf(&b, ", reason: %s", reason)
+			fmt.Fprintf(&b, ", %s", reason)
 		}
 		return b.String()
 	}
@@ -383,6 +386,24 @@ func (cs *Server) transition(what, reason string, st *checkState) string {
 		fmt.Fprintf(&b, ", check duration: %dms", st.duration.Milliseconds())
 	}
 	return b.String()
+}
+
+// serverName is "Server be/s" or, for a backup server, "Backup Server
+// be/s", as HAProxy's state change lines begin.
+func (cs *Server) serverName() string {
+	if cs.srv.Conf.Backup {
+		return "Backup Server " + cs.name
+	}
+	return "Server " + cs.name
+}
+
+// onBackup is the " Running on backup." of HAProxy's state change lines
+// when only backup servers are left (srv_append_status).
+func onBackup(act, bck int) string {
+	if act == 0 && bck > 0 {
+		return " Running on backup."
+	}
+	return ""
 }
 
 // logEvent adds the structured fields of a transition line.
@@ -413,6 +434,9 @@ func (cs *Server) logEvent(e *zerolog.Event, reason string, st *checkState) *zer
 func (cs *Server) syncLocked() {
 	maint := cs.srv.Admin() == proxy.AdminMaint
 	if maint == cs.inMaint {
+		if !maint {
+			cs.syncDrainLocked()
+		}
 		return
 	}
 	cs.inMaint = maint
@@ -427,9 +451,16 @@ func (cs *Server) syncLocked() {
 			cs.downs++
 		}
 		cs.health.health = 0
+		cs.inDrain = false
 		act, bck := cs.be.ServersUp()
-		msg := fmt.Sprintf("Server %s is going DOWN for maintenance. %d active and %d backup servers left. %d sessions active, 0 requeued, 0 remaining in queue.",
-			cs.name, act, bck, cs.srv.Counters.Scur.Load())
+		msg := fmt.Sprintf("%s is going DOWN for maintenance. %d active and %d backup servers left.%s %d sessions active, 0 requeued, 0 remaining in queue.",
+			cs.serverName(), act, bck, onBackup(act, bck), cs.srv.Counters.Scur.Load())
+		if !wasUsable {
+			// HAProxy 2.6's line for a server that was DOWN already: not
+			// a new outage (srv_update_status), so no alert.
+			msg = fmt.Sprintf("%s was DOWN and now enters maintenance.", cs.serverName())
+			level = syslog.LevelNotice
+		}
 		cs.log.Warn().Str("backend", cs.srv.Backend.Name).Str("server", cs.srv.Name).Msg(msg)
 		cs.event(level, msg)
 		if act == 0 && bck == 0 && wasUsable {
@@ -441,7 +472,7 @@ func (cs *Server) syncLocked() {
 		// Added at runtime, never checked: UP once its checks pass.
 		cs.wakeLocked(kindHealth, 0)
 		cs.log.Info().Str("backend", cs.srv.Backend.Name).Str("server", cs.srv.Name).
-			Msgf("Server %s is leaving forced maintenance, DOWN until its checks pass.", cs.name)
+			Msgf("%s is leaving forced maintenance, DOWN until its checks pass.", cs.serverName())
 		return
 	}
 	cs.health.health = cs.health.rise
@@ -458,8 +489,38 @@ func (cs *Server) syncLocked() {
 	if cs.srv.Admin() == proxy.AdminDrain {
 		admin = "DRAIN"
 	}
-	msg := fmt.Sprintf("Server %s is %s/%s (leaving forced maintenance).", cs.name, op, admin)
+	cs.inDrain = admin == "DRAIN"
+	msg := fmt.Sprintf("%s is %s/%s (leaving forced maintenance).", cs.serverName(), op, admin)
 	cs.log.Info().Str("backend", cs.srv.Backend.Name).Str("server", cs.srv.Name).Msg(msg)
+	cs.event(syslog.LevelNotice, msg)
+}
+
+// syncDrainLocked logs a server entering or leaving the drain state
+// (set server state drain, the stats page), as HAProxy 2.6's
+// srv_update_status: "Server be/s1 enters drain state. 2 active and 1
+// backup servers online. 0 sessions requeued, 0 total in queue." and
+// "Server be/s1 is UP (leaving forced drain)." Maintenance's own lines
+// cover the moves in and out of MAINT. cs.mu must be held.
+func (cs *Server) syncDrainLocked() {
+	drain := cs.srv.Admin() == proxy.AdminDrain
+	if drain == cs.inDrain {
+		return
+	}
+	cs.inDrain = drain
+	var msg string
+	if drain {
+		act, bck := cs.be.ServersUp()
+		msg = fmt.Sprintf("%s enters drain state. %d active and %d backup servers online.%s 0 sessions requeued, 0 total in queue.",
+			cs.serverName(), act, bck, onBackup(act, bck))
+		cs.log.Warn().Str("backend", cs.srv.Backend.Name).Str("server", cs.srv.Name).Msg(msg)
+	} else {
+		op := "UP"
+		if cs.srv.Op() == proxy.OpDown {
+			op = "DOWN"
+		}
+		msg = fmt.Sprintf("%s is %s (leaving forced drain).", cs.serverName(), op)
+		cs.log.Info().Str("backend", cs.srv.Backend.Name).Str("server", cs.srv.Name).Msg(msg)
+	}
 	cs.event(syslog.LevelNotice, msg)
 }
 

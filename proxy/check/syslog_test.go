@@ -87,3 +87,46 @@ func expectDatagrams(t *testing.T, pc net.PacketConn, want []*regexp.Regexp) {
 		}
 	}
 }
+
+// TestDrainBackupCLILines: HAProxy 2.6's wording for the lines a
+// fresh-user trial found missing or different (its transcripts beside
+// fulcrum's): a server entering and leaving DRAIN is logged; a backup
+// server's lines begin "Backup Server" and say "Running on backup." when
+// only backups are left, UP lines included; a state forced from the
+// Runtime API reads ", changed from CLI" (no "reason:"); a server that
+// was DOWN and enters maintenance "was DOWN and now enters maintenance"
+// (no outage counts).
+func TestDrainBackupCLILines(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	cfg := testConfig("127.0.0.1:1", "127.0.0.1:2")
+	for _, s := range cfg.Backends[0].Servers {
+		s.Check = false
+	}
+	cfg.Backends[0].Servers[1].Backup = true
+	cfg.Global.Log = []conf.LogTarget{{Target: syslog.Target{Network: "udp", Address: pc.LocalAddr().String(),
+		Format: "rfc3164", Facility: 16, MaxLevel: 7, MinLevel: 0, Len: 1024}}}
+	h := newHarness(t, cfg)
+	s1, s2 := h.p.Backends[0].Servers()[0], h.p.Backends[0].Servers()[1]
+	Of(s1).SetAdmin(proxy.AdminDrain)
+	Of(s1).SetAdmin(proxy.AdminReady)
+	Of(s2).SetHealth(HealthDown)
+	Of(s2).SetHealth(HealthUp)
+	Of(s1).SetHealth(HealthStopping)
+	Of(s1).SetHealth(HealthDown)
+	Of(s1).SetAdmin(proxy.AdminMaint)
+	want := []*regexp.Regexp{
+		regexp.MustCompile(`^<133>.* fulcrum\[\d+\]: Server web/s1 enters drain state\. 0 active and 1 backup servers online\. Running on backup\. 0 sessions requeued, 0 total in queue\.\n$`),
+		regexp.MustCompile(`^<133>.* fulcrum\[\d+\]: Server web/s1 is UP \(leaving forced drain\)\.\n$`),
+		regexp.MustCompile(`^<129>.* fulcrum\[\d+\]: Backup Server web/s2 is DOWN, changed from CLI\. 1 active and 0 backup servers left\. 0 sessions active, 0 requeued, 0 remaining in queue\.\n$`),
+		regexp.MustCompile(`^<133>.* fulcrum\[\d+\]: Backup Server web/s2 is UP, changed from CLI\. 1 active and 1 backup servers online\. 0 sessions requeued, 0 total in queue\.\n$`),
+		regexp.MustCompile(`^<133>.* fulcrum\[\d+\]: Server web/s1 is stopping, changed from CLI\. 0 active and 1 backup servers online\. Running on backup\. 0 sessions requeued, 0 total in queue\.\n$`),
+		// (notice: it was stopping, "paused" for HAProxy: no alert)
+		regexp.MustCompile(`^<133>.* fulcrum\[\d+\]: Server web/s1 is DOWN, changed from CLI\. 0 active and 1 backup servers left\. Running on backup\. 0 sessions active, 0 requeued, 0 remaining in queue\.\n$`),
+		regexp.MustCompile(`^<133>.* fulcrum\[\d+\]: Server web/s1 was DOWN and now enters maintenance\.\n$`),
+	}
+	expectDatagrams(t, pc, want)
+}
