@@ -473,14 +473,20 @@ func (b *Backend) SetWeight(s *Server, w int) (old int, err error) {
 }
 
 // SetAdmin sets a server's admin state and returns the previous one. A
-// server leaving MAINT starts its slowstart, as in HAProxy.
+// server leaving MAINT starts its slowstart, as in HAProxy. The last
+// change (lastchg) moves unless the server is DOWN: one that was DOWN
+// and enters or leaves maintenance stays DOWN for HAProxy 2.6, whose
+// lastchg keeps counting (a fresh-user trial: 12 then 17 s, where
+// fulcrum went back to 0).
 func (b *Backend) SetAdmin(s *Server, a AdminState) AdminState {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	old := AdminState(s.admin.Swap(int32(a)))
 	if old != a {
 		now := b.clock.Now()
-		s.lastChange.Store(now.UnixNano())
+		if s.Op() != OpDown {
+			s.lastChange.Store(now.UnixNano())
+		}
 		if old == AdminMaint {
 			s.bal.frozen = false
 			if s.Conf.Slowstart > 0 {

@@ -130,3 +130,25 @@ func TestDrainBackupCLILines(t *testing.T) {
 	}
 	expectDatagrams(t, pc, want)
 }
+
+// TestMaintKeepsDownLastChange: a DOWN server entering maintenance keeps
+// its last change (HAProxy 2.6's lastchg keeps counting: it stays DOWN);
+// an UP one entering it changes state, and its last change moves.
+func TestMaintKeepsDownLastChange(t *testing.T) {
+	cfg := testConfig("127.0.0.1:1", "127.0.0.1:2")
+	for _, s := range cfg.Backends[0].Servers {
+		s.Check = false
+	}
+	h := newHarness(t, cfg)
+	s1, s2 := h.p.Backends[0].Servers()[0], h.p.Backends[0].Servers()[1]
+	Of(s1).SetHealth(HealthDown)
+	down, up := s1.LastChange(), s2.LastChange()
+	Of(s1).SetAdmin(proxy.AdminMaint)
+	Of(s2).SetAdmin(proxy.AdminMaint)
+	if got := s1.LastChange(); !got.Equal(down) {
+		t.Errorf("DOWN server into MAINT: last change %v, want %v (unchanged)", got, down)
+	}
+	if got := s2.LastChange(); !got.After(up) {
+		t.Errorf("UP server into MAINT: last change %v, want after %v", got, up)
+	}
+}
