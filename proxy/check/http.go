@@ -97,7 +97,10 @@ func (p *httpProbe) Run(ctx context.Context, addr string, connect, read time.Dur
 		if isTimeout(err) {
 			return Result{Status: StatusL7TOUT}
 		}
-		return Result{Status: StatusL7RSP, Info: "Connection closed before the status line"}
+		// A server that closes without answering: HAProxy 2.6 reports
+		// L7RSP with no info ("reason: Layer7 invalid response, check
+		// duration: 3ms", a fresh-user trial's transcript).
+		return Result{Status: StatusL7RSP}
 	}
 	code, reason, ok := parseStatusLine(string(line))
 	if !ok {

@@ -88,6 +88,32 @@ func TestProbes(t *testing.T) {
 	}
 }
 
+// TestHTTPCheckClosedUnanswered: a server that reads the check's request
+// and closes without a word is L7RSP with no info, as HAProxy 2.6 words
+// it ("reason: Layer7 invalid response, check duration: 3ms").
+func TestHTTPCheckClosedUnanswered(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Read(make([]byte, 512))
+			c.Close()
+		}
+	}()
+	p, _ := newHTTPProbe("GET", "/", "", "200-399")
+	got := p.Run(context.Background(), l.Addr().String(), time.Second, time.Second)
+	if got.Status != StatusL7RSP || got.Info != "" {
+		t.Errorf("got %v %q, want L7RSP with no info", got.Status, got.Info)
+	}
+}
+
 // TestStatusLine checks the parse of HTTP status lines.
 func TestStatusLine(t *testing.T) {
 	tests := []struct {
