@@ -90,7 +90,7 @@ func connectServer(be *Backend, srv *Server, view *lb.Request, direct bool, prep
 			be.Counters.Wretr.Add(1)
 			srv.Counters.sessionRetried(time.Now()) // a redispatch's assign counts its own
 		}
-		lg.logRetry(moved) // log.go: retries, "+" after a redispatch
+		lg.logRetry(moved, redispatched) // log.go: retries, "+" after a redispatch
 		if !netio.IsTimeout(err) && (!redispatched || be.act.Load() <= 1) {
 			be.turnAround()
 		}

@@ -238,11 +238,12 @@ func TestRedispatchOneActiveServer(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 // TestNoServerAndConnectFailedLog: the access log and counters of the two
-// SC cases as HAProxy 2.6's (fresh-user trial beside it): a backend with
+// SC cases as HAProxy 2.6's (fresh-user trials beside it): a backend with
 // no usable server logs Tw -1 and counts econ on the backend; a
-// connection refused after the retries logs Tw up to the failure (the
-// attempts and the turn-around delays: HAProxy's t_queue is set then),
-// Tc -1.
+// connection refused after the retries logs Tc -1 and Tw 0, or, with
+// redispatch, Tw up to the failure (the attempts and the turn-around
+// delays: HAProxy's t_queue is set when the stream goes back to its
+// assignment; measured: 0/0/-1/-1/2003 and 0/2003/-1/-1/2003).
 func TestNoServerAndConnectFailedLog(t *testing.T) {
 	cfg := testConfig(conf.ModeHTTP, []string{refusingAddr(t)}, nil)
 	cfg.Backends[0].Retries = 1
@@ -261,13 +262,32 @@ func TestNoServerAndConnectFailedLog(t *testing.T) {
 	if refused["request"] != "GET /refused HTTP/1.1" { // each is written when its request releases: either order
 		refused, nosrv = nosrv, refused
 	}
-	if tw, _ := refused["Tw"].(float64); refused["termination_state"] != "SC" || tw < 100 || refused["Tc"] != float64(-1) {
-		t.Errorf("refused: %v; want SC, Tw >= 100 (the turn-around), Tc -1", refused)
+	if refused["termination_state"] != "SC" || refused["Tw"] != float64(0) || refused["Tc"] != float64(-1) {
+		t.Errorf("refused: %v; want SC, Tw 0, Tc -1", refused)
 	}
 	if nosrv["termination_state"] != "SC" || nosrv["Tw"] != float64(-1) || nosrv["server"] != "<NOSRV>" {
 		t.Errorf("no server: %v; want SC, Tw -1, <NOSRV>", nosrv)
 	}
 	if e := be.Counters.Econ.Load(); e != 2 {
 		t.Errorf("backend econ %d, want 2 (the refused connection, the request without a server)", e)
+	}
+}
+
+// TestConnectFailedRedispatchTw: with redispatch, a connection refused
+// after its retries logs Tw up to the failure, as HAProxy 2.6's
+// (TestNoServerAndConnectFailedLog: 0 without).
+func TestConnectFailedRedispatchTw(t *testing.T) {
+	cfg := testConfig(conf.ModeHTTP, []string{refusingAddr(t)}, nil)
+	cfg.Backends[0].Retries = 1
+	cfg.Backends[0].Redispatch = true
+	cfg.Backends[0].TimeoutConnect = 100 * time.Millisecond // the turn-around delay
+	_, addr, buf := startLoggedProxy(t, cfg)
+	if r := dialRaw(t, addr).do(t, "GET /refused HTTP/1.1\r\nHost: x\r\n\r\n"); r.StatusCode != 503 {
+		t.Fatalf("status %d, want 503", r.StatusCode)
+	}
+	waitFor(t, 5*time.Second, "the log line", func() bool { return len(buf.lines()) == 1 })
+	l := buf.lines()[0]
+	if tw, _ := l["Tw"].(float64); l["termination_state"] != "SC" || tw < 100 || l["Tc"] != float64(-1) {
+		t.Errorf("refused: %v; want SC, Tw >= 100 (the turn-around), Tc -1", l)
 	}
 }

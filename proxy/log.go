@@ -60,6 +60,7 @@ type logEntry struct {
 	q, c, r      time.Duration
 	retries      int
 	redispatched bool
+	reassigned   bool  // a retry went back to the assignment (option redispatch), moved or not
 	srvQueue     int64 // HAProxy's srv_queue and backend_queue (logQueued)
 	bkQueue      int64
 	inSrvQueue   bool // the request would wait in its server's queue
@@ -112,12 +113,13 @@ func (e *logEntry) logQueued(tw time.Duration) {
 
 // logRetry counts one connection retry; redispatch says it moved to
 // another server (HAProxy's "+" before the retries).
-func (e *logEntry) logRetry(redispatch bool) {
+func (e *logEntry) logRetry(redispatch, reassigned bool) {
 	if e == nil {
 		return
 	}
 	e.retries++
 	e.redispatched = e.redispatched || redispatch
+	e.reassigned = e.reassigned || reassigned
 }
 
 // logConnected records a successful connection to srv and how long it

@@ -370,10 +370,15 @@ func (x *Stream) Connect() (net.Conn, stream.Outcome) {
 	srv, c, tc, err := connectServer(x.be, x.srv, &x.lbreq, x.pin != nil, prep, &x.lg)
 	x.srv = srv
 	if err != nil {
-		// HAProxy's Tw on a connection that failed for good runs to the
-		// failure (backend.c sets t_queue then): the attempts and the
-		// turn-around delays between them.
-		x.tw = x.now().Sub(x.tHead).Milliseconds()
+		// HAProxy's Tw on a connection that failed for good after a
+		// redispatch (option redispatch: the stream went back to its
+		// assignment) runs to the failure, the attempts and the
+		// turn-around delays between them; without one it stays 0
+		// (measured on loopback, retries 2 to a refusing server:
+		// 0/2003/-1/-1/2003 with redispatch, 0/0/-1/-1/2003 without).
+		if x.lg.reassigned {
+			x.tw = x.now().Sub(x.tHead).Milliseconds()
+		}
 		return nil, stream.ConnectFailed
 	}
 	x.tc = tc
