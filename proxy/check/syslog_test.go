@@ -17,15 +17,9 @@ import (
 // notice (facility local0: <129>, <128>, <133>), the same text as the
 // process log's lines.
 func TestStateChangesToSyslog(t *testing.T) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
 	s1 := newSwitchable(t, "s1")
 	cfg := testConfig(s1.addr)
-	cfg.Global.Log = []conf.LogTarget{{Target: syslog.Target{Network: "udp", Address: pc.LocalAddr().String(),
-		Format: "rfc3164", Facility: 16, MaxLevel: 7, MinLevel: 0, Len: 1024}}}
+	pc := logToUDP(t, cfg)
 	h := newHarness(t, cfg)
 	h.next()
 	s1.stop()
@@ -49,17 +43,11 @@ func TestStateChangesToSyslog(t *testing.T) {
 // back by the Runtime API (check.Of(s).SetAdmin) reaches the syslog
 // targets too: going DOWN at alert, UP at notice.
 func TestMaintToSyslog(t *testing.T) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
 	cfg := testConfig("127.0.0.1:1", "127.0.0.1:2")
 	for _, s := range cfg.Backends[0].Servers {
 		s.Check = false
 	}
-	cfg.Global.Log = []conf.LogTarget{{Target: syslog.Target{Network: "udp", Address: pc.LocalAddr().String(),
-		Format: "rfc3164", Facility: 16, MaxLevel: 7, MinLevel: 0, Len: 1024}}}
+	pc := logToUDP(t, cfg)
 	h := newHarness(t, cfg)
 	s2 := h.p.Backends[0].Servers()[1]
 	Of(s2).SetAdmin(proxy.AdminMaint)
@@ -69,6 +57,21 @@ func TestMaintToSyslog(t *testing.T) {
 		regexp.MustCompile(`^<133>.* fulcrum\[\d+\]: Server web/s2 is UP/READY \(leaving forced maintenance\)\.\n$`),
 	}
 	expectDatagrams(t, pc, want)
+}
+
+// logToUDP adds a [[global.log]] target to cfg (rfc3164, local0, every
+// level) on a UDP socket of its own, which it returns; it closes at the
+// end of the test.
+func logToUDP(t *testing.T, cfg *conf.Config) net.PacketConn {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	cfg.Global.Log = []conf.LogTarget{{Target: syslog.Target{Network: "udp", Address: pc.LocalAddr().String(),
+		Format: "rfc3164", Facility: 16, MaxLevel: 7, MinLevel: 0, Len: 1024}}}
+	return pc
 }
 
 // expectDatagrams reads one datagram per pattern of want from pc, each
@@ -97,18 +100,12 @@ func expectDatagrams(t *testing.T, pc net.PacketConn, want []*regexp.Regexp) {
 // was DOWN and enters maintenance "was DOWN and now enters maintenance"
 // (no outage counts).
 func TestDrainBackupCLILines(t *testing.T) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
 	cfg := testConfig("127.0.0.1:1", "127.0.0.1:2")
 	for _, s := range cfg.Backends[0].Servers {
 		s.Check = false
 	}
 	cfg.Backends[0].Servers[1].Backup = true
-	cfg.Global.Log = []conf.LogTarget{{Target: syslog.Target{Network: "udp", Address: pc.LocalAddr().String(),
-		Format: "rfc3164", Facility: 16, MaxLevel: 7, MinLevel: 0, Len: 1024}}}
+	pc := logToUDP(t, cfg)
 	h := newHarness(t, cfg)
 	s1, s2 := h.p.Backends[0].Servers()[0], h.p.Backends[0].Servers()[1]
 	Of(s1).SetAdmin(proxy.AdminDrain)
