@@ -227,15 +227,24 @@ func (c *Counters) clearAll() {
 	for i := range c.Hrsp {
 		c.Hrsp[i].Store(0)
 	}
-	for _, f := range []*FreqCtr{&c.SessRate, &c.ReqRate} {
-		f.sec.Store(0)
-		f.cur.Store(0)
-		f.prev.Store(0)
-	}
+	c.SessRate.reset()
+	c.ReqRate.reset()
 	for _, a := range []*SlidingAvg{&c.Qtime, &c.Ctime, &c.Rtime, &c.Ttime} {
-		a.sum.Store(0)
-		a.n.Store(0)
+		a.reset()
 	}
+}
+
+// reset empties the counter: no events, rate 0.
+func (f *FreqCtr) reset() {
+	f.sec.Store(0)
+	f.cur.Store(0)
+	f.prev.Store(0)
+}
+
+// reset forgets every value: the average is 0 again.
+func (a *SlidingAvg) reset() {
+	a.sum.Store(0)
+	a.n.Store(0)
 }
 
 // ClearCounters is the Runtime API's "clear counters" (all false: the
@@ -244,23 +253,23 @@ func (c *Counters) clearAll() {
 // sessions, as HAProxy's: "the same effect as restarting"; fulcrum's
 // latency histograms and history are kept).
 func (p *Proxy) ClearCounters(all bool) {
-	clear := (*Counters).clearMax
+	reset := (*Counters).clearMax
 	if all {
-		clear = (*Counters).clearAll
+		reset = (*Counters).clearAll
 	}
 	p.obs.connRateMax.Store(0) // HAProxy's global cps_max and sps_max
 	for _, fe := range p.Frontends {
-		clear(&fe.Counters)
+		reset(&fe.Counters)
 		if all {
 			fe.DeniedConn.Store(0)
 			fe.ProxyErrors.Store(0)
 		}
 	}
 	for _, b := range p.Backends {
-		clear(&b.Counters)
+		reset(&b.Counters)
 		b.queue.ResetMax()
 		for _, s := range b.Servers() {
-			clear(&s.Counters)
+			reset(&s.Counters)
 		}
 	}
 }
