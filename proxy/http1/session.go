@@ -75,6 +75,12 @@ type session struct {
 	// flushPending: relay left the response's last bytes in cw.pending
 	// (entryFlush ends the request once they are written).
 	flushPending bool
+	// Uploads (upload.go): up is the session's upload state, reused;
+	// uploading says its goroutine runs; upErr is how an upload that
+	// ended during the response's wait ended, for the relay's end.
+	up        *upload
+	uploading bool
+	upErr     error
 	// keepArmed: the read deadline is at IdleKeep already (afterInline).
 	keepArmed bool
 	rw        respWaker
@@ -621,13 +627,23 @@ func (s *session) forwardAssigned() bool {
 // the response read from uc, or the error's answer.
 func (s *session) afterExchange(uc *upConn, o stream.Outcome) bool {
 	defer s.x.Unbind()
+	var keep bool
 	if o != stream.Served {
 		if uc != nil {
 			uc.close()
 		}
-		return s.fail(o)
+		keep = s.fail(o)
+	} else {
+		keep = s.relay(uc)
 	}
-	return s.relay(uc)
+	if s.uploading {
+		// The exchange ended before the body did: cut it short; the rest
+		// of it is left unread in the client connection.
+		s.endUpload(true)
+		keep = false
+	}
+	s.upErr = nil
+	return keep
 }
 
 // assign has the core pick a server, or queue the request. Under the
@@ -727,6 +743,15 @@ func (s *session) exchangeFrom(uc *upConn, reused bool, attempt int, resumed boo
 		if resumed {
 			resumed = false
 			err = herr
+		} else if hasBody && !replay && s.pSend == sendNone {
+			// A streamed body goes out while the response is awaited
+			// (upload.go); once: it is not replayable.
+			x.Sent(0)
+			counted = true
+			ferr, err = s.sendStreaming(uc)
+			if ferr == nil && err == nil {
+				err = s.readResponseHead(uc, true, false)
+			}
 		} else {
 			var bodyBytes int64
 			if s.pSend != sendNone {
@@ -866,7 +891,9 @@ func (s *session) relay(uc *upConn) bool {
 	default:
 		bodyBytes, berr = s.copyUntilClose(uc)
 	}
-	if berr == nil && !upgrade {
+	// early: the response came while the body went out (upload.go).
+	early := s.uploading || s.upErr != nil
+	if berr == nil && !upgrade && !early {
 		x.Unbind() // uc is no longer this stream's once pooled
 		// The response has been read whole: the server connection is free
 		// for the next request before the last bytes reach the client, if
@@ -893,6 +920,25 @@ func (s *session) relay(uc *upConn) bool {
 	x.Relayed(shown, headBytes+bodyBytes)
 	if berr == nil {
 		berr = s.flushClient()
+	}
+	if early && uc != nil {
+		// The client has the response: the request ends with its body
+		// (HAProxy logs the server's status, and CD/SD when the client
+		// or the server stopped the body). The server connection, which
+		// answered before reading it all, is not pooled.
+		uerr := s.upErr
+		s.upErr = nil
+		if s.uploading {
+			uerr = s.endUpload(berr != nil)
+		}
+		if berr == nil {
+			berr = uerr
+		}
+		if !upgrade || berr != nil {
+			x.Unbind()
+			uc.close()
+			uc = nil
+		}
 	}
 	if berr == nil && s.cw.nb && len(s.cw.pending) > 0 {
 		// Finished by the epoll layer, and the client's socket did not

@@ -47,6 +47,18 @@ func rearm(want, armed int64, d time.Duration) bool {
 	return want < armed || time.Duration(want-armed) >= d/8
 }
 
+// SetRead makes c's reads fail at t exactly (zero: never), whatever was
+// armed: a deadline computed from activity elsewhere (an upload's last
+// write) that ArmRead's eighth would leave where it was.
+func (dl *Deadlines) SetRead(c net.Conn, t time.Time) {
+	if t.IsZero() {
+		dl.read = 0
+	} else {
+		dl.read = t.UnixNano()
+	}
+	c.SetReadDeadline(t)
+}
+
 // ForgetWrite forgets the write deadline armed, for a connection whose
 // layer dropped it (epoll.Conn.Hibernate): the next ArmWrite arms one.
 func (dl *Deadlines) ForgetWrite() { dl.write = 0 }

@@ -1,0 +1,229 @@
+package proxy
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+)
+
+// Responses that come while the request body is still going out reach
+// the client at once, as HAProxy 2.6 forwards both directions together
+// (measured on loopback with the same servers and clients, see each case).
+
+// A server that answers 413 after reading the head only, and keeps its
+// connection: a client that sends part of its body and waits for the
+// answer before sending more gets it at once (it timed out: the answer
+// was held until the whole body had gone). The client then closes: the
+// request ends CD with the server's 413 (HAProxy: 413 CD--).
+func TestEarlyResponseDuringUpload(t *testing.T) {
+	headSeen := make(chan struct{}, 1)
+	up := tcpServer(t, func(c *net.TCPConn) {
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		headSeen <- struct{}{}
+		io.WriteString(c, "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 5\r\n\r\nbig!\n")
+		io.Copy(io.Discard, br) // until the proxy closes
+	})
+	p, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
+	rc := dialRaw(t, addr)
+	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(rc.c, "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", 10<<20)
+	rc.c.Write(make([]byte, 64<<10))
+	resp, err := http.ReadResponse(rc.br, nil)
+	if err != nil {
+		t.Fatalf("no response while the body was still to come: %v", err)
+	}
+	if b := bodyOf(resp); resp.StatusCode != 413 || b != "big!\n" {
+		t.Fatalf("got %d %q, want the server's 413", resp.StatusCode, b)
+	}
+	<-headSeen
+	rc.c.Close()
+	line := waitLogLine(t, logs, 413)
+	wantFlags(t, line, "CD")
+	waitCounts(t, p, faultCounts{CliAbrt: 1, Hrsp4xx: 1}, faultCounts{CliAbrt: 1, Hrsp4xx: 1}, faultCounts{CliAbrt: 1, Hrsp4xx: 1})
+}
+
+// A server that answers 413 with Connection: close and closes without
+// reading the body (an upload limit): the client, still sending, gets the
+// 413, not a 502 (HAProxy: 413 SD--, the server stopped the transfer).
+func TestEarlyResponseServerCloses(t *testing.T) {
+	up := tcpServer(t, func(c *net.TCPConn) {
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 5\r\nConnection: close\r\n\r\nbig!\n")
+		c.Close() // the body unread: a reset
+	})
+	_, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
+	rc := dialRaw(t, addr)
+	const size = 32 << 20 // more than the socket buffers take
+	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(rc.c, "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", size)
+	go func() {
+		buf := make([]byte, 64<<10)
+		for n := 0; n < size; n += len(buf) {
+			if _, err := rc.c.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	resp, err := http.ReadResponse(rc.br, nil)
+	if err != nil {
+		t.Fatalf("read response: %v", err)
+	}
+	if b := bodyOf(resp); resp.StatusCode != 413 || b != "big!\n" {
+		t.Fatalf("got %d %q, want the server's 413", resp.StatusCode, b)
+	}
+	wantFlags(t, waitLogLine(t, logs, 413), "SD")
+}
+
+// A server that answers at once, then reads the whole body: the client
+// has the answer before it sends the rest, the request ends well when the
+// body has gone (HAProxy: 200 ----), the client connection stays usable,
+// and its next request goes on a new server connection (the one that
+// answered early is not pooled).
+func TestEarlyResponseThenBody(t *testing.T) {
+	bodies := make(chan int, 2)
+	up := tcpServer(t, func(c *net.TCPConn) {
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			if req.Method == "GET" {
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nget\n")
+				continue
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nearly\n")
+			n, _ := io.Copy(io.Discard, req.Body)
+			bodies <- int(n)
+		}
+	})
+	p, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
+	rc := dialRaw(t, addr)
+	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+	const size = 1 << 20
+	fmt.Fprintf(rc.c, "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", size)
+	rc.c.Write(make([]byte, 64<<10))
+	resp, err := http.ReadResponse(rc.br, nil)
+	if err != nil {
+		t.Fatalf("no response while the body was still to come: %v", err)
+	}
+	if b := bodyOf(resp); resp.StatusCode != 200 || b != "early\n" {
+		t.Fatalf("got %d %q", resp.StatusCode, b)
+	}
+	if _, err := rc.c.Write(make([]byte, size-64<<10)); err != nil {
+		t.Fatalf("the rest of the body: %v", err)
+	}
+	if n := <-bodies; n != size {
+		t.Fatalf("the server got %d body bytes, want %d", n, size)
+	}
+	wantFlags(t, waitLogLine(t, logs, 200), "--")
+	resp = rc.do(t, "GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+	if b := bodyOf(resp); resp.StatusCode != 200 || b != "get\n" {
+		t.Fatalf("next request on the connection: %d %q", resp.StatusCode, b)
+	}
+	snap := p.Snapshot()
+	if got := snap.Backends[0].Servers[0].CounterValues.Obs.Reuse; got != 0 {
+		t.Errorf("server connection reused %d times, want 0 (it answered before the body's end)", got)
+	}
+	if got := snap.Backends[0].Servers[0].CounterValues.Obs.Connect; got != 2 {
+		t.Errorf("server connections made %d, want 2", got)
+	}
+}
+
+// A response that comes after the whole body: unchanged (the server
+// connection goes back to its pool), and Tr, as HAProxy's, runs from the
+// request's send, so the body's upload time is in it.
+func TestUploadThenResponse(t *testing.T) {
+	up := tcpServer(t, func(c *net.TCPConn) {
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			n, _ := io.Copy(io.Discard, req.Body)
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(fmt.Sprint(n)), fmt.Sprint(n))
+		}
+	})
+	p, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
+	rc := dialRaw(t, addr)
+	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+	const gap = 300 * time.Millisecond
+	io.WriteString(rc.c, "POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n")
+	time.Sleep(gap) // the body's second half comes later: Tr includes the wait
+	io.WriteString(rc.c, "2\r\nef\r\n0\r\n\r\n")
+	resp, err := http.ReadResponse(rc.br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := bodyOf(resp); b != "6" {
+		t.Fatalf("server got %s body bytes, want 6", b)
+	}
+	line := waitLogLine(t, logs, 200)
+	wantFlags(t, line, "--")
+	if tr, _ := line["Tr"].(float64); tr < float64(gap.Milliseconds()) {
+		t.Errorf("Tr %v, want at least %d (from the request's send, as HAProxy)", line["Tr"], gap.Milliseconds())
+	}
+	if bu, _ := line["bytes_uploaded"].(float64); bu <= 6 {
+		t.Errorf("bytes_uploaded %v, want the head and the body", line["bytes_uploaded"])
+	}
+	resp = rc.do(t, "POST /two HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nxyz")
+	if b := bodyOf(resp); b != "3" {
+		t.Fatalf("second request: %q", b)
+	}
+	if got := p.Snapshot().Backends[0].Servers[0].CounterValues.Obs.Reuse; got != 1 {
+		t.Errorf("server connection reused %d times, want 1", got)
+	}
+}
+
+// A client that stops sending its body while the server waits for it: the
+// request ends as before the uploads ran beside the response's wait
+// (CD), and the server connection is closed with what it got.
+func TestUploadClientGone(t *testing.T) {
+	closed := make(chan string, 1)
+	up := tcpServer(t, func(c *net.TCPConn) {
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		b, _ := io.ReadAll(req.Body)
+		closed <- string(b)
+	})
+	_, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
+	rc := dialRaw(t, addr)
+	io.WriteString(rc.c, "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc")
+	rc.c.Close()
+	select {
+	case b := <-closed:
+		if !strings.HasPrefix(b, "abc") {
+			t.Errorf("the server got %q", b)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server connection stayed open")
+	}
+	var line map[string]any
+	waitFor(t, 5*time.Second, "the log line", func() bool {
+		for _, l := range logs.lines() {
+			if l["termination_state"] != nil {
+				line = l
+				return true
+			}
+		}
+		return false
+	})
+	wantFlags(t, line, "CD")
+}
