@@ -624,6 +624,30 @@ func validTarget(uri []byte) bool {
 	return true
 }
 
+// ValidH2Request reports whether an HTTP/2 request's :method and :path
+// (not CONNECT's) may be forwarded, as HAProxy 2.6 judges them (measured:
+// it resets the stream otherwise): the method a token; the path in
+// origin form ("/" first, or "*" for OPTIONS), with none of the bytes an
+// HTTP/1 target may not hold (validTarget). An HTTP/1.1 server would
+// otherwise get "GET /a b HTTP/1.1".
+func ValidH2Request(method, path string) bool {
+	if !isToken([]byte(method)) {
+		return false
+	}
+	if path == "*" {
+		return method == "OPTIONS"
+	}
+	if path == "" || path[0] != '/' {
+		return false
+	}
+	for i := 0; i < len(path); i++ {
+		if badTargetByte[path[i]] {
+			return false
+		}
+	}
+	return true
+}
+
 // badTargetByte[c] is true when c may not appear as itself in a request
 // target (see validTarget).
 var badTargetByte = func() (t [256]bool) {

@@ -22,7 +22,9 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/h2mux"
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
+	"github.com/fulcrum-proxy/fulcrum/proxy/stream"
 )
 
 // The own engine: the server side of an HTTP/2 client connection as one
@@ -524,6 +526,7 @@ func (c *econn) headers(f *hblock) error {
 	es, code := c.newStream(f)
 	if es == nil {
 		c.writeRST(id, code)
+		c.malformed()
 		return nil
 	}
 	c.mu.Lock()
@@ -543,6 +546,17 @@ func (c *econn) headers(f *hblock) error {
 	c.mu.Unlock()
 	c.startStream(w, es)
 	return nil
+}
+
+// malformed logs and counts a request head newStream refused (its stream
+// reset), as HAProxy 2.6 logs it: PR--, "<BADREQ>", ereq.
+func (c *econn) malformed() {
+	x := c.cl.NewStream()
+	t0 := time.Now()
+	x.Begin(t0, t0)
+	x.BadHead()
+	x.End(stream.MalformedReset)
+	x.Free()
 }
 
 // newStream builds the stream of a request head, or returns the code to
@@ -574,7 +588,7 @@ func (c *econn) newStream(f *hblock) (*estream, xh2.ErrCode) {
 			return nil, xh2.ErrCodeProtocol
 		}
 		path = authority
-	} else if scheme == "" || path == "" {
+	} else if scheme == "" || path == "" || !http1.ValidH2Request(method, path) {
 		return nil, xh2.ErrCodeProtocol
 	}
 	es := &estream{c: c, id: f.id, declLen: -1}

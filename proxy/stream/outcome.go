@@ -91,6 +91,11 @@ const (
 	// stream is reset with REFUSED_STREAM (it may retry), no error page,
 	// no log line, as HAProxy 2.6 does.
 	ServerReset
+	// MalformedReset: an HTTP/2 request head that may not be forwarded
+	// (RFC 9113 8.3; a :path or :method an HTTP/1 request line could not
+	// carry): its stream is reset with PROTOCOL_ERROR, no page; logged
+	// PR-- "<BADREQ>" with ereq, as HAProxy 2.6 (measured).
+	MalformedReset
 	// Killed: an operator (`shutdown session`, `shutdown sessions server`)
 	// or the stop's hard_stop_after ended the stream; HAProxy 2.6 logs it
 	// K- (measured for a TCP session) and counts no abort.
@@ -193,6 +198,7 @@ var Outcomes = [numOutcomes]Row{
 	ClientReset:         {Name: "client reset (h2)", Flags: "CD", Counts: FeCliAbrt | BeCliAbrt | SrvCliAbrt},
 	ServerProtocolError: {Name: "server protocol error (h2)", Status: 502, Flags: "PH", Counts: BeEresp | SrvEresp, Observe: 502},
 	ServerReset:         {Name: "server reset (h2)", Flags: "SH", Counts: BeEresp | SrvEresp | BeSrvAbrt | SrvSrvAbrt, Silent: true},
+	MalformedReset:      {Name: "malformed request (h2)", Flags: "PR", Counts: FeEreq},
 	Killed:              {Name: "killed", Flags: "K-", Timed: true},
 	KilledData:          {Name: "killed (data)", Flags: "K-", Relayed: true, Timed: true},
 }

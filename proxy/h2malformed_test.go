@@ -1,0 +1,95 @@
+package proxy
+
+import (
+	"testing"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// An HTTP/2 request whose :path or :method an HTTP/1 request line could
+// not carry is reset with PROTOCOL_ERROR and never reaches a server (it
+// reached an HTTP/1.1 server as "GET /a b HTTP/1.1"); each is logged
+// PR-- "<BADREQ>" and counted in ereq, as HAProxy 2.6 does (a fresh-user
+// trial, measured side by side), while good streams on the same
+// connection are served.
+func TestH2MalformedHeadRefused(t *testing.T) {
+	up := newUpstream(t, "s1")
+	p, addr, logs := startLogged(t, h2Config([]string{up.addr()}, ""))
+	f := dialFramer(t, addr)
+	cases := []struct{ method, path string }{
+		{"GET", "/a b"},
+		{"GET", "/a#b"},
+		{"GET", "abc"},
+		{"GET", "http://z/p"},
+		{"GET", "/a\tb"},
+		{"GET", "/caf\xc3\xa9"},
+		{"GE T", "/"},
+		{"GET", "*"},
+	}
+	head := func(method, path string) []byte {
+		f.buf.Reset()
+		for _, kv := range [][2]string{{":method", method}, {":scheme", "http"}, {":authority", "x"}, {":path", path}} {
+			f.enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
+		}
+		return append([]byte(nil), f.buf.Bytes()...)
+	}
+	id := uint32(1)
+	for _, c := range cases {
+		f.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: head(c.method, c.path), EndStream: true, EndHeaders: true})
+		id += 2
+	}
+	// Good ones on the same connection: OPTIONS * (Go's server answers
+	// it itself, 200) and a path with an encoded space.
+	f.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: head("OPTIONS", "*"), EndStream: true, EndHeaders: true})
+	f.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id + 2, BlockFragment: head("GET", "/ok?a=b%20c"), EndStream: true, EndHeaders: true})
+	good := map[uint32]bool{id: true, id + 2: true}
+	resets := map[uint32]http2.ErrCode{}
+	var statuses []string
+	dec := hpack.NewDecoder(4096, func(hf hpack.HeaderField) {
+		if hf.Name == ":status" {
+			statuses = append(statuses, hf.Value)
+		}
+	})
+	for len(statuses) < 2 || len(resets) < len(cases) {
+		fr, err := f.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("after %d resets, statuses %q: %v", len(resets), statuses, err)
+		}
+		switch fr := fr.(type) {
+		case *http2.RSTStreamFrame:
+			resets[fr.StreamID] = fr.ErrCode
+		case *http2.HeadersFrame:
+			if !good[fr.StreamID] {
+				t.Fatalf("stream %d answered %v", fr.StreamID, fr)
+			}
+			dec.Write(fr.HeaderBlockFragment())
+		case *http2.GoAwayFrame:
+			t.Fatalf("GOAWAY %v", fr.ErrCode)
+		}
+	}
+	for i, c := range cases {
+		if code, ok := resets[uint32(1+2*i)]; !ok || code != http2.ErrCodeProtocol {
+			t.Errorf("%q %q: reset %v (%v), want PROTOCOL_ERROR", c.method, c.path, code, ok)
+		}
+	}
+	if len(statuses) != 2 || statuses[0] != "200" || statuses[1] != "200" {
+		t.Errorf("good streams: statuses %q, want the server's 200s", statuses)
+	}
+	if n := up.requests.Load(); n != 1 {
+		t.Errorf("the server's handler got %d requests, want 1 (GET /ok)", n)
+	}
+	var bad int
+	waitFor(t, 5e9, "the log lines", func() bool {
+		bad = 0
+		for _, l := range logLines(t, logs) {
+			if l["termination_state"] == "PR" && l["request"] == "<BADREQ>" {
+				bad++
+			}
+		}
+		return bad == len(cases)
+	})
+	if n := p.Snapshot().Frontends[0].CounterValues.Ereq; n != int64(len(cases)) {
+		t.Errorf("ereq %d, want %d", n, len(cases))
+	}
+}
