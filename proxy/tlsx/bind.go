@@ -40,7 +40,23 @@ func (b *Bind) configFor(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	if p, ok := hello.Context().Value(servedKey{}).(**Cert); ok {
 		*p = ctx.cert
 	}
+	if ctx.bare != nil && len(hello.SupportedProtos) > 0 && !offers(ctx.conf.NextProtos, hello.SupportedProtos) {
+		// No protocol in common: the handshake goes on without ALPN
+		// (HTTP/1.1), as HAProxy 2.6's (measured: "-alpn foo" got no
+		// ALPN and a 200); Go's would fail it (no_application_protocol).
+		return ctx.bare, nil
+	}
 	return ctx.conf, nil
+}
+
+// offers reports whether one of the client's protocols is the server's.
+func offers(server, client []string) bool {
+	for _, c := range client {
+		if slices.Contains(server, c) {
+			return true
+		}
+	}
+	return false
 }
 
 // servedKey is the context key of WithServedCert.
@@ -77,6 +93,10 @@ func (b *Bind) build() map[string]int {
 		b.http1(conf)
 		conf.Certificates = []tls.Certificate{*c.TLS}
 		ctx := &sniCtx{cert: c, conf: conf, kt: c.KeyType(), entry: e}
+		if len(conf.NextProtos) > 0 {
+			ctx.bare = conf.Clone()
+			ctx.bare.NextProtos = nil
+		}
 		if t.def == nil {
 			t.def = ctx
 		}

@@ -30,8 +30,11 @@ import (
 // sniCtx is one crt-list line (or `crt` file) of a bind, ready to serve:
 // its certificate and the tls.Config of its merged settings.
 type sniCtx struct {
-	cert  *Cert
-	conf  *tls.Config
+	cert *Cert
+	conf *tls.Config
+	// bare is conf without ALPN, for a client none of whose protocols
+	// the line offers (nil when it offers none).
+	bare  *tls.Config
 	kt    KeyType
 	neg   []string // the line's negative filters, without '!'
 	entry *Entry   // the crt-list line, nil for a `crt` file

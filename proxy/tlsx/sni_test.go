@@ -123,3 +123,38 @@ func TestDirectory(t *testing.T) {
 		}
 	}
 }
+
+// A client none of whose ALPN protocols the line offers completes its
+// handshake without ALPN (HTTP/1.1), as HAProxy 2.6 does (a fresh-user
+// trial: "openssl s_client -alpn foo" got "No ALPN negotiated" and a 200
+// there, alert 120 here); one with a protocol in common still gets it.
+func TestALPNNoOverlap(t *testing.T) {
+	f := newFixture(t)
+	f.cert("site.pem", testcert.Options{Serial: 1}, "site.test")
+	f.write("list.txt", "site.pem [alpn h2,http/1.1]\n")
+	_, b := f.bind(func(l *Loader, bc *BindConfig) error {
+		_, err := l.AddCrtList(bc, "list.txt")
+		return err
+	})
+	for _, c := range []struct {
+		offer []string
+		want  string
+	}{
+		{[]string{"foo"}, ""},
+		{[]string{"spdy/3", "foo"}, ""},
+		{[]string{"foo", "http/1.1"}, "http/1.1"},
+		{[]string{"h2", "http/1.1"}, "h2"},
+	} {
+		cfg := f.client("site.test")
+		cfg.InsecureSkipVerify = true
+		cfg.NextProtos = c.offer
+		st, err := handshake(t, b, cfg)
+		if err != nil {
+			t.Errorf("offering %q: %v", c.offer, err)
+			continue
+		}
+		if st.NegotiatedProtocol != c.want {
+			t.Errorf("offering %q: got ALPN %q, want %q", c.offer, st.NegotiatedProtocol, c.want)
+		}
+	}
+}
