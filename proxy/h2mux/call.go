@@ -90,6 +90,11 @@ func (c *Call) RoundTrip(cc *http2.ClientConn, req *http.Request) (*http.Respons
 		c.cs.TotalStreams.Add(1)
 		c.open = true
 	}
+	if _, ok := req.Header["User-Agent"]; !ok {
+		// x/net adds its own ("Go-http-client/2.0") unless told none:
+		// the server gets the client's fields only, as from HAProxy.
+		req.Header["User-Agent"] = nil
+	}
 	resp, err := cc.RoundTrip(req.WithContext(c.ctx))
 	if c.pool != nil {
 		c.pool.Drain() // the reservation is used

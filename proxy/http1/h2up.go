@@ -240,11 +240,11 @@ func (s *session) h2Request(call *h2mux.Call) (*http.Request, *countingBody) {
 	h := make(http.Header, len(r.headers)+2)
 	for i := range r.headers {
 		f := &r.headers[i]
-		if edits.Hidden(i) || f.isHopByHop(false) || (r.expect100 && bytes.EqualFold(f.name, hdrExpect)) {
+		if edits.Hidden(i) || (r.expect100 && bytes.EqualFold(f.name, hdrExpect)) {
 			continue
 		}
 		name, value := string(f.name), string(f.value)
-		if h2mux.HopByHop(name) {
+		if f.isHopByHop(false) || h2mux.HopByHop(name) {
 			if strings.EqualFold(name, "te") && h2mux.TEAllowed(value) {
 				h.Add("Te", "trailers")
 			}
