@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -198,5 +199,42 @@ address = %q
 	want := fmt.Sprintf(`"GET http://%[1]s/x?y=1 HTTP/2.0" http://%[1]s/x?y=1`, addr)
 	if got := sink.nextRaw(t, 0); got != want {
 		t.Errorf("log line: %q, want %q", got, want)
+	}
+}
+
+// An HTTP/1.1 request asking to upgrade to h2c (RFC 7540 3.2) is served
+// in HTTP/1.1 and its server never sees the upgrade: Upgrade: h2c was
+// passed on alone once Connection and HTTP2-Settings were dropped; HAProxy
+// 2.6 drops it too (a fresh-user trial). Another protocol's upgrade
+// (WebSocket) still goes through.
+func TestH2CUpgradeNotPassed(t *testing.T) {
+	heads := make(chan string, 2)
+	up := tcpServer(t, func(c *net.TCPConn) {
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		var b strings.Builder
+		req.Header.Write(&b)
+		heads <- b.String()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
+	_, addr := startProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
+	resp := dialRaw(t, addr).do(t, "GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n")
+	if resp.StatusCode != 200 || bodyOf(resp) != "ok" {
+		t.Fatalf("got %d", resp.StatusCode)
+	}
+	h := <-heads
+	for _, name := range []string{"Upgrade", "Http2-Settings", "Connection"} {
+		if strings.Contains(h, name+":") {
+			t.Errorf("the server got %s: %q", name, h)
+		}
+	}
+	rc := dialRaw(t, addr)
+	io.WriteString(rc.c, "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+	h = <-heads
+	if !strings.Contains(h, "Upgrade: websocket") {
+		t.Errorf("a WebSocket upgrade lost its Upgrade field: %q", h)
 	}
 }

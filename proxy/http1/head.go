@@ -358,6 +358,12 @@ func (h *head) parse(isResp bool) error {
 				}
 			})
 		case nameUpgrade:
+			if onlyH2C(value) {
+				// HTTP/2 by upgrade (RFC 7540 3.2) is not done, nor
+				// passed on: dropped, as HAProxy 2.6 drops it.
+				kind = hdrHop
+				break
+			}
 			upgradeHdr = true
 			kind = hdrUpgradeField
 		case nameHop:
@@ -717,6 +723,17 @@ func forEachToken(v []byte, fn func([]byte)) {
 		}
 	}
 }
+
+// onlyH2C reports whether an Upgrade field's protocols are all h2c.
+func onlyH2C(value []byte) bool {
+	only := true
+	forEachToken(value, func(t []byte) {
+		only = only && bytes.EqualFold(t, tokH2C)
+	})
+	return only
+}
+
+var tokH2C = []byte("h2c")
 
 func trimOWS(b []byte) []byte {
 	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
