@@ -776,7 +776,14 @@ func appendVar(dst []byte, n *node, e *Entry) []byte {
 		return appendStr(dst, e.Backend, fl)
 	case vs:
 		return appendStr(dst, e.Server, fl)
-	case vf, vft:
+	case vf:
+		return appendStr(dst, e.Frontend, fl)
+	case vft:
+		if e.SSLVersion != "" {
+			// HAProxy's %ft: the frontend's name and '~' on a TLS
+			// connection.
+			return appendStr(dst, e.Frontend+"~", fl)
+		}
 		return appendStr(dst, e.Frontend, fl)
 	case vci:
 		return appendIP(dst, e.Client, fl)

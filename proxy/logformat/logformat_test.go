@@ -223,3 +223,20 @@ func TestSSLVariables(t *testing.T) {
 		t.Errorf("plain: got %q", got)
 	}
 }
+
+// TestFrontendTransport: %ft is the frontend's name with '~' on a TLS
+// connection, as HAProxy's (a fresh-user trial: "www~ web/s1" there,
+// "www web/s1" here); %f never has it.
+func TestFrontendTransport(t *testing.T) {
+	f, err := Parse(`%ft %f %{+Q}ft`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := Entry{Frontend: "www", SSLVersion: "TLSv1.3"}
+	if got := string(f.Append(nil, &e)); got != `www~ www "www~"` {
+		t.Errorf("TLS: got %q", got)
+	}
+	if got := string(f.Append(nil, &Entry{Frontend: "www"})); got != `www www "www"` {
+		t.Errorf("plain: got %q", got)
+	}
+}
