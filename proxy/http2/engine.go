@@ -1242,8 +1242,14 @@ func (w *respWriter) Write(p []byte) (int, error) {
 	es, c := w.es, w.es.c
 	n := 0
 	for len(p) > 0 || !w.sentHeader {
-		// reserve also says whether the stream is still open.
-		k, err := c.reserve(es, len(p))
+		// reserve also says whether the stream is still open. HEADERS
+		// are not flow-controlled (RFC 9113 6.9): the head leaves
+		// without waiting for credit, the data as credit comes.
+		want := len(p)
+		if !w.sentHeader {
+			want = 0
+		}
+		k, err := c.reserve(es, want)
 		if err != nil {
 			return n, err
 		}

@@ -51,6 +51,13 @@ func (s *stubStream) LocalDone(err error) {
 }
 func (s *stubStream) Free()              {}
 func (s *stubStream) SetClock(time.Time) {}
+func (s *stubStream) BadHead()           {}
+func (s *stubStream) End(o stream.Outcome) {
+	select {
+	case s.ended <- o:
+	default:
+	}
+}
 
 // stubClient is a client connection of a stub core.
 type stubClient struct {
@@ -339,6 +346,42 @@ func TestEngineSendWindow(t *testing.T) {
 		}
 		rc.fr.WriteWindowUpdate(0, 465)
 		rc.whole(1, 465)
+	})
+	t.Run("head without credit", func(t *testing.T) {
+		// HEADERS are not flow-controlled (RFC 9113 6.9): a response's
+		// head leaves while the connection's window is used up by
+		// another stream, as HAProxy 2.6 sends it (a fresh-user trial:
+		// the head waited for the client's WINDOW_UPDATE).
+		rc := dial(t, e.addr, xh2.Setting{ID: xh2.SettingInitialWindowSize, Val: 1 << 20})
+		rc.handshake()
+		rc.request(1, "GET", "/70000", true)
+		if rc.body(1, 65535) {
+			t.Fatal("stream ended early")
+		}
+		rc.request(3, "GET", "/10", true)
+		f, ok := rc.next().(*xh2.HeadersFrame)
+		if !ok || f.StreamID != 3 || f.StreamEnded() {
+			t.Fatalf("got %v, want stream 3's HEADERS without credit", f)
+		}
+		if !rc.quiet(200 * time.Millisecond) {
+			return
+		}
+		rc.fr.WriteWindowUpdate(0, 1<<20)
+		got := map[uint32]int{}
+		for ended := 0; ended < 2; {
+			switch f := rc.next().(type) {
+			case *xh2.DataFrame:
+				got[f.StreamID] += len(f.Data())
+				if f.StreamEnded() {
+					ended++
+				}
+			default:
+				t.Fatalf("unexpected %v", f)
+			}
+		}
+		if got[1] != 70000-65535 || got[3] != 10 {
+			t.Errorf("DATA after the credit: %v, want 1: %d, 3: 10", got, 70000-65535)
+		}
 	})
 }
 
