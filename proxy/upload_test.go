@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -174,8 +175,10 @@ func TestUploadThenResponse(t *testing.T) {
 	}
 	line := waitLogLine(t, logs, 200)
 	wantFlags(t, line, "--")
-	if tr, _ := line["Tr"].(float64); tr < float64(gap.Milliseconds()) {
-		t.Errorf("Tr %v, want at least %d (from the request's send, as HAProxy)", line["Tr"], gap.Milliseconds())
+	// At least half the gap (the gap starts on the client before the
+	// proxy has the head): Tr was 0 when it ran from the body's end.
+	if tr, _ := line["Tr"].(float64); tr < float64(gap.Milliseconds()/2) {
+		t.Errorf("Tr %v, want at least %d (from the request's send, as HAProxy)", line["Tr"], gap.Milliseconds()/2)
 	}
 	if bu, _ := line["bytes_uploaded"].(float64); bu <= 6 {
 		t.Errorf("bytes_uploaded %v, want the head and the body", line["bytes_uploaded"])
@@ -226,4 +229,49 @@ func TestUploadClientGone(t *testing.T) {
 		return false
 	})
 	wantFlags(t, line, "CD")
+}
+
+// An HTTP/2 client uploading to an HTTP/1.1 server that answers 413 and
+// closes without reading the body: the client gets the 413 (it got a 502
+// SD: the body's send failed before the response was read), and the
+// rest of its body is refused (the stream ends, RST_STREAM NO_ERROR).
+func TestEarlyResponseH2Client(t *testing.T) {
+	up := tcpServer(t, func(c *net.TCPConn) {
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 5\r\nConnection: close\r\n\r\nbig!\n")
+		c.Close()
+	})
+	_, addr, logs := startLogged(t, h2Config([]string{up}, ""))
+	tr := h2cTransport()
+	defer tr.CloseIdleConnections()
+	pr, pw := io.Pipe()
+	answered := make(chan struct{})
+	go func() {
+		pw.Write(make([]byte, 64<<10))
+		<-answered // the rest only once the answer came: a client that waits
+		pw.CloseWithError(io.ErrClosedPipe)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+addr+"/up", pr)
+	req.ContentLength = 10 << 20
+	resp, err := tr.RoundTrip(req)
+	close(answered)
+	if err != nil {
+		t.Fatalf("no answer while the body was still to come: %v", err)
+	}
+	if b := bodyOf(resp); resp.StatusCode != 413 || b != "big!\n" {
+		t.Fatalf("got %d %q, want the server's 413", resp.StatusCode, b)
+	}
+	waitFor(t, 5*time.Second, "the log line", func() bool {
+		for _, l := range logLines(t, logs) {
+			if l["status"] == float64(413) {
+				return true
+			}
+		}
+		return false
+	})
 }

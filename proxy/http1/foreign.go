@@ -8,6 +8,8 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 )
 
 // Requests that another engine (HTTP/2 clients, proxy/http2) sends to an
@@ -32,6 +34,12 @@ type Exchange struct {
 	timeout time.Duration
 	// clk is the time SetClock gave, zero for the clock's.
 	clk time.Time
+	// The body sent beside the response's wait (StartBody): its
+	// goroutine's state, its source, and whether it runs.
+	up        *upload
+	bodySrc   io.Reader
+	uploading bool
+	noPool    bool // the body's end failed: the connection is not pooled
 }
 
 // ReuseConn returns an exchange on an idle connection to up that a request
@@ -83,7 +91,7 @@ func NewExchange(c net.Conn, up *Upstream, key string) *Exchange {
 // no longer uses it, nor the slices of its response head.
 func (uc *upConn) exchange(reused bool, timeout time.Duration) *Exchange {
 	e := &uc.ex
-	*e = Exchange{uc: uc, reused: reused, timeout: timeout, resp: e.resp.reset()}
+	*e = Exchange{uc: uc, reused: reused, timeout: timeout, resp: e.resp.reset(), up: e.up}
 	return e
 }
 
@@ -129,6 +137,11 @@ func (e clientBodyErr) Unwrap() []error { return []error{ErrClientBody, e.err} }
 // returns the body bytes read from r. An error reading r wraps
 // ErrClientBody; others are the server's.
 func (e *Exchange) SendBody(r io.Reader, chunked bool, buf []byte) (int64, error) {
+	return e.sendBody(r, chunked, buf, e.Flush)
+}
+
+// sendBody is SendBody, flushing with flush.
+func (e *Exchange) sendBody(r io.Reader, chunked bool, buf []byte, flush func() error) (int64, error) {
 	w := e.uc.bw
 	var n int64
 	for r != nil {
@@ -143,7 +156,7 @@ func (e *Exchange) SendBody(r io.Reader, chunked bool, buf []byte) (int64, error
 			if chunked {
 				w.WriteString("\r\n")
 			}
-			if err := e.Flush(); err != nil {
+			if err := flush(); err != nil {
 				return n, err
 			}
 		}
@@ -157,7 +170,96 @@ func (e *Exchange) SendBody(r io.Reader, chunked bool, buf []byte) (int64, error
 	if chunked {
 		w.WriteString("0\r\n\r\n")
 	}
-	return n, e.Flush()
+	return n, flush()
+}
+
+// StartBody sends the request body from r as SendBody does, from a
+// goroutine of its own, and returns at once: the server may answer
+// before the body's end (a 413 from an upload limit), and HAProxy
+// forwards both directions at once. AwaitHead then waits for the
+// response; a body still going out when the exchange ends is cut by
+// EndBody (r is closed when it is an io.Closer). Until EndBody the
+// goroutine owns the connection's writer.
+func (e *Exchange) StartBody(r io.Reader, chunked bool) {
+	if e.up == nil {
+		e.up = &upload{}
+	}
+	u := e.up
+	u.begin(e.uc.bw, e.uc.c, &e.uc.dl, e.timeout)
+	e.bodySrc, e.uploading = r, true
+	go func() {
+		buf := netio.GetBuf()
+		n, err := e.sendBody(r, chunked, buf, u.flush)
+		netio.PutBuf(buf)
+		u.report(n, err, errors.Is(err, ErrClientBody))
+	}()
+}
+
+// ErrServerBody wraps a failure writing the request body to the server
+// while no response had come (AwaitHead): the server went away.
+var ErrServerBody = errors.New("server gone during the body")
+
+type serverBodyErr struct{ err error }
+
+func (e serverBodyErr) Error() string   { return "server body: " + e.err.Error() }
+func (e serverBodyErr) Unwrap() []error { return []error{ErrServerBody, e.err} }
+
+// AwaitHead waits, after StartBody, for the response's first byte while
+// the body goes out: timeout_server runs from the last write to the
+// server. It returns the body bytes sent when the body ended, and nil
+// when the response starts (the body may still go: Uploading), else the
+// error to end with, the body joined: a client-side failure of the body
+// (ErrClientBody), the server gone while the body went out
+// (ErrServerBody), a timeout, or the server gone after the whole body.
+// A body that ended with the server's error once the response started
+// leaves the connection unpoolable (Finish closes it).
+func (e *Exchange) AwaitHead() (int64, error) {
+	u := e.up
+	err := u.await(e.uc, nil)
+	switch {
+	case err == nil:
+		if !u.ended() {
+			return 0, nil
+		}
+		n, berr := e.EndBody(false)
+		e.noPool = berr != nil // the server stopped reading: not pooled
+		return n, nil
+	case errors.Is(err, errUploadFailed):
+		return e.EndBody(false)
+	}
+	ended := u.ended()
+	n, berr := e.EndBody(!ended)
+	switch {
+	case netio.IsTimeout(err):
+		return n, err
+	case ended && berr != nil && !errors.Is(berr, ErrClientBody):
+		return n, serverBodyErr{berr}
+	case ended && berr != nil:
+		return n, berr
+	case !ended:
+		return n, serverBodyErr{err}
+	}
+	return n, err
+}
+
+// Uploading reports whether StartBody's body is still going out.
+func (e *Exchange) Uploading() bool { return e.uploading }
+
+// EndBody joins StartBody's goroutine and returns the body bytes it sent
+// and how it failed. cut ends a body still going out first: its source is
+// closed and the server writes fail at once.
+func (e *Exchange) EndBody(cut bool) (int64, error) {
+	if !e.uploading {
+		return 0, nil
+	}
+	if cut {
+		if c, ok := e.bodySrc.(io.Closer); ok {
+			c.Close()
+		}
+	}
+	n, err := e.up.join(cut)
+	e.uploading, e.bodySrc = false, nil
+	return n, err
 }
 
 // SetClock makes t the time the exchange's next deadlines start from
@@ -187,7 +289,9 @@ func (e *Exchange) Flush() error {
 func (e *Exchange) ReadHead() error {
 	for {
 		e.uc.dl.ArmRead(e.uc.c, e.now(), e.timeout)
-		e.clk = time.Time{}
+		if !e.clk.IsZero() {
+			e.clk = time.Time{}
+		}
 		if err := e.resp.readHead(e.uc.br, true); err != nil {
 			return classify(err)
 		}
@@ -306,7 +410,7 @@ func (e *Exchange) Finish() {
 		return
 	}
 	e.uc = nil
-	keep := e.whole && !e.resp.connClose && (e.resp.chunked || e.resp.contentLength >= 0 || e.body == nil)
+	keep := e.whole && !e.noPool && !e.resp.connClose && (e.resp.chunked || e.resp.contentLength >= 0 || e.body == nil)
 	if keep && uc.br.Buffered() == 0 && uc.up.Reuse != ReuseNever {
 		uc.uses++
 		uc.release(e.now())

@@ -35,18 +35,21 @@ import (
 // owns the rest. Buffered bodies (replayable) are written with the head
 // and need none of this.
 
-// Upload phases (upload.phase): the session waiting for the response's
-// first byte, the session reading the response, the upload's client
-// side having failed while the session waited (its wait was woken).
+// Upload phases (upload.phase): the response's first byte awaited, the
+// response being read, the upload's client side having failed while the
+// response was awaited (the wait was woken).
 const (
 	upAwait int32 = iota
 	upRelay
 	upClientFailed
 )
 
-// upload is the state of a body streamed by its goroutine (runUpload).
+// upload is a request body sent to its server by a goroutine of its own
+// (the session's runUpload, an Exchange's StartBody) while the response
+// is awaited (await) and read. The goroutine owns w and the write side of
+// dl until it reports on done; the waiting side owns the rest.
 type upload struct {
-	w     *bufio.Writer // the head and body for the server (its own buffer)
+	w     *bufio.Writer // the writer on the server connection
 	c     net.Conn      // the server connection
 	dl    *netio.Deadlines
 	ts    time.Duration // timeout_server
@@ -54,73 +57,58 @@ type upload struct {
 	phase atomic.Int32
 	done  chan struct{} // one value per upload, when n and err are set
 	n     int64         // body bytes sent
-	err   error         // how the body's copy failed (client side: wrapClient)
+	err   error         // how the body's copy failed
+	// onFlush, when set, runs before each flush with the phase (the
+	// session's client read deadline).
+	onFlush func(now time.Time, phase int32)
 }
 
-// startUpload writes the request head for uc into an upload writer of its
-// own and starts the goroutine that sends it and streams the body.
-func (s *session) startUpload(uc *upConn) {
-	u := s.up
-	if u == nil {
-		u = &upload{done: make(chan struct{}, 1)}
-		s.up = u
+// begin readies u for an upload on c through w, before its goroutine
+// starts.
+func (u *upload) begin(w *bufio.Writer, c net.Conn, dl *netio.Deadlines, ts time.Duration) {
+	if u.done == nil {
+		u.done = make(chan struct{}, 1)
 	}
-	u.w = netio.GetWriter(uc.c)
-	u.c, u.dl, u.ts = uc.c, &uc.dl, s.backendTimeoutServer(uc)
+	u.w, u.c, u.dl, u.ts = w, c, dl, ts
 	u.n, u.err = 0, nil
 	u.phase.Store(upAwait)
-	s.writeRequestHead(u.w)
 	now := time.Now()
 	u.last.Store(now.UnixNano())
-	s.dl.SetRead(s.c, time.Time{}) // timeout_client waits for the response
-	u.dl.ArmWrite(u.c, now, u.ts)
-	s.uploading = true
-	go s.runUpload(u)
+	dl.ArmWrite(c, now, ts)
 }
 
-// runUpload is the upload's goroutine: it streams the body from the client
-// buffer to u.w, flushing whenever the client buffer runs dry, and
-// reports on u.done. A failed client side wakes the session's wait for
-// the response head (awaitResponse) by expiring the server connection's
-// read deadline, unless the session reads the response already.
-func (s *session) runUpload(u *upload) {
-	flush := func() error {
-		now := time.Now()
-		if u.phase.Load() == upRelay {
-			s.dl.ArmRead(s.c, now, s.set.TimeoutClient)
-		}
-		u.dl.ArmWrite(u.c, now, u.ts)
-		err := u.w.Flush()
-		u.last.Store(time.Now().UnixNano())
-		return err
+// flush sends what w holds within timeout_server and notes the write.
+func (u *upload) flush() error {
+	now := time.Now()
+	if u.onFlush != nil {
+		u.onFlush(now, u.phase.Load())
 	}
-	var n int64
-	var err error
-	if s.req.chunked {
-		n, err = copyChunked(u.w, s.br, flush, s.req.maxHdr)
-	} else {
-		n, err = copyBuffered(u.w, s.br, s.req.contentLength, flush)
-	}
-	if err == nil {
-		err = flush()
-	} else if isReadSideErr(err) {
-		err = wrapClient(err)
-		if u.phase.CompareAndSwap(upAwait, upClientFailed) {
-			u.c.SetReadDeadline(time.Unix(1, 0))
-		}
+	u.dl.ArmWrite(u.c, now, u.ts)
+	err := u.w.Flush()
+	u.last.Store(time.Now().UnixNano())
+	return err
+}
+
+// report ends the goroutine's part: n bytes sent, err how it failed
+// (clientSide: reading the body from the client failed). A client-side
+// failure while the response is awaited wakes the wait by expiring the
+// server connection's read deadline; once the response is read it is
+// left for the end of the exchange.
+func (u *upload) report(n int64, err error, clientSide bool) {
+	if clientSide && u.phase.CompareAndSwap(upAwait, upClientFailed) {
+		u.c.SetReadDeadline(time.Unix(1, 0))
 	}
 	u.n, u.err = n, err
 	u.done <- struct{}{}
 }
 
-// awaitResponse waits for the first byte of uc's response while the body
-// goes out. The wait ends timeout_server after the last write to the
-// server (HAProxy refreshes the server's read timeout on its write
-// activity unless independent-streams), or when the upload's client side
-// fails (errUploadFailed). It returns nil when the response starts, the
-// read's error otherwise.
-func (s *session) awaitResponse(uc *upConn) error {
-	u := s.up
+// await waits for the first byte of the response from br (uc's reader)
+// while the body goes out. The wait ends timeout_server after the last
+// write to the server (HAProxy refreshes the server's read timeout on its
+// write activity unless independent-streams), or when the upload's client
+// side fails (errUploadFailed). It returns nil when the response starts
+// (onRelay, if set, runs then), the read's error otherwise.
+func (u *upload) await(uc *upConn, onRelay func()) error {
 	for {
 		var until time.Time
 		if u.ts > 0 {
@@ -134,10 +122,8 @@ func (s *session) awaitResponse(uc *upConn) error {
 		switch {
 		case err == nil:
 			if u.phase.CompareAndSwap(upAwait, upRelay) {
-				// timeout_client applies to the rest of the body (the
-				// upload arms it anew at its next write).
-				if tc := s.set.TimeoutClient; tc > 0 {
-					s.c.SetReadDeadline(time.Now().Add(tc))
+				if onRelay != nil {
+					onRelay()
 				}
 				return nil
 			}
@@ -158,11 +144,79 @@ func (s *session) awaitResponse(uc *upConn) error {
 // awaited (its error is the upload's).
 var errUploadFailed = errors.New("upload failed on the client side")
 
+// ended reports whether the goroutine has reported (without waiting).
+func (u *upload) ended() bool { return len(u.done) > 0 }
+
+// join waits for the goroutine's report; cut first makes its server
+// writes fail at once (the caller unblocks its reads of the body).
+func (u *upload) join(cut bool) (int64, error) {
+	if cut {
+		u.c.SetWriteDeadline(time.Unix(1, 0))
+	}
+	<-u.done
+	if cut {
+		u.dl.ForgetWrite()
+	}
+	u.w, u.c, u.dl = nil, nil, nil
+	return u.n, u.err
+}
+
+// startUpload writes the request head for uc into an upload writer of its
+// own and starts the goroutine that sends it and streams the body.
+func (s *session) startUpload(uc *upConn) {
+	u := s.up
+	if u == nil {
+		u = &upload{}
+		u.onFlush = func(now time.Time, phase int32) {
+			if phase == upRelay {
+				// timeout_client applies to the body again once the
+				// response is being relayed.
+				s.dl.ArmRead(s.c, now, s.set.TimeoutClient)
+			}
+		}
+		s.up = u
+	}
+	w := netio.GetWriter(uc.c)
+	s.writeRequestHead(w)
+	u.begin(w, uc.c, &uc.dl, s.backendTimeoutServer(uc))
+	s.dl.SetRead(s.c, time.Time{}) // timeout_client waits for the response
+	s.uploading = true
+	go s.runUpload(u)
+}
+
+// runUpload is the session's upload goroutine: it streams the body from
+// the client buffer, flushing whenever the client buffer runs dry.
+func (s *session) runUpload(u *upload) {
+	var n int64
+	var err error
+	if s.req.chunked {
+		n, err = copyChunked(u.w, s.br, u.flush, s.req.maxHdr)
+	} else {
+		n, err = copyBuffered(u.w, s.br, s.req.contentLength, u.flush)
+	}
+	client := false
+	if err == nil {
+		err = u.flush()
+	} else if isReadSideErr(err) {
+		err, client = wrapClient(err), true
+	}
+	u.report(n, err, client)
+}
+
+// awaitResponse is upload.await for the session's request: once the
+// response starts, timeout_client applies to the rest of the body (the
+// upload arms it anew at its next write).
+func (s *session) awaitResponse(uc *upConn) error {
+	return s.up.await(uc, func() {
+		if tc := s.set.TimeoutClient; tc > 0 {
+			s.c.SetReadDeadline(time.Now().Add(tc))
+		}
+	})
+}
+
 // uploadEnded reports whether the upload goroutine has reported (without
 // waiting).
-func (s *session) uploadEnded() bool {
-	return len(s.up.done) > 0
-}
+func (s *session) uploadEnded() bool { return s.up.ended() }
 
 // endUpload joins the upload's goroutine: when cut, it first makes the
 // body's client read and server write fail at once. It counts the body
@@ -173,22 +227,20 @@ func (s *session) endUpload(cut bool) error {
 	u := s.up
 	if cut {
 		s.c.SetReadDeadline(time.Unix(1, 0))
-		u.c.SetWriteDeadline(time.Unix(1, 0))
 	}
-	<-u.done
+	w := u.w
+	n, err := u.join(cut)
 	s.uploading = false
 	if cut {
 		s.dl.ExpireRead(s.c) // what the connection has now
-		u.dl.ForgetWrite()
 	} else {
 		// The read deadline may be the session's (awaitResponse's) or
 		// the upload's: the next wait arms its own.
 		s.dl.SetRead(s.c, time.Time{})
 	}
-	netio.PutWriter(u.w)
-	u.w, u.c, u.dl = nil, nil, nil
-	s.x.BodySent(u.n)
-	return u.err
+	netio.PutWriter(w)
+	s.x.BodySent(n)
+	return err
 }
 
 // sendStreaming sends the request head, starts the body's upload and

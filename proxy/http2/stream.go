@@ -447,6 +447,15 @@ func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry bool) (o stream.Outc
 		defer stop()
 	}
 	release := func(whole bool) {
+		if ex.Uploading() {
+			// The response ended before the request body did: the
+			// body is cut (the client's stream is refused the rest,
+			// RST_STREAM NO_ERROR, RFC 9113 8.1) and the connection,
+			// whose server did not read it all, is not pooled.
+			n, _ := ex.EndBody(true)
+			x.BodySent(n)
+			whole = false
+		}
 		if cut.end() && whole {
 			ex.Finish()
 		} else {
@@ -477,31 +486,46 @@ func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry bool) (o stream.Outc
 			w.WriteString("\r\n")
 		})
 	}, bodyLen)
-	var body io.Reader
 	if hasBody {
-		body = r.Body
-	}
-	buf := netio.GetBuf()
-	n, err := ex.SendBody(body, bodyLen < 0, buf)
-	netio.PutBuf(buf)
-	if err != nil {
-		st.setClock(time.Time{})
-		release(false)
-		switch {
-		case st.clientGone():
-			return stream.ClientReset, false
-		case errors.Is(err, http1.ErrClientBody) && netio.IsTimeout(err):
-			return stream.ClientTimeoutUpload, false
-		case errors.Is(err, http1.ErrClientBody):
-			return stream.ClientAbortUpload, false
-		case mayRetry && !hasBody:
-			return 0, true
-		case hasBody:
-			return stream.ServerGoneUpload, false
+		// The body goes out beside the response's wait, as HAProxy
+		// forwards both directions: a server may answer first.
+		x.Sent(0)
+		ex.StartBody(r.Body, bodyLen < 0)
+		n, err := ex.AwaitHead()
+		x.BodySent(n)
+		if err != nil {
+			release(false)
+			switch {
+			case st.clientGone():
+				return stream.ClientReset, false
+			case errors.Is(err, http1.ErrClientBody) && netio.IsTimeout(err):
+				return stream.ClientTimeoutUpload, false
+			case errors.Is(err, http1.ErrClientBody):
+				return stream.ClientAbortUpload, false
+			case errors.Is(err, http1.ErrServerBody):
+				return stream.ServerGoneUpload, false
+			case netio.IsTimeout(err):
+				return stream.ServerTimeoutHead, false
+			}
+			return stream.ServerGoneHead, false
 		}
-		return stream.SendFailed, false
+	} else {
+		buf := netio.GetBuf()
+		n, err := ex.SendBody(nil, false, buf)
+		netio.PutBuf(buf)
+		if err != nil {
+			st.setClock(time.Time{})
+			release(false)
+			switch {
+			case st.clientGone():
+				return stream.ClientReset, false
+			case mayRetry:
+				return 0, true
+			}
+			return stream.SendFailed, false
+		}
+		x.Sent(n)
 	}
-	x.Sent(n)
 	st.setClock(time.Time{}) // ReadHead arms its first read with ex's clock, then waits
 	if err := ex.ReadHead(); err != nil {
 		release(false)
