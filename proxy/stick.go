@@ -205,7 +205,8 @@ func (p *Proxy) table(name string) *stick.Table {
 }
 
 // expireTables removes expired entries until the proxy stops: each table
-// with an expire has a timer set at its next expiry, at least 10 ms apart.
+// with an expire has a timer set at its next expiry, at least 10 ms apart,
+// re-armed when an entry learned from a peer expires sooner.
 func (p *Proxy) expireTables() {
 	for _, t := range p.tables.list {
 		if t.ExpireAfter() == 0 {
@@ -220,6 +221,9 @@ func (p *Proxy) expireTables() {
 					return
 				case <-timer.C:
 					t.Expire()
+				case <-t.ExpiryChanged():
+					// A learned entry expires sooner: re-armed for it.
+					timer.Stop()
 				}
 			}
 		}()

@@ -129,7 +129,12 @@ func (t *Table) Export(e *Entry, d *Data, own bool) (expire int64, ok bool) {
 	}
 	now := t.nowMS()
 	if t.expire > 0 {
-		expire = max(exp-now, 0)
+		if exp <= now {
+			// Expired, not yet removed: peers are not taught it (a
+			// fresh-user trial saw HAProxy learn a dead entry back).
+			return 0, false
+		}
+		expire = exp - now
 	}
 	d.Types = 0
 	d.ServerKey = ""
@@ -246,6 +251,7 @@ func (t *Table) learn(k Key, d *Data, expire int64, origin int, own bool) *Entry
 	sh := t.shardOf(k)
 	sh.mu.Lock()
 	e.ref--
+	var placed int64
 	if !e.dead {
 		exp := now + t.expire
 		if t.expire > 0 && expire >= 0 && expire < t.expire {
@@ -253,8 +259,15 @@ func (t *Table) learn(k Key, d *Data, expire int64, origin int, own bool) *Entry
 		}
 		t.unlinkLocked(sh, e)
 		t.insertLocked(sh, e, exp)
+		placed = exp
 	}
 	sh.mu.Unlock()
+	if a := t.armed.Load(); placed != 0 && a != 0 && placed < a {
+		select {
+		case t.wake <- struct{}{}:
+		default:
+		}
+	}
 	return e
 }
 

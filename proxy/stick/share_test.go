@@ -219,6 +219,46 @@ func TestLearnExpiry(t *testing.T) {
 	}
 }
 
+// TestLearnedExpiryWakes: a learned entry that expires before the expiry
+// timer's next firing (NextExpiry) signals ExpiryChanged, so that it
+// leaves when its peer said (a fresh-user trial: entries of a full
+// resync stayed counted in used until the timer's next round, a whole
+// expire later); one that expires after does not. An expired entry not
+// yet removed is not exported to peers (HAProxy learned it back).
+func TestLearnedExpiryWakes(t *testing.T) {
+	clk := newClock()
+	tb := New(Config{Name: "t", Type: KeyInteger, Size: 100, Expire: 15 * time.Second, Store: mustStore(t, "gpc0"), Now: clk.Now, Shards: 1})
+	if d := tb.NextExpiry(); d != 15*time.Second {
+		t.Fatalf("empty table: next expiry %v, want 15s", d)
+	}
+	var d Data
+	tb.Learn(IntKey(1), &d, 20000, 0) // clamped to 15 s: not sooner
+	select {
+	case <-tb.ExpiryChanged():
+		t.Fatal("signalled for an entry expiring with the timer")
+	default:
+	}
+	e := tb.Learn(IntKey(2), &d, 4600, 0)
+	select {
+	case <-tb.ExpiryChanged():
+	default:
+		t.Fatal("not signalled for an entry expiring in 4.6 s")
+	}
+	if d := tb.NextExpiry(); d != 4600*time.Millisecond {
+		t.Fatalf("next expiry %v, want 4.6s", d)
+	}
+	if exp, ok := tb.Export(e, &d, false); !ok || exp != 4600 {
+		t.Fatalf("export: %d %v, want 4600 true", exp, ok)
+	}
+	clk.Add(5 * time.Second)
+	if _, ok := tb.Export(e, &d, false); ok {
+		t.Error("an expired entry (not yet removed) was exported")
+	}
+	if n := tb.Expire(); n != 1 || tb.Used() != 1 {
+		t.Errorf("expired %d, used %d; want 1 and 1", n, tb.Used())
+	}
+}
+
 func TestAggregate(t *testing.T) {
 	clk := newClock()
 	store := mustStore(t, "server_id", "conn_cur", "http_req_cnt", "http_req_rate(10s)", "bytes_in_cnt")

@@ -57,6 +57,11 @@ type Table struct {
 	used    atomic.Int64  // entries in the table
 	noEntry atomic.Uint64 // new keys refused by a full table
 
+	// armed is when the expiry timer next fires (Unix ms, NextExpiry);
+	// wake tells it an entry learned from a peer expires sooner.
+	armed atomic.Int64
+	wake  chan struct{}
+
 	dictMu sync.RWMutex
 	dict   []string       // server_key values, by id-1
 	dictIx map[string]int // value to id
@@ -96,7 +101,8 @@ type Entry struct {
 // New builds an empty table.
 func New(c Config) *Table {
 	t := &Table{name: c.Name, typ: c.Type, keyLen: c.KeyLen, size: int64(c.Size),
-		expire: c.Expire.Milliseconds(), store: c.Store, now: c.Now, seed: maphash.MakeSeed()}
+		expire: c.Expire.Milliseconds(), store: c.Store, now: c.Now, seed: maphash.MakeSeed(),
+		wake: make(chan struct{}, 1)}
 	if t.keyLen <= 0 {
 		t.keyLen = 32
 	}
@@ -401,14 +407,22 @@ func (t *Table) Expire() int {
 	return done
 }
 
+// ExpiryChanged is signalled when an entry learned from a peer (or a
+// reload's import) expires before the time NextExpiry last returned:
+// local entries always expire after it (a whole expire from now), learned
+// ones keep the expiry the peer gave (a full resync's, seconds away).
+func (t *Table) ExpiryChanged() <-chan struct{} { return t.wake }
+
 // NextExpiry returns how long until the next entry may expire, for a
-// timer: the expire time when the table is empty, 0 with no expire.
+// timer: the expire time when the table is empty, 0 with no expire. An
+// entry learned later that expires sooner signals ExpiryChanged.
 func (t *Table) NextExpiry() time.Duration {
 	if t.expire == 0 {
 		return 0
 	}
 	now := t.nowMS()
 	next := now + t.expire
+	defer func() { t.armed.Store(next) }()
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
