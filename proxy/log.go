@@ -73,6 +73,9 @@ type logEntry struct {
 	flags   string    // the outcome's termination state
 	tw      int64     // Tw, ms
 	badReq  bool      // the request was never parsed: <BADREQ>
+	// logStatus is the outcome's LogStatus: the status shown when none
+	// was sent.
+	logStatus int
 }
 
 // dur returns a duration stored plus one nanosecond, -1 when not set.
@@ -344,12 +347,16 @@ func (x *Stream) closeLog(o stream.Outcome, tw int64) {
 		x.fe.Counters.obs.intercepted.Add(1) // the stats page, a redirect
 	}
 	e := &x.lg
-	null := (x.tcp && x.bytesIn == 0) || o == stream.IdleTimeout
+	// Null (option dontlognull): nothing received, on a TCP session, an
+	// HTTP connection closed before its first byte (HAProxy logs that
+	// one "<BADREQ>" otherwise), or one that timed out waiting for it.
+	null := (x.tcp || o == stream.ClientGoneHead) && x.bytesIn == 0 || o == stream.IdleTimeout
 	if !x.fe.logWanted() || (x.fe.log.dontLogNull && null) || o.Row().Silent {
 		return
 	}
 	e.pending, e.end, e.flags, e.tw = true, now, o.Row().Flags, tw
 	e.badReq = !x.tcp && len(x.req.Method) == 0
+	e.logStatus = o.Row().LogStatus
 	if o == stream.ClientGoneHead {
 		x.t0 = time.Time{} // no request, no Ta (as HAProxy's CR lines)
 	}
@@ -456,12 +463,19 @@ func (fe *Frontend) writeLog(x *Stream) {
 		tw = e.tw
 	}
 	status, bytesOut, bytesIn := x.status, x.bytesOut, x.bytesIn
+	if status < 0 && e.logStatus != 0 {
+		status = e.logStatus
+	}
 	if e.badReq {
 		// HAProxy logs no bytes for a request it could not parse (its
 		// error page is sent by the HTTP layer, not the stream).
 		bytesOut, bytesIn = 0, 0
 	}
-	ta, tt := msBetween(x.t0, e.end), msBetween(x.idleStart, e.end)
+	start := x.idleStart
+	if start.IsZero() && x.cc != nil {
+		start = x.cc.acceptTime() // a first request begun without its wait's start
+	}
+	ta, tt := msBetween(x.t0, e.end), msBetween(start, e.end)
 	ti := msBetween(x.idleStart, x.t0)
 	var reqCaps []string
 	if len(fl.capReq) > 0 && !e.badReq && !x.tcp {

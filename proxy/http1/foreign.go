@@ -137,11 +137,12 @@ func (e clientBodyErr) Unwrap() []error { return []error{ErrClientBody, e.err} }
 // returns the body bytes read from r. An error reading r wraps
 // ErrClientBody; others are the server's.
 func (e *Exchange) SendBody(r io.Reader, chunked bool, buf []byte) (int64, error) {
-	return e.sendBody(r, chunked, buf, e.Flush)
+	return e.sendBody(r, chunked, buf, e.Flush, nil)
 }
 
-// sendBody is SendBody, flushing with flush.
-func (e *Exchange) sendBody(r io.Reader, chunked bool, buf []byte, flush func() error) (int64, error) {
+// sendBody is SendBody, flushing with flush; read (if not nil) runs once
+// r was read to its end, before the last flush.
+func (e *Exchange) sendBody(r io.Reader, chunked bool, buf []byte, flush func() error, read func()) (int64, error) {
 	w := e.uc.bw
 	var n int64
 	for r != nil {
@@ -170,6 +171,9 @@ func (e *Exchange) sendBody(r io.Reader, chunked bool, buf []byte, flush func() 
 	if chunked {
 		w.WriteString("0\r\n\r\n")
 	}
+	if read != nil {
+		read()
+	}
 	return n, flush()
 }
 
@@ -189,7 +193,7 @@ func (e *Exchange) StartBody(r io.Reader, chunked bool) {
 	e.bodySrc, e.uploading = r, true
 	go func() {
 		buf := netio.GetBuf()
-		n, err := e.sendBody(r, chunked, buf, u.flush)
+		n, err := e.sendBody(r, chunked, buf, u.flush, func() { u.read.Store(true) })
 		netio.PutBuf(buf)
 		u.report(n, err, errors.Is(err, ErrClientBody))
 	}()
@@ -244,6 +248,10 @@ func (e *Exchange) AwaitHead() (int64, error) {
 
 // Uploading reports whether StartBody's body is still going out.
 func (e *Exchange) Uploading() bool { return e.uploading }
+
+// BodyRead reports whether StartBody's body was read whole from its
+// source (only its last write to the server may be left).
+func (e *Exchange) BodyRead() bool { return e.uploading && e.up.read.Load() }
 
 // EndBody joins StartBody's goroutine and returns the body bytes it sent
 // and how it failed. cut ends a body still going out first: its source is

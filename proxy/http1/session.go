@@ -202,6 +202,12 @@ func (s *session) serve(e entry, idleStart time.Time) (end End) {
 				if s.nreq == 0 && netio.IsTimeout(err) {
 					s.x.Begin(idleStart, time.Time{})
 					s.fail(stream.IdleTimeout)
+				} else if s.nreq == 0 {
+					// Closed before its first byte: HAProxy 2.6 logs it
+					// 400 CR-- "<BADREQ>" and counts it in req_tot and
+					// ereq, unless option dontlognull (measured).
+					s.x.Begin(idleStart, time.Time{})
+					s.x.End(stream.ClientGoneHead)
 				}
 				return EndClosed
 			}
@@ -924,8 +930,10 @@ func (s *session) relay(uc *upConn) bool {
 	if early && uc != nil {
 		// The client has the response: the request ends with its body
 		// (HAProxy logs the server's status, and CD/SD when the client
-		// or the server stopped the body). The server connection, which
-		// answered before reading it all, is not pooled.
+		// or the server stopped the body). The server connection goes
+		// back to its pool only when the body went out whole (RFC 9112
+		// 9.3: a server answering early reads the rest or closes; a body
+		// just flushed when the answer came is the common case).
 		uerr := s.upErr
 		s.upErr = nil
 		if s.uploading {
@@ -934,7 +942,14 @@ func (s *session) relay(uc *upConn) bool {
 		if berr == nil {
 			berr = uerr
 		}
-		if !upgrade || berr != nil {
+		switch {
+		case upgrade && berr == nil:
+		case berr == nil && upReusable && uc.br.Buffered() == 0:
+			x.Unbind()
+			uc.uses++
+			s.release(uc)
+			uc = nil
+		default:
 			x.Unbind()
 			uc.close()
 			uc = nil

@@ -20,8 +20,10 @@ import (
 // such an answer no longer turns it into a 502. Once the response is
 // relayed the request ends when its body has been sent (or the client
 // stopped sending it: CD/cD with the server's status, as HAProxy logs
-// it); its server connection is then closed, never pooled, and the
-// client connection stays usable when the body ended well.
+// it); its server connection is pooled again only when the body went
+// out whole (RFC 9112 9.3: a server that answers early reads the rest or
+// closes), and the client connection stays usable when the body ended
+// well.
 //
 // Timeouts as HAProxy 2.6's (measured): while the response is awaited,
 // timeout_server runs from the last write to the server, and a body that
@@ -55,7 +57,10 @@ type upload struct {
 	ts    time.Duration // timeout_server
 	last  atomic.Int64  // Unix ns of the last write to the server
 	phase atomic.Int32
-	done  chan struct{} // one value per upload, when n and err are set
+	// read: the body was read whole from the client; what is left is
+	// the last flush to the server.
+	read atomic.Bool
+	done chan struct{} // one value per upload, when n and err are set
 	n     int64         // body bytes sent
 	err   error         // how the body's copy failed
 	// onFlush, when set, runs before each flush with the phase (the
@@ -72,6 +77,7 @@ func (u *upload) begin(w *bufio.Writer, c net.Conn, dl *netio.Deadlines, ts time
 	u.w, u.c, u.dl, u.ts = w, c, dl, ts
 	u.n, u.err = 0, nil
 	u.phase.Store(upAwait)
+	u.read.Store(false)
 	now := time.Now()
 	u.last.Store(now.UnixNano())
 	dl.ArmWrite(c, now, ts)
@@ -196,6 +202,7 @@ func (s *session) runUpload(u *upload) {
 	}
 	client := false
 	if err == nil {
+		u.read.Store(true)
 		err = u.flush()
 	} else if isReadSideErr(err) {
 		err, client = wrapClient(err), true

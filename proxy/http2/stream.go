@@ -448,13 +448,17 @@ func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry bool) (o stream.Outc
 	}
 	release := func(whole bool) {
 		if ex.Uploading() {
-			// The response ended before the request body did: the
-			// body is cut (the client's stream is refused the rest,
-			// RST_STREAM NO_ERROR, RFC 9113 8.1) and the connection,
-			// whose server did not read it all, is not pooled.
-			n, _ := ex.EndBody(true)
+			// The response ended before the request body did. A body
+			// read whole is only being flushed: it ends (the common
+			// case of a server answering as the body's last bytes
+			// arrive). Else it is cut (the client's stream is refused
+			// the rest, RST_STREAM NO_ERROR, RFC 9113 8.1) and the
+			// connection, whose server did not read it all, is not
+			// pooled.
+			read := ex.BodyRead()
+			n, err := ex.EndBody(!read)
 			x.BodySent(n)
-			whole = false
+			whole = whole && read && err == nil
 		}
 		if cut.end() && whole {
 			ex.Finish()

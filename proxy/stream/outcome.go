@@ -157,6 +157,10 @@ type Row struct {
 	// Silent says no access-log line is written (HAProxy's logwait 0, as
 	// for a request it aborts so that the client retries it).
 	Silent bool
+	// LogStatus is the status the log line shows when no reply was sent
+	// (0: -1): HAProxy 2.6 logs 400 for a connection closed before its
+	// request was whole, though nothing is answered or counted as 4xx.
+	LogStatus int
 }
 
 // Outcomes is the table of outcomes, indexed by Outcome.
@@ -164,7 +168,7 @@ var Outcomes = [numOutcomes]Row{
 	Served:              {Name: "served", Flags: "--", Relayed: true, Timed: true},
 	IdleTimeout:         {Name: "idle timeout", Status: 408, Flags: "cR", Counts: FeEreq},
 	RequestTimeout:      {Name: "request timeout", Status: 408, Flags: "cR", Counts: FeEreq},
-	ClientGoneHead:      {Name: "client gone (head)", Flags: "CR", Counts: FeEreq},
+	ClientGoneHead:      {Name: "client gone (head)", Flags: "CR", Counts: FeEreq, LogStatus: 400},
 	BadRequest:          {Name: "bad request", Status: 400, Flags: "PR", Counts: FeEreq},
 	Denied:              {Name: "denied", Flags: "PR", Counts: FeDreq | BeDreq},
 	Answered:            {Name: "answered by a rule", Flags: "LR"},
