@@ -348,9 +348,10 @@ func (x *Stream) closeLog(o stream.Outcome, tw int64) {
 	}
 	e := &x.lg
 	// Null (option dontlognull): nothing received, on a TCP session, an
-	// HTTP connection closed before its first byte (HAProxy logs that
-	// one "<BADREQ>" otherwise), or one that timed out waiting for it.
-	null := (x.tcp || o == stream.ClientGoneHead) && x.bytesIn == 0 || o == stream.IdleTimeout
+	// HTTP connection closed before its first byte (no t0; HAProxy logs
+	// that one "<BADREQ>" otherwise, and "\r\n" then a close even under
+	// dontlognull: measured), or one that timed out waiting for it.
+	null := (x.tcp && x.bytesIn == 0) || (o == stream.ClientGoneHead && x.t0.IsZero()) || o == stream.IdleTimeout
 	if !x.fe.logWanted() || (x.fe.log.dontLogNull && null) || o.Row().Silent {
 		return
 	}

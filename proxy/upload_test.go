@@ -276,3 +276,52 @@ func TestEarlyResponseH2Client(t *testing.T) {
 		return false
 	})
 }
+
+// A connection closed before its first byte is logged as HAProxy 2.6
+// logs it (measured side by side): 400 CR-- "<BADREQ>", Tt from the
+// accept, counted in req_tot and ereq but not hrsp_4xx; with dontlognull
+// it is not logged. A "\r\n" then a close is the same line (status 400,
+// not -1).
+func TestEmptyConnectionLogged(t *testing.T) {
+	for _, dontLogNull := range []bool{false, true} {
+		cfg := testConfig(conf.ModeHTTP, []string{"127.0.0.1:1"}, nil)
+		cfg.Frontends[0].DontLogNull = dontLogNull
+		p, addr, logs := startLoggedProxy(t, cfg)
+		fe := p.Frontends[0]
+		for i, sent := range []string{"", "\r\n"} {
+			rc := dialRaw(t, addr)
+			io.WriteString(rc.c, sent)
+			if sent != "" {
+				waitFor(t, 5*time.Second, "the bytes read", func() bool { return fe.Counters.Scur.Load() == 1 })
+			}
+			rc.c.Close()
+			waitFor(t, 5*time.Second, "the request counted", func() bool {
+				return fe.Counters.ReqTot.Load() == int64(i+1) && fe.Counters.Scur.Load() == 0
+			})
+		}
+		if e, h := fe.Counters.Ereq.Load(), fe.Counters.Hrsp[4].Load(); e != 2 || h != 0 {
+			t.Errorf("dontlognull %v: ereq %d, hrsp_4xx %d; want 2, 0", dontLogNull, e, h)
+		}
+		var lines []map[string]any
+		for _, l := range logs.lines() {
+			if l["termination_state"] != nil {
+				lines = append(lines, l)
+			}
+		}
+		want := 2
+		if dontLogNull {
+			want = 1 // the "\r\n" one: bytes came
+		}
+		if len(lines) != want {
+			t.Fatalf("dontlognull %v: %d log lines, want %d: %v", dontLogNull, len(lines), want, lines)
+		}
+		for _, l := range lines {
+			if l["status"] != float64(400) || l["termination_state"] != "CR" || l["request"] != "<BADREQ>" {
+				t.Errorf("line %v, want 400 CR <BADREQ>", l)
+			}
+			if tt, _ := l["Tt"].(float64); tt < 0 {
+				t.Errorf("Tt %v, want the time since the accept", l["Tt"])
+			}
+		}
+	}
+}
