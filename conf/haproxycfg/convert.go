@@ -15,7 +15,10 @@ type converter struct {
 	// reject maps a line to the problem `fulcrum check` found in what it
 	// became: the line is not converted, and says why.
 	reject map[int]string
-	notes  []Note
+	// dir is the directory relative paths in the file are read from
+	// (errorfile); "" for the current one.
+	dir   string
+	notes []Note
 	noted  map[string]bool // "line\x00why" of the notes already taken
 
 	global   *table

@@ -4,8 +4,13 @@ package haproxycfg
 
 import (
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 )
 
 // both returns the section's frontend and backend tables that exist (one
@@ -669,4 +674,52 @@ func convStatsSocket(x *ctx) {
 	t.trail = x.trail()
 	x.c.global.subs = append(x.c.global.subs, t)
 	x.c.sockets = append(x.c.sockets, t)
+}
+
+// convErrorfile: errorfile CODE FILE. A file whose page is the one
+// fulcrum answers for CODE (HAProxy's built-in page: Debian's
+// /etc/haproxy/errors are copies of them) changes nothing and is noted
+// as ignored; another page is not supported (fulcrum answers only the
+// built-in pages).
+func convErrorfile(x *ctx) {
+	const why = "custom error pages: fulcrum answers with HAProxy's built-in pages"
+	code, err := atoi(x.arg(0))
+	if err != nil || x.nargs() != 2 {
+		x.skip(Unsupported, why)
+		return
+	}
+	builtin, ok := http1.ErrorPage(code)
+	if !ok {
+		x.skip(Unsupported, why)
+		return
+	}
+	if body, ok := errorfileBody(x.c.dir, x.arg(1)); ok && strings.TrimSpace(body) == strings.TrimSpace(builtin) {
+		x.skip(Ignored, fmt.Sprintf("the page of %s is fulcrum's built-in one for %d (HAProxy's)", x.arg(1), code))
+		return
+	}
+	x.skip(Unsupported, why)
+}
+
+// errorfileBody returns the body of the HTTP response in file (relative
+// to dir): a regular file of at most 64 KiB, its head ended by an empty
+// line.
+func errorfileBody(dir, file string) (string, bool) {
+	if !filepath.IsAbs(file) && dir != "" {
+		file = filepath.Join(dir, file)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() > 64<<10 {
+		return "", false
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 64<<10))
+	if err != nil {
+		return "", false
+	}
+	s := strings.ReplaceAll(string(b), "\r\n", "\n")
+	_, body, ok := strings.Cut(s, "\n\n")
+	return body, ok
 }

@@ -81,6 +81,7 @@ func Import(data []byte, opt Options) (*Result, error) {
 	checkAs := filepath.Join(opt.Dir, "imported.toml")
 	for round := 0; round < maxRounds; round++ {
 		c := newConverter(f, reject)
+		c.dir = opt.Dir
 		c.localName = cmp.Or(opt.LocalPeer, c.localPeer(), opt.HostName)
 		c.run()
 		out := c.emit(opt.Name)

@@ -1,0 +1,43 @@
+package haproxycfg
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
+)
+
+// An errorfile whose page is fulcrum's built-in one (Debian's stock
+// /etc/haproxy/errors: HTTP/1.0 and CRLFs or not) is noted as ignored and
+// does not stop the import (Debian's stock haproxy.cfg failed fulcrum
+// check: a fresh-user trial); another page, a missing file or an unknown
+// code is not supported. chroot and pidfile are ignored.
+func TestErrorfileBuiltin(t *testing.T) {
+	dir := t.TempDir()
+	page, _ := http1.ErrorPage(503)
+	os.WriteFile(filepath.Join(dir, "503.http"), []byte("HTTP/1.0 503 Service Unavailable\r\nCache-Control: no-cache\r\n"+
+		"Connection: close\r\nContent-Type: text/html\r\n\r\n"+page), 0o644)
+	os.WriteFile(filepath.Join(dir, "custom.http"), []byte("HTTP/1.0 503 Service Unavailable\r\n\r\n<html>maintenance</html>\n"), 0o644)
+	cfg := "global\n    chroot /var/lib/haproxy\n    pidfile /run/haproxy.pid\n" +
+		"frontend www\n    bind 127.0.0.1:8080\n    default_backend web\n" +
+		"    errorfile 503 503.http\n" + // line 7
+		"    errorfile 503 custom.http\n" +
+		"    errorfile 503 missing.http\n" +
+		"    errorfile 599 503.http\n" + // line 10
+		"backend web\n    server s1 127.0.0.1:1\n"
+	r, err := Import([]byte(cfg), Options{Name: "e.cfg", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]Kind{2: Ignored, 3: Ignored, 7: Ignored, 8: Unsupported, 9: Unsupported, 10: Unsupported}
+	got := map[int]Kind{}
+	for _, n := range r.Notes {
+		got[n.Line] = n.Kind
+	}
+	for line, k := range want {
+		if got[line] != k {
+			t.Errorf("line %d: %v, want %v (notes %v)", line, got[line], k, r.Notes)
+		}
+	}
+}
