@@ -19,7 +19,7 @@ type converter struct {
 	// (errorfile); "" for the current one.
 	dir   string
 	notes []Note
-	noted  map[string]bool // "line\x00why" of the notes already taken
+	noted map[string]bool // "line\x00why" of the notes already taken
 
 	global   *table
 	defaults *table   // [defaults]; nil when each section is written in full
@@ -299,7 +299,7 @@ func (c *converter) convertDefaults(s *section) {
 		row, _, _ := lookupProxy(ln)
 		switch {
 		case row == nil:
-			c.commentLine(block, ln, Unsupported, "unknown keyword")
+			c.commentLine(block, ln, Unsupported, proxyIndex.unknown(ln))
 		case row.noDefaults:
 			c.commentLine(block, ln, Unsupported, "not allowed in a defaults section")
 		case row.conv == nil:
@@ -450,7 +450,7 @@ func (c *converter) convertLine(p *proxy, ln *line) {
 	}
 	row, neg, argi := lookupProxy(ln)
 	if row == nil {
-		c.commentLine(home, ln, Unsupported, "unknown keyword")
+		c.commentLine(home, ln, Unsupported, proxyIndex.unknown(ln))
 		return
 	}
 	if p.tableOnly && ln.kw(0) != "stick-table" {
@@ -674,7 +674,7 @@ func (c *converter) convertGlobal(s *section) {
 		}
 		row, neg, argi := globalIndex.lookup(ln)
 		if row == nil {
-			c.commentLine(g, ln, Unsupported, "unknown keyword")
+			c.commentLine(g, ln, Unsupported, globalIndex.unknown(ln))
 			continue
 		}
 		x := &ctx{c: c, p: p, ln: ln, row: row, neg: neg, argi: argi}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fulcrum-proxy/fulcrum/internal/suggest"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 )
 
@@ -722,4 +723,36 @@ func errorfileBody(dir, file string) (string, bool) {
 	s := strings.ReplaceAll(string(b), "\r\n", "\n")
 	_, body, ok := strings.Cut(s, "\n\n")
 	return body, ok
+}
+
+// convOtherOption: an option the table has no row for. One of HAProxy
+// 2.6's is not converted; another name is a typo, said as HAProxy says
+// it ("unknown option 'forwardfour'; did you mean 'forwardfor' maybe ?").
+func convOtherOption(x *ctx) {
+	name := x.arg(0)
+	if slices.Contains(haproxyOptions, name) {
+		x.skip(Unsupported, "this option is not converted")
+		return
+	}
+	why := fmt.Sprintf("unknown option '%s'", name)
+	if s := suggest.Nearest(name, haproxyOptions); s != "" {
+		why += fmt.Sprintf("; did you mean '%s'?", s)
+	}
+	x.skip(Unsupported, why)
+}
+
+// haproxyOptions are the names of HAProxy 2.6's proxy options
+// (configuration.txt, "option ...").
+var haproxyOptions = []string{
+	"abortonclose", "accept-invalid-http-request", "accept-invalid-http-response", "allbackups",
+	"checkcache", "clitcpka", "contstats", "disable-h2-upgrade", "dontlog-normal", "dontlognull",
+	"external-check", "forwardfor", "h1-case-adjust-bogus-client", "h1-case-adjust-bogus-server",
+	"http-buffer-request", "http-ignore-probes", "http-keep-alive", "http-no-delay",
+	"http-pretend-keepalive", "http-restrict-req-hdr-names", "http-server-close",
+	"http-use-proxy-header", "httpchk", "httpclose", "httplog", "httpslog", "idle-close-on-response",
+	"independent-streams", "ldap-check", "log-health-checks", "log-separate-errors", "logasap",
+	"mysql-check", "nolinger", "originalto", "persist", "pgsql-check", "prefer-last-server",
+	"redis-check", "redispatch", "smtpchk", "socket-stats", "splice-auto", "splice-request",
+	"splice-response", "spop-check", "srvtcpka", "ssl-hello-chk", "tcp-check", "tcp-smart-accept",
+	"tcp-smart-connect", "tcpka", "tcplog", "transparent",
 }

@@ -41,3 +41,32 @@ func TestErrorfileBuiltin(t *testing.T) {
 		}
 	}
 }
+
+// A misspelt keyword or option gets HAProxy's "did you mean" (a
+// fresh-user trial: "option forwardfour" read "this option is not
+// converted", as if it existed); an HAProxy option fulcrum does not
+// convert still says so.
+func TestTypoSuggestions(t *testing.T) {
+	cfg := "frontend www\n    bind 127.0.0.1:8080\n    option forwardfour\n    option splice-auto\n" +
+		"    balanse roundrobin\n    default_backend web\nbackend web\n    server s1 127.0.0.1:1\n"
+	r, err := Import([]byte(cfg), Options{Name: "t.cfg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]string{
+		3: "unknown option 'forwardfour'; did you mean 'forwardfor'?",
+		5: "unknown keyword; did you mean 'balance'?",
+	}
+	got := map[int]string{}
+	for _, n := range r.Notes {
+		got[n.Line] = n.Why
+	}
+	for line, w := range want {
+		if got[line] != w {
+			t.Errorf("line %d: %q, want %q", line, got[line], w)
+		}
+	}
+	if got[4] == "" || got[4] == want[3] {
+		t.Errorf("line 4 (splice-auto): %q", got[4])
+	}
+}

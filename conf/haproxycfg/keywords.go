@@ -10,7 +10,10 @@ package haproxycfg
 // yet" row gets a conv, an option row an apply.
 
 import (
+	"fmt"
 	"strings"
+
+	"github.com/fulcrum-proxy/fulcrum/internal/suggest"
 )
 
 // side is where a keyword belongs in fulcrum's tables.
@@ -195,7 +198,7 @@ var proxyRows = []keyword{
 	{name: "option tcp-smart-connect", kind: Ignored, why: "no effect in fulcrum"},
 	{name: "option http-restrict-req-hdr-names", kind: Unsupported, why: "header name restrictions"},
 	{name: "option idle-close-on-response", kind: Unsupported, why: "idle-close-on-response"},
-	{name: "option", kind: Unsupported, why: "this option is not converted"},
+	{name: "option", conv: convOtherOption},
 	{name: "reqadd", kind: Unsupported, why: whyRemoved}, {name: "reqdel", kind: Unsupported, why: whyRemoved},
 	{name: "reqrep", kind: Unsupported, why: whyRemoved}, {name: "reqirep", kind: Unsupported, why: whyRemoved},
 	{name: "reqallow", kind: Unsupported, why: whyRemoved}, {name: "reqdeny", kind: Unsupported, why: whyRemoved},
@@ -363,6 +366,20 @@ func (ix *rowIndex) lookup(ln *line) (row *keyword, neg bool, argi int) {
 		}
 	}
 	return nil, false, 0
+}
+
+// unknown is the note of a line whose keyword the index has no row for:
+// "unknown keyword", with HAProxy's "did you mean" when a row's first
+// word is close.
+func (ix *rowIndex) unknown(ln *line) string {
+	var firsts []string
+	for name := range ix.rows {
+		firsts = append(firsts, strings.Fields(name)[0])
+	}
+	if s := suggest.Nearest(ln.kw(0), firsts); s != "" && s != ln.kw(0) {
+		return fmt.Sprintf("unknown keyword; did you mean '%s'?", s)
+	}
+	return "unknown keyword"
 }
 
 // lookupProxy finds the row of a proxy or defaults line.
