@@ -18,6 +18,35 @@ import (
 // the client at once, as HAProxy 2.6 forwards both directions together
 // (measured on loopback with the same servers and clients, see each case).
 
+// sendPartly sends a POST head announcing size body bytes and 64 KiB of
+// them, and reads the response that comes before the rest: it fails the
+// test when none does. It returns the connection, the status and body.
+func sendPartly(t *testing.T, addr string, size int) (*rawClient, int, string) {
+	t.Helper()
+	rc := dialRaw(t, addr)
+	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(rc.c, "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", size)
+	rc.c.Write(make([]byte, 64<<10))
+	resp, err := http.ReadResponse(rc.br, nil)
+	if err != nil {
+		t.Fatalf("no response while the body was still to come: %v", err)
+	}
+	return rc, resp.StatusCode, bodyOf(resp)
+}
+
+// closing413 is an upstream that answers 413 with Connection: close to a
+// request head and closes without reading the body (an upload limit).
+func closing413(t *testing.T) string {
+	return tcpServer(t, func(c *net.TCPConn) {
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 5\r\nConnection: close\r\n\r\nbig!\n")
+		c.Close() // the body unread: a reset
+	})
+}
+
 // A server that answers 413 after reading the head only, and keeps its
 // connection: a client that sends part of its body and waits for the
 // answer before sending more gets it at once (it timed out: the answer
@@ -35,16 +64,9 @@ func TestEarlyResponseDuringUpload(t *testing.T) {
 		io.Copy(io.Discard, br) // until the proxy closes
 	})
 	p, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
-	rc := dialRaw(t, addr)
-	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
-	fmt.Fprintf(rc.c, "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", 10<<20)
-	rc.c.Write(make([]byte, 64<<10))
-	resp, err := http.ReadResponse(rc.br, nil)
-	if err != nil {
-		t.Fatalf("no response while the body was still to come: %v", err)
-	}
-	if b := bodyOf(resp); resp.StatusCode != 413 || b != "big!\n" {
-		t.Fatalf("got %d %q, want the server's 413", resp.StatusCode, b)
+	rc, status, b := sendPartly(t, addr, 10<<20)
+	if status != 413 || b != "big!\n" {
+		t.Fatalf("got %d %q, want the server's 413", status, b)
 	}
 	<-headSeen
 	rc.c.Close()
@@ -57,14 +79,7 @@ func TestEarlyResponseDuringUpload(t *testing.T) {
 // reading the body (an upload limit): the client, still sending, gets the
 // 413, not a 502 (HAProxy: 413 SD--, the server stopped the transfer).
 func TestEarlyResponseServerCloses(t *testing.T) {
-	up := tcpServer(t, func(c *net.TCPConn) {
-		br := bufio.NewReader(c)
-		if _, err := http.ReadRequest(br); err != nil {
-			return
-		}
-		io.WriteString(c, "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 5\r\nConnection: close\r\n\r\nbig!\n")
-		c.Close() // the body unread: a reset
-	})
+	up := closing413(t)
 	_, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
 	rc := dialRaw(t, addr)
 	const size = 32 << 20 // more than the socket buffers take
@@ -111,17 +126,10 @@ func TestEarlyResponseThenBody(t *testing.T) {
 		}
 	})
 	p, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
-	rc := dialRaw(t, addr)
-	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
 	const size = 1 << 20
-	fmt.Fprintf(rc.c, "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", size)
-	rc.c.Write(make([]byte, 64<<10))
-	resp, err := http.ReadResponse(rc.br, nil)
-	if err != nil {
-		t.Fatalf("no response while the body was still to come: %v", err)
-	}
-	if b := bodyOf(resp); resp.StatusCode != 200 || b != "early\n" {
-		t.Fatalf("got %d %q", resp.StatusCode, b)
+	rc, status, b := sendPartly(t, addr, size)
+	if status != 200 || b != "early\n" {
+		t.Fatalf("got %d %q", status, b)
 	}
 	if _, err := rc.c.Write(make([]byte, size-64<<10)); err != nil {
 		t.Fatalf("the rest of the body: %v", err)
@@ -130,7 +138,7 @@ func TestEarlyResponseThenBody(t *testing.T) {
 		t.Fatalf("the server got %d body bytes, want %d", n, size)
 	}
 	wantFlags(t, waitLogLine(t, logs, 200), "--")
-	resp = rc.do(t, "GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp := rc.do(t, "GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
 	if b := bodyOf(resp); resp.StatusCode != 200 || b != "get\n" {
 		t.Fatalf("next request on the connection: %d %q", resp.StatusCode, b)
 	}
@@ -237,14 +245,7 @@ func TestUploadClientGone(t *testing.T) {
 // SD: the body's send failed before the response was read), and the
 // rest of its body is refused (the stream ends, RST_STREAM NO_ERROR).
 func TestEarlyResponseH2Client(t *testing.T) {
-	up := tcpServer(t, func(c *net.TCPConn) {
-		br := bufio.NewReader(c)
-		if _, err := http.ReadRequest(br); err != nil {
-			return
-		}
-		io.WriteString(c, "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 5\r\nConnection: close\r\n\r\nbig!\n")
-		c.Close()
-	})
+	up := closing413(t)
 	_, addr, logs := startLogged(t, h2Config([]string{up}, ""))
 	tr := h2cTransport()
 	defer tr.CloseIdleConnections()
