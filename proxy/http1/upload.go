@@ -61,8 +61,8 @@ type upload struct {
 	// the last flush to the server.
 	read atomic.Bool
 	done chan struct{} // one value per upload, when n and err are set
-	n     int64         // body bytes sent
-	err   error         // how the body's copy failed
+	n    int64         // body bytes sent
+	err  error         // how the body's copy failed
 	// onFlush, when set, runs before each flush with the phase (the
 	// session's client read deadline).
 	onFlush func(now time.Time, phase int32)
