@@ -749,9 +749,10 @@ func (s *session) exchangeFrom(uc *upConn, reused bool, attempt int, resumed boo
 		if resumed {
 			resumed = false
 			err = herr
-		} else if hasBody && !replay && s.pSend == sendNone {
+		} else if hasBody && !replay && s.pSend == sendNone && !s.bodyBuffered() {
 			// A streamed body goes out while the response is awaited
-			// (upload.go); once: it is not replayable.
+			// (upload.go); once: it is not replayable. One all in the
+			// client buffer leaves with the head, as before.
 			x.Sent(0)
 			counted = true
 			ferr, err = s.sendStreaming(uc)
@@ -836,8 +837,13 @@ func (s *session) replayable() bool {
 	if !s.view.HasBody {
 		return true
 	}
-	return idempotent(s.req.line[0]) && !s.req.chunked && !s.req.expect100 &&
-		s.req.contentLength <= int64(s.br.Buffered())
+	return idempotent(s.req.line[0]) && !s.req.expect100 && s.bodyBuffered()
+}
+
+// bodyBuffered reports whether the request's body is all in the client
+// buffer (a Content-Length body that came with its head).
+func (s *session) bodyBuffered() bool {
+	return !s.req.chunked && s.req.contentLength <= int64(s.br.Buffered())
 }
 
 // idempotent reports whether method is idempotent (RFC 9110, 9.2.2).
