@@ -149,6 +149,35 @@ func (c *converter) run() {
 			c.commentSection(s, row.kind, row.why)
 		}
 	}
+	c.headTimeouts()
+}
+
+// headTimeouts gives timeout_http_request the value of timeout client
+// where HAProxy has no `timeout http-request` (own or from its defaults):
+// HAProxy then waits for a request head, and between two requests on a
+// kept-alive connection, for timeout client, where fulcrum's default is
+// 10s (a fresh-user trial: an idle kept-alive connection closed after
+// 10 s here, 5 s there, under "timeout client 5s").
+func (c *converter) headTimeouts() {
+	const lead = "timeout http-request not set: HAProxy waits timeout client for a request head and between requests"
+	derive := func(t *table, tc *entry) {
+		e := t.set("timeout_http_request", tc.v, tc.src)
+		e.lead = append(e.lead, lead)
+	}
+	inherited := c.defaults != nil && c.defaults.get("timeout_http_request") != nil
+	for _, t := range c.body {
+		if t.header != "[[frontend]]" || inherited || t.get("timeout_http_request") != nil {
+			continue
+		}
+		if tc := t.get("timeout_client"); tc != nil {
+			derive(t, tc)
+		}
+	}
+	if c.defaults != nil && !inherited {
+		if tc := c.defaults.get("timeout_client"); tc != nil {
+			derive(c.defaults, tc)
+		}
+	}
 }
 
 // commentLine writes a line that is not converted into t as comments,

@@ -3,6 +3,7 @@ package haproxycfg
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
@@ -68,5 +69,39 @@ func TestTypoSuggestions(t *testing.T) {
 	}
 	if got[4] == "" || got[4] == want[3] {
 		t.Errorf("line 4 (splice-auto): %q", got[4])
+	}
+}
+
+// Without `timeout http-request`, HAProxy waits timeout client for a
+// request head and between requests (fulcrum's own default is 10s): the
+// importer writes timeout_http_request from timeout client where HAProxy
+// has no http-request timeout of its own or from its defaults.
+func TestHeadTimeoutFromClient(t *testing.T) {
+	for _, c := range []struct {
+		name, cfg string
+		want      []string // the timeout_http_request lines, in order
+	}{
+		{"defaults", "defaults\n    mode http\n    timeout client 50s\nfrontend www\n    bind 127.0.0.1:8080\n    default_backend web\n",
+			[]string{`timeout_http_request = "50s"`}},
+		{"frontend's own", "defaults\n    mode http\n    timeout client 50s\nfrontend www\n    bind 127.0.0.1:8080\n    timeout client 30s\n    default_backend web\n",
+			[]string{`timeout_http_request = "50s"`, `timeout_http_request = "30s"`}},
+		{"set in defaults", "defaults\n    mode http\n    timeout client 50s\n    timeout http-request 10s\nfrontend www\n    bind 127.0.0.1:8080\n    timeout client 30s\n    default_backend web\n",
+			[]string{`timeout_http_request = "10s"`}},
+		{"set in the frontend", "defaults\n    mode http\nfrontend www\n    bind 127.0.0.1:8080\n    timeout client 30s\n    timeout http-request 5s\n    default_backend web\n",
+			[]string{`timeout_http_request = "5s"`}},
+	} {
+		r, err := Import([]byte(c.cfg+"backend web\n    server s1 127.0.0.1:1\n"), Options{Name: "t.cfg"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, l := range strings.Split(string(r.TOML), "\n") {
+			if strings.HasPrefix(l, "timeout_http_request") {
+				got = append(got, l)
+			}
+		}
+		if strings.Join(got, "|") != strings.Join(c.want, "|") {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
 	}
 }
