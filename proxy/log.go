@@ -73,9 +73,6 @@ type logEntry struct {
 	flags   string    // the outcome's termination state
 	tw      int64     // Tw, ms
 	badReq  bool      // the request was never parsed: <BADREQ>
-	// logStatus is the outcome's LogStatus: the status shown when none
-	// was sent.
-	logStatus int
 }
 
 // dur returns a duration stored plus one nanosecond, -1 when not set.
@@ -357,7 +354,6 @@ func (x *Stream) closeLog(o stream.Outcome, tw int64) {
 	}
 	e.pending, e.end, e.flags, e.tw = true, now, o.Row().Flags, tw
 	e.badReq = !x.tcp && len(x.req.Method) == 0
-	e.logStatus = o.Row().LogStatus
 	if o == stream.ClientGoneHead {
 		x.t0 = time.Time{} // no request, no Ta (as HAProxy's CR lines)
 	}
@@ -464,9 +460,6 @@ func (fe *Frontend) writeLog(x *Stream) {
 		tw = e.tw
 	}
 	status, bytesOut, bytesIn := x.status, x.bytesOut, x.bytesIn
-	if status < 0 && e.logStatus != 0 {
-		status = e.logStatus
-	}
 	if e.badReq {
 		// HAProxy logs no bytes for a request it could not parse (its
 		// error page is sent by the HTTP layer, not the stream).
@@ -477,6 +470,9 @@ func (fe *Frontend) writeLog(x *Stream) {
 		start = x.cc.acceptTime() // a first request begun without its wait's start
 	}
 	ta, tt := msBetween(x.t0, e.end), msBetween(start, e.end)
+	if e.flags == "CR" {
+		ta = tt // HAProxy's CR lines: -1/-1/-1/-1/<since the accept> (measured)
+	}
 	ti := msBetween(x.idleStart, x.t0)
 	var reqCaps []string
 	if len(fl.capReq) > 0 && !e.badReq && !x.tcp {

@@ -607,6 +607,12 @@ func (x *Stream) End(o stream.Outcome) {
 	}
 	row := o.Row()
 	fe, be, srv := x.fe, x.be, x.srv
+	if row.LogStatus != 0 && x.status < 0 {
+		// HAProxy's 400 for a connection closed before its request:
+		// logged and counted in hrsp_4xx, though nothing is sent.
+		x.status = row.LogStatus
+		fe.Counters.response(row.LogStatus)
+	}
 	c := row.Counts
 	add := func(bit stream.Counts, ctr *Counters, f func(*Counters)) {
 		if c&bit != 0 && ctr != nil {

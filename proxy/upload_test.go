@@ -279,10 +279,10 @@ func TestEarlyResponseH2Client(t *testing.T) {
 }
 
 // A connection closed before its first byte is logged as HAProxy 2.6
-// logs it (measured side by side): 400 CR-- "<BADREQ>", Tt from the
-// accept, counted in req_tot and ereq but not hrsp_4xx; with dontlognull
-// it is not logged. A "\r\n" then a close is the same line (status 400,
-// not -1).
+// logs it (measured side by side): 400 CR-- "<BADREQ>", Ta and Tt from
+// the accept (-1/-1/-1/-1/Tt), counted in req_tot, ereq and hrsp_4xx;
+// with dontlognull it is not logged. A "\r\n" then a close is the same
+// line (status 400, not -1), logged under dontlognull too.
 func TestEmptyConnectionLogged(t *testing.T) {
 	for _, dontLogNull := range []bool{false, true} {
 		cfg := testConfig(conf.ModeHTTP, []string{"127.0.0.1:1"}, nil)
@@ -300,8 +300,8 @@ func TestEmptyConnectionLogged(t *testing.T) {
 				return fe.Counters.ReqTot.Load() == int64(i+1) && fe.Counters.Scur.Load() == 0
 			})
 		}
-		if e, h := fe.Counters.Ereq.Load(), fe.Counters.Hrsp[4].Load(); e != 2 || h != 0 {
-			t.Errorf("dontlognull %v: ereq %d, hrsp_4xx %d; want 2, 0", dontLogNull, e, h)
+		if e, h := fe.Counters.Ereq.Load(), fe.Counters.Hrsp[4].Load(); e != 2 || h != 2 {
+			t.Errorf("dontlognull %v: ereq %d, hrsp_4xx %d; want 2, 2", dontLogNull, e, h)
 		}
 		var lines []map[string]any
 		for _, l := range logs.lines() {
@@ -320,8 +320,8 @@ func TestEmptyConnectionLogged(t *testing.T) {
 			if l["status"] != float64(400) || l["termination_state"] != "CR" || l["request"] != "<BADREQ>" {
 				t.Errorf("line %v, want 400 CR <BADREQ>", l)
 			}
-			if tt, _ := l["Tt"].(float64); tt < 0 {
-				t.Errorf("Tt %v, want the time since the accept", l["Tt"])
+			if tt, _ := l["Tt"].(float64); tt < 0 || l["Ta"] != l["Tt"] {
+				t.Errorf("Ta %v, Tt %v: want both the time since the accept", l["Ta"], l["Tt"])
 			}
 		}
 	}

@@ -677,11 +677,12 @@ func convStatsSocket(x *ctx) {
 	x.c.sockets = append(x.c.sockets, t)
 }
 
-// convErrorfile: errorfile CODE FILE. A file whose page is the one
+// convErrorfile: errorfile CODE FILE. A file whose body is the page
 // fulcrum answers for CODE (HAProxy's built-in page: Debian's
-// /etc/haproxy/errors are copies of them) changes nothing and is noted
-// as ignored; another page is not supported (fulcrum answers only the
-// built-in pages).
+// /etc/haproxy/errors are copies of them, with an HTTP/1.0 head) is
+// noted as converted with a difference (fulcrum sends its own head);
+// another page is not supported (fulcrum answers only the built-in
+// pages).
 func convErrorfile(x *ctx) {
 	const why = "custom error pages: fulcrum answers with HAProxy's built-in pages"
 	code, err := atoi(x.arg(0))
@@ -695,7 +696,7 @@ func convErrorfile(x *ctx) {
 		return
 	}
 	if body, ok := errorfileBody(x.c.dir, x.arg(1)); ok && strings.TrimSpace(body) == strings.TrimSpace(builtin) {
-		x.skip(Ignored, fmt.Sprintf("the page of %s is fulcrum's built-in one for %d (HAProxy's)", x.arg(1), code))
+		x.skip(Differs, fmt.Sprintf("the body of %s is fulcrum's built-in page for %d (HAProxy's), sent with fulcrum's own head (HTTP/1.1, content-length) where HAProxy sends the file's bytes", x.arg(1), code))
 		return
 	}
 	x.skip(Unsupported, why)

@@ -9,8 +9,9 @@ import (
 	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 )
 
-// An errorfile whose page is fulcrum's built-in one (Debian's stock
-// /etc/haproxy/errors: HTTP/1.0 and CRLFs or not) is noted as ignored and
+// An errorfile whose body is fulcrum's built-in page (Debian's stock
+// /etc/haproxy/errors: HTTP/1.0 and CRLFs or not) is noted as converted
+// with a difference (fulcrum sends its own head) and
 // does not stop the import (Debian's stock haproxy.cfg failed fulcrum
 // check: a fresh-user trial); another page, a missing file or an unknown
 // code is not supported. chroot and pidfile are ignored.
@@ -31,7 +32,7 @@ func TestErrorfileBuiltin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[int]Kind{2: Ignored, 3: Ignored, 7: Ignored, 8: Unsupported, 9: Unsupported, 10: Unsupported}
+	want := map[int]Kind{2: Ignored, 3: Ignored, 7: Differs, 8: Unsupported, 9: Unsupported, 10: Unsupported}
 	got := map[int]Kind{}
 	for _, n := range r.Notes {
 		got[n.Line] = n.Kind

@@ -157,9 +157,10 @@ type Row struct {
 	// Silent says no access-log line is written (HAProxy's logwait 0, as
 	// for a request it aborts so that the client retries it).
 	Silent bool
-	// LogStatus is the status the log line shows when no reply was sent
-	// (0: -1): HAProxy 2.6 logs 400 for a connection closed before its
-	// request was whole, though nothing is answered or counted as 4xx.
+	// LogStatus is the status the log line shows, and the frontend's
+	// hrsp counts, when no reply was sent (0: -1, none): HAProxy 2.6 logs
+	// and counts 400 for a connection closed before its request was
+	// whole, though nothing is answered (measured).
 	LogStatus int
 }
 
