@@ -81,6 +81,9 @@ type session struct {
 	up        *upload
 	uploading bool
 	upErr     error
+	// linger: the connection ends with the client's body partly unread
+	// (lingerClose).
+	linger bool
 	// keepArmed: the read deadline is at IdleKeep already (afterInline).
 	keepArmed bool
 	rw        respWaker
@@ -249,6 +252,9 @@ func (s *session) close() {
 	}
 	if s.h2own != nil {
 		s.h2own.Close(true)
+	}
+	if s.linger {
+		s.lingerClose()
 	}
 	netio.PutReader(s.br)
 	netio.PutWriter(s.bw)

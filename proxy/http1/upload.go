@@ -247,7 +247,42 @@ func (s *session) endUpload(cut bool) error {
 	}
 	netio.PutWriter(w)
 	s.x.BodySent(n)
+	// A body cut short, or refused by its server, is left unread in the
+	// client connection: it closes lingering (lingerClose).
+	s.linger = s.linger || cut || err != nil && !errors.Is(err, errClientSide)
 	return err
+}
+
+// Lingering close: bounds of the drain of a client body left unread.
+const (
+	lingerTime  = 2 * time.Second
+	lingerBytes = 64 << 20
+)
+
+// lingerClose ends the sending side of a connection whose client may
+// still be sending a body nobody reads, and reads and drops what comes
+// for up to lingerTime (lingerBytes), or until the client closes: closed
+// at once, the connection would be reset under a client still sending,
+// and a client that has not read the answer yet (a 413 for its upload)
+// loses it (curl: "send failure", no status, a fresh-user trial saw it
+// after a 100 Continue). As web servers' lingering close; HAProxy closes
+// at once.
+func (s *session) lingerClose() {
+	s.linger = false
+	cw, ok := s.c.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	s.c.SetReadDeadline(time.Now().Add(lingerTime))
+	buf := netio.GetBuf()
+	defer netio.PutBuf(buf)
+	for n := 0; n < lingerBytes; {
+		m, err := s.c.Read(buf)
+		n += m
+		if err != nil {
+			return
+		}
+	}
 }
 
 // sendStreaming sends the request head, starts the body's upload and
