@@ -305,11 +305,12 @@ address = "%s"
 	}
 	wantEntry(t, tbl, src, ds[:6], 0, 2, 2, n+2, n+2, 2)
 
-	// A connection that sends nothing and goes away.
+	// A connection that sends nothing and goes away: HAProxy 2.6 counts
+	// it as a request that failed (400 CR--), on tracked entries too.
 	silent := dialFrom(t, src, addr)
 	wantEntry(t, tbl, src, ds[:3], 1, 3, 3)
 	silent.Close()
-	wantEntry(t, tbl, src, ds[:6], 0, 3, 3, n+2, n+2, 2)
+	wantEntry(t, tbl, src, ds[:6], 0, 3, 3, n+3, n+3, 3)
 
 	// The server is gone: a 503 on an open connection, which stays open
 	// (as HAProxy's) until the request that asks to close.
@@ -323,7 +324,7 @@ address = "%s"
 		t.Fatalf("dead server: status %d, want 503", resp.StatusCode)
 	}
 	wantClosed(t, dead, "after the 503 that asked to close")
-	wantEntry(t, tbl, src, ds[:6], 0, 4, 4, n+4, n+4, 2)
+	wantEntry(t, tbl, src, ds[:6], 0, 4, 4, n+5, n+5, 3)
 }
 
 const tcpTrackConfig = `

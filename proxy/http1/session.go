@@ -207,9 +207,12 @@ func (s *session) serve(e entry, idleStart time.Time) (end End) {
 					s.fail(stream.IdleTimeout)
 				} else if s.nreq == 0 {
 					// Closed before its first byte: HAProxy 2.6 logs it
-					// 400 CR-- "<BADREQ>" and counts it in req_tot and
-					// ereq, unless option dontlognull (measured).
+					// 400 CR-- "<BADREQ>" and counts it in req_tot, ereq
+					// and hrsp_4xx (measured), and as a request and an
+					// error on tracked entries (its http_wait_for_request's
+					// client-error path), unless option dontlognull.
 					s.x.Begin(idleStart, time.Time{})
+					s.x.BadHead()
 					s.x.End(stream.ClientGoneHead)
 				}
 				return EndClosed
@@ -448,6 +451,7 @@ func (s *session) handleHead(err error) bool {
 		case netio.IsTimeout(err):
 			return s.fail(stream.RequestTimeout)
 		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || netio.IsConnReset(err):
+			x.BadHead() // a request and an error on tracked entries, as HAProxy
 			x.End(stream.ClientGoneHead)
 			return false
 		}
