@@ -1153,8 +1153,8 @@ func (c *econn) writeBlock(id uint32, end bool, block []byte) {
 }
 
 // reserve waits for send credit for up to want bytes of DATA on es and
-// takes it.
-func (c *econn) reserve(es *estream, want int) (int, error) {
+// takes it; with wait false it takes what credit there is, maybe none.
+func (c *econn) reserve(es *estream, want int, wait bool) (int, error) {
 	c.mu.Lock()
 	for {
 		if es.reset || c.closed {
@@ -1166,6 +1166,10 @@ func (c *econn) reserve(es *estream, want int) (int, error) {
 		}
 		if want == 0 || es.sendWin > 0 && c.sendWin > 0 {
 			break
+		}
+		if !wait {
+			c.mu.Unlock()
+			return 0, nil
 		}
 		// The client grants more once it read what was sent.
 		c.mu.Unlock()
@@ -1244,12 +1248,9 @@ func (w *respWriter) Write(p []byte) (int, error) {
 	for len(p) > 0 || !w.sentHeader {
 		// reserve also says whether the stream is still open. HEADERS
 		// are not flow-controlled (RFC 9113 6.9): the head leaves
-		// without waiting for credit, the data as credit comes.
-		want := len(p)
-		if !w.sentHeader {
-			want = 0
-		}
-		k, err := c.reserve(es, want)
+		// without waiting for credit (with what data the credit there is
+		// allows), the rest of the data as credit comes.
+		k, err := c.reserve(es, len(p), w.sentHeader)
 		if err != nil {
 			return n, err
 		}
