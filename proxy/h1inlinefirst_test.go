@@ -155,11 +155,16 @@ func TestInlineFirstFallbacks(t *testing.T) {
 			t.Fatalf("two parts: %q", b)
 		}
 		wantAwaited(t, fe, on, 2)
-		// The POST handed over at its parsed head; its response, relayed
-		// by the worker, leaves the connection on it for /n; the two-part
-		// head was a worker's before anything began.
+		// The POST handed over at its parsed head; the two-part head was
+		// a worker's before anything began. /n is the worker's when it
+		// comes within the worker's idle wait after the POST's response
+		// (IdleKeep), else the reaper's: either is right, and which one
+		// depends on the machine's load (the test failed in CI once in
+		// about ten runs when it wanted the worker's).
 		if on {
-			wantReq(t, fe, 0, 0, 0, 1)
+			if s, h := fe.h1inl.Sent.Load(), fe.h1inl.Handed.Load(); h != 1 || s > 1 {
+				t.Fatalf("requests: %d sent by the reaper, %d handed to a worker, want 0 or 1 and 1", s, h)
+			}
 		}
 		wantCounts(t, 3, map[string]int64{"2xx": fe.Counters.Hrsp[2].Load()})
 	})
