@@ -55,7 +55,8 @@ type head struct {
 	connOther     bool // Connection lists other header names (hop-by-hop too)
 	http10        bool
 	expect100     bool
-	continued     bool // the 100 Continue was sent to the client (session.expectContinue)
+	continued     bool // a 100 Continue was sent to the client (answered, or relayed from the server)
+	expectFwd     bool // Expect: 100-continue was passed on to the server (session.passExpect)
 	host          []byte
 
 	// maxHdr is the most lines (start line and header fields) a head may
@@ -260,7 +261,7 @@ func (h *head) parse(isResp bool) error {
 	h.headers = h.headers[:0]
 	h.contentLength = -1
 	h.chunked, h.connClose, h.connKeepAlive, h.connUpgrade, h.connOther = false, false, false, false, false
-	h.http10, h.expect100, h.continued, h.host, h.status = false, false, false, nil, 0
+	h.http10, h.expect100, h.continued, h.expectFwd, h.host, h.status = false, false, false, false, nil, 0
 	maxHdr := h.maxHdr
 	if maxHdr <= 0 {
 		maxHdr = defaultMaxHdr

@@ -626,12 +626,7 @@ func (s *session) forwardAssigned() bool {
 	case h2c != nil:
 		return s.forwardH2(h2c)
 	}
-	if o := s.expectContinue(); o != stream.Served {
-		uc.close()
-		keep := s.fail(o)
-		x.Unbind()
-		return keep
-	}
+	s.passExpect()
 	uc, o = s.exchange(uc, reused)
 	if s.park != parkNone {
 		return true
@@ -716,9 +711,27 @@ func (s *session) connect() (uc *upConn, reused bool, h2c net.Conn, o stream.Out
 	return uc, false, nil, stream.Served
 }
 
+// passExpect passes "Expect: 100-continue" on to an HTTP/1 server, as
+// HAProxy 2.6 does (without http-buffer-request): the server's 100
+// Continue is relayed to the client (readResponseHead), and a server that
+// answers at once (a 413 from an upload limit, a 401) spares the client
+// its upload. A final response that comes before any 100 reached the
+// client closes the client connection (relay: the body the client may
+// still send is not read). An HTTP/1.0 request's Expect is dropped (RFC
+// 9110 10.1.1: a server ignores it).
+func (s *session) passExpect() {
+	r := &s.req
+	r.expectFwd = r.expect100 && s.view.HasBody && !r.http10 && !r.continued
+}
+
+// expectPending reports whether the server was asked for a 100 Continue
+// and the client has not had one: it may hold its body back.
+func (s *session) expectPending() bool { return s.req.expectFwd && !s.req.continued }
+
 // expectContinue answers "Expect: 100-continue" itself, so that the
 // client sends the body about to be streamed (the Expect field is not
-// forwarded); once per request.
+// forwarded); once per request. For HTTP/2 servers (h2up.go); HTTP/1
+// servers get the field (passExpect).
 func (s *session) expectContinue() stream.Outcome {
 	if s.req.expect100 && s.view.HasBody && !s.req.http10 && !s.req.continued {
 		s.req.continued = true
@@ -768,6 +781,10 @@ func (s *session) exchangeFrom(uc *upConn, reused bool, attempt int, resumed boo
 			ferr, err = s.sendStreaming(uc)
 			if ferr == nil && err == nil {
 				err = s.readResponseHead(uc, true, false)
+				var ae awaitError
+				if errors.As(err, &ae) {
+					ferr, err = s.awaitFailed(ae.err)
+				}
 			}
 		} else {
 			var bodyBytes int64
@@ -898,7 +915,10 @@ func (s *session) relay(uc *upConn) bool {
 	noBody := isHead || status == 204 || status == 304 || status == 101
 	untilClose := !noBody && !s.resp.chunked && s.resp.contentLength < 0
 	upgrade := status == 101
-	closeAfter := s.req.connClose || untilClose || s.cl.StoppingForGood()
+	// A final answer before the client had its 100 Continue: the body it
+	// may still send is not read (its upload is cut below).
+	cutExpect := s.expectPending() && s.uploading && !s.up.read.Load()
+	closeAfter := s.req.connClose || untilClose || s.cl.StoppingForGood() || cutExpect
 	upReusable := !s.resp.connClose && !untilClose && !upgrade
 
 	headBytes := s.writeResponseHead(closeAfter, upgrade)
@@ -953,9 +973,9 @@ func (s *session) relay(uc *upConn) bool {
 		uerr := s.upErr
 		s.upErr = nil
 		if s.uploading {
-			uerr = s.endUpload(berr != nil)
+			uerr = s.endUpload(berr != nil || cutExpect)
 		}
-		if berr == nil {
+		if berr == nil && !cutExpect {
 			berr = uerr
 		}
 		switch {
@@ -1214,7 +1234,7 @@ func (s *session) writeRequestHead(w *bufio.Writer) int64 {
 	w.WriteString("\r\n")
 	for i := range r.headers {
 		h := &r.headers[i]
-		if edits.Hidden(i) || h.isHopByHop(r.connUpgrade) || (r.expect100 && bytes.EqualFold(h.name, hdrExpect)) {
+		if edits.Hidden(i) || h.isHopByHop(r.connUpgrade) || (r.expect100 && !r.expectFwd && bytes.EqualFold(h.name, hdrExpect)) {
 			continue
 		}
 		w.Write(h.name)
@@ -1266,8 +1286,8 @@ func (s *session) readResponseHead(uc *upConn, arm, have bool) error {
 		if s.resp.status >= 200 || s.resp.status == 101 {
 			return nil
 		}
-		if s.req.expect100 && s.resp.status == 100 {
-			continue // already answered locally
+		if s.resp.status == 100 && s.req.expect100 && (!s.req.expectFwd || s.req.continued) {
+			continue // answered locally, or relayed once already
 		}
 		// An interim response is written anew, as the final one: its
 		// status line and checked fields with CRLFs, never the bytes as
@@ -1275,6 +1295,16 @@ func (s *session) readResponseHead(uc *upConn, arm, have bool) error {
 		s.writeInterimHead()
 		if err := s.flushClient(); err != nil {
 			return err
+		}
+		if s.resp.status == 100 {
+			s.req.continued = true
+		}
+		if s.uploading && !s.uploadEnded() {
+			// The body goes on: the next head is awaited as the first
+			// was, timeout_server running from the last write.
+			if err := s.awaitAgain(uc); err != nil {
+				return awaitError{err}
+			}
 		}
 	}
 }

@@ -25,6 +25,10 @@ import (
 // closes), and the client connection stays usable when the body ended
 // well.
 //
+// An interim response (the 100 Continue of a server that got the
+// client's Expect) is relayed, and the next head awaited as the first
+// (awaitAgain).
+//
 // Timeouts as HAProxy 2.6's (measured): while the response is awaited,
 // timeout_server runs from the last write to the server, and a body that
 // stops coming does not end the request by timeout_client: the server's
@@ -60,9 +64,12 @@ type upload struct {
 	// read: the body was read whole from the client; what is left is
 	// the last flush to the server.
 	read atomic.Bool
-	done chan struct{} // one value per upload, when n and err are set
-	n    int64         // body bytes sent
-	err  error         // how the body's copy failed
+	// failed: the body's client side failed (set before the phase CAS of
+	// report, for awaitAgain).
+	failed atomic.Bool
+	done   chan struct{} // one value per upload, when n and err are set
+	n      int64         // body bytes sent
+	err    error         // how the body's copy failed
 	// onFlush, when set, runs before each flush with the phase (the
 	// session's client read deadline).
 	onFlush func(now time.Time, phase int32)
@@ -78,6 +85,7 @@ func (u *upload) begin(w *bufio.Writer, c net.Conn, dl *netio.Deadlines, ts time
 	u.n, u.err = 0, nil
 	u.phase.Store(upAwait)
 	u.read.Store(false)
+	u.failed.Store(false)
 	now := time.Now()
 	u.last.Store(now.UnixNano())
 	dl.ArmWrite(c, now, ts)
@@ -101,8 +109,11 @@ func (u *upload) flush() error {
 // server connection's read deadline; once the response is read it is
 // left for the end of the exchange.
 func (u *upload) report(n int64, err error, clientSide bool) {
-	if clientSide && u.phase.CompareAndSwap(upAwait, upClientFailed) {
-		u.c.SetReadDeadline(time.Unix(1, 0))
+	if clientSide {
+		u.failed.Store(true)
+		if u.phase.CompareAndSwap(upAwait, upClientFailed) {
+			u.c.SetReadDeadline(time.Unix(1, 0))
+		}
 	}
 	u.n, u.err = n, err
 	u.done <- struct{}{}
@@ -145,6 +156,26 @@ func (u *upload) await(uc *upConn, onRelay func()) error {
 		}
 	}
 }
+
+// awaitAgain awaits the next response head after an interim one (a 100
+// Continue relayed) while the body still goes out, as await the first.
+// An upload that failed on the client side since the first head came is
+// seen here (failed), or wakes the wait (report's CAS).
+func (s *session) awaitAgain(uc *upConn) error {
+	u := s.up
+	u.phase.Store(upAwait)
+	if u.failed.Load() {
+		return errUploadFailed
+	}
+	return s.awaitResponse(uc)
+}
+
+// awaitError is an await's error inside readResponseHead (awaitAgain),
+// for exchangeFrom to end as sendStreaming's (awaitFailed).
+type awaitError struct{ err error }
+
+func (e awaitError) Error() string { return e.err.Error() }
+func (e awaitError) Unwrap() error { return e.err }
 
 // errUploadFailed: the upload's client side failed while the response was
 // awaited (its error is the upload's).
@@ -294,7 +325,14 @@ func (s *session) lingerClose() {
 // relay's end (s.upErr: the server may close once it answered).
 func (s *session) sendStreaming(uc *upConn) (ferr, err error) {
 	s.startUpload(uc)
-	err = s.awaitResponse(uc)
+	return s.awaitFailed(s.awaitResponse(uc))
+}
+
+// awaitFailed ends the wait of sendStreaming (or awaitAgain) that ended
+// with err: nil when the response starts, its upload joined if it ended
+// meanwhile; else the upload's client-side error as ferr, or how the
+// server failed.
+func (s *session) awaitFailed(err error) (ferr, _ error) {
 	switch {
 	case err == nil:
 		if s.uploadEnded() {
