@@ -633,9 +633,9 @@ func paint(s string) string {
 	switch {
 	case strings.HasPrefix(s, "UP"), s == "OPEN", s == "RUNNING":
 		code = "32"
-	case strings.HasPrefix(s, "DOWN"), s == "NOLB", s == "STOPPED", s == "STOPPING":
+	case strings.HasPrefix(s, "DOWN"), s == "NOLB", s == "STOPPED", s == "STOPPING", s == "STOP":
 		code = "31"
-	case strings.HasPrefix(s, "DRAIN"), s == "STARTING":
+	case strings.HasPrefix(s, "DRAIN"), s == "STARTING", s == "PAUSED":
 		code = "33"
 	case strings.HasPrefix(s, "MAINT"):
 		code = "34"

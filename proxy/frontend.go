@@ -44,6 +44,14 @@ type Frontend struct {
 	slots     limiter      // maxconn (set maxconn frontend changes it)
 	local     []localRoute // requests answered by the frontend itself
 
+	// state is feOpen, fePaused or feStopped (festate.go), resumed the
+	// channel closed when a paused frontend resumes; both guarded by mu.
+	// pauses counts the pauses: an Accept that failed across one is not
+	// an accept failure.
+	state   int
+	resumed chan struct{}
+	pauses  atomic.Int64
+
 	// edges are the PROXY protocol and TLS of each bind (edge.go), nil
 	// for a plain one; edgeAt finds them by listener address once
 	// listening (set by listen, read-only after).
@@ -314,6 +322,9 @@ func (fe *Frontend) listen(inherited map[string]net.Listener) error {
 	}
 	for i, addr := range fe.Conf.Binds {
 		if l := inherited[addr]; l != nil {
+			// A listener of a paused frontend listens again: a reload
+			// starts every frontend enabled, as HAProxy's.
+			resumeListener(l)
 			opened = append(opened, fe.newAcceptor(l))
 			fe.setEdge(opened[len(opened)-1].addr, i)
 			isH2(i, opened[len(opened)-1])
@@ -375,11 +386,23 @@ func (fe *Frontend) acceptLoop(a *acceptor) {
 		if !fe.p.acquire(fe, a.ctx.Done()) {
 			return
 		}
+		pauses := fe.pauses.Load()
 		c, err := a.l.Accept()
 		if err != nil {
 			fe.p.releaseSlots(fe)
 			if a.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return // stopped, or handed over (the deadline woke Accept)
+			}
+			if ch := fe.pausedWait(); ch != nil {
+				select { // disable frontend (festate.go)
+				case <-ch:
+					continue
+				case <-a.ctx.Done():
+					return
+				}
+			}
+			if fe.pauses.Load() != pauses {
+				continue // paused and resumed meanwhile
 			}
 			// EMFILE, ENFILE and the like: back off as net/http's Server
 			// does (5ms doubling up to 1s) and try again, never spin or

@@ -109,6 +109,9 @@ type FrontendSnapshot struct {
 	CounterValues
 	// H2 are the HTTP/2 counters of its clients.
 	H2 H2Values
+	// State is OPEN, PAUSED (disable frontend) or STOP (shutdown
+	// frontend): Frontend.State.
+	State string
 }
 
 // H2Values is a plain copy of h2mux.Counters (HAProxy's h2 statistics
@@ -341,7 +344,7 @@ func (p *Proxy) Snapshot() *Snapshot {
 	for _, fe := range p.Frontends {
 		fs := FrontendSnapshot{Name: fe.Name, ID: fe.ID, Mode: string(fe.Conf.Mode), MaxConn: fe.MaxConn(),
 			DeniedConn: fe.DeniedConn.Load(), CounterValues: fe.Counters.values(now),
-			ProxyErrors: fe.ProxyErrors.Load(), SSL: fe.SSL.Values(), H2: h2Values(&fe.H2)}
+			ProxyErrors: fe.ProxyErrors.Load(), SSL: fe.SSL.Values(), H2: h2Values(&fe.H2), State: fe.State()}
 		fs.Slim = int64(fs.MaxConn)
 		snap.Frontends = append(snap.Frontends, fs)
 		snap.Listeners += len(fe.Addrs())

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"math"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy"
@@ -11,6 +12,9 @@ import (
 var proxyCommands = []Command{
 	{Words: []string{"show", "backend"}, Level: LevelUser, Usage: "show backend", Help: "list backends in the current running config", Run: showBackend},
 	{Words: []string{"set", "maxconn", "frontend"}, Level: LevelAdmin, Usage: "set maxconn frontend <frontend> <value>", Help: "change a frontend's maxconn setting", Run: setMaxconnFrontend},
+	{Words: []string{"disable", "frontend"}, Level: LevelAdmin, Usage: "disable frontend <frontend>", Help: "temporarily disable specific frontend", Run: disableFrontend},
+	{Words: []string{"enable", "frontend"}, Level: LevelAdmin, Usage: "enable frontend <frontend>", Help: "re-enable specific frontend", Run: enableFrontend},
+	{Words: []string{"shutdown", "frontend"}, Level: LevelAdmin, Usage: "shutdown frontend <frontend>", Help: "stop a specific frontend", Run: shutdownFrontend},
 	{Words: []string{"set", "maxconn", "global"}, Level: LevelAdmin, Usage: "set maxconn global <value>", Help: "change the per-process maxconn setting", Run: setMaxconnGlobal},
 	{Words: []string{"clear", "counters"}, Level: LevelOperator, LevelOf: clearCountersLevel, Usage: "clear counters [all]", Help: "clear max statistics counters (or all counters)", Run: clearCounters},
 }
@@ -89,6 +93,75 @@ func setMaxconnFrontend(c *Context, args []string) error {
 	if old := fe.SetMaxConn(v); old != v {
 		c.Changed().Str("frontend", fe.Name).Int("maxconn", v).Int("previous_maxconn", old).Msg("frontend maxconn changed")
 	}
+	return nil
+}
+
+// frontendArg returns the frontend args names, or the reply HAProxy's
+// cli_find_frontend gives.
+func frontendArg(c *Context, args []string) (*proxy.Frontend, error) {
+	name := arg(args, 0)
+	if name == "" {
+		return nil, reply("A frontend name is expected.")
+	}
+	fe := findFrontend(c.Proxy, name)
+	if fe == nil {
+		return nil, reply("No such frontend.")
+	}
+	return fe, nil
+}
+
+// disableFrontend pauses a frontend: its ports stay bound, new
+// connections are refused, established ones go on; its status is PAUSED.
+// Replies as HAProxy 2.6's.
+func disableFrontend(c *Context, args []string) error {
+	fe, err := frontendArg(c, args)
+	if err != nil {
+		return err
+	}
+	switch err := fe.Pause(); {
+	case errors.Is(err, proxy.ErrFrontendShutDown):
+		return reply("Frontend was previously shut down, cannot disable.")
+	case errors.Is(err, proxy.ErrFrontendAlreadyPaused):
+		return reply(err.Error())
+	case err != nil:
+		c.Changed().Err(err).Str("frontend", fe.Name).Msg("frontend pause failed")
+		return reply("Failed to pause frontend, check logs for precise cause.")
+	}
+	c.Changed().Str("frontend", fe.Name).Msg("frontend paused")
+	return nil
+}
+
+// enableFrontend resumes a paused frontend. Replies as HAProxy 2.6's.
+func enableFrontend(c *Context, args []string) error {
+	fe, err := frontendArg(c, args)
+	if err != nil {
+		return err
+	}
+	switch err := fe.Resume(); {
+	case errors.Is(err, proxy.ErrFrontendShutDown):
+		return reply("Frontend was previously shut down, cannot enable.")
+	case errors.Is(err, proxy.ErrFrontendAlreadyOpen):
+		return reply(err.Error())
+	case err != nil:
+		c.Changed().Err(err).Str("frontend", fe.Name).Msg("frontend resume failed")
+		return reply("Failed to resume frontend, check logs for precise cause (port conflict?).")
+	}
+	c.Changed().Str("frontend", fe.Name).Msg("frontend resumed")
+	return nil
+}
+
+// shutdownFrontend closes a frontend's listeners for good (status STOP;
+// a reload opens them again); its connections go on. As HAProxy's stop,
+// the log line gives the connections it accepted.
+func shutdownFrontend(c *Context, args []string) error {
+	fe, err := frontendArg(c, args)
+	if err != nil {
+		return err
+	}
+	if err := fe.Shutdown(); err != nil {
+		return reply(err.Error())
+	}
+	c.Changed().Str("frontend", fe.Name).Int64("cumulated_conns", fe.Counters.Stot.Load()).Msg("frontend stopped")
 	return nil
 }
 

@@ -312,8 +312,9 @@ func (c *Collector) collectStatus(ch chan<- prometheus.Metric, desc *prometheus.
 	var cur string
 	switch r.kind {
 	case KindFrontend:
+		// HAProxy's exporter: DOWN once stopped (a paused one is UP).
 		states, cur = []string{"DOWN", "UP"}, "UP"
-		if r.snap.Stopping {
+		if r.snap.Stopping || r.fe.State == "STOP" {
 			cur = "DOWN"
 		}
 	case KindBackend:

@@ -49,10 +49,14 @@ func backendStatus(r *row) string {
 	return st
 }
 
-// frontendStatus is OPEN, or STOP once the proxy is stopping.
+// frontendStatus is OPEN, PAUSED (disable frontend), or STOP once the
+// frontend was shut down or the proxy is stopping.
 func frontendStatus(r *row) string {
 	if r.snap.Stopping {
 		return "STOP"
+	}
+	if r.fe.State != "" {
+		return r.fe.State
 	}
 	return "OPEN"
 }

@@ -142,6 +142,18 @@ func (l *Listener) opErr(err error) error {
 	return &net.OpError{Op: "accept", Net: "tcp", Addr: a, Err: err}
 }
 
+// Control runs f on the listening socket's descriptor (as
+// syscall.RawConn's Control), unless the listener is closed.
+func (l *Listener) Control(f func(fd uintptr)) error {
+	s := l.s
+	if !s.incref() {
+		return l.opErr(net.ErrClosed)
+	}
+	defer s.decref()
+	f(uintptr(s.fd))
+	return nil
+}
+
 // Addr returns the address the listener is bound to.
 func (l *Listener) Addr() net.Addr { return l.addr }
 

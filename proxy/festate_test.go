@@ -1,0 +1,72 @@
+package proxy
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
+)
+
+// A frontend paused (disable frontend) at a reload accepts again on the
+// new configuration, as HAProxy's new process starts every frontend
+// enabled; a shut down one's port is opened again.
+func TestPausedFrontendReload(t *testing.T) {
+	up := newUpstream(t, "a")
+	for _, how := range []string{"pause", "shutdown"} {
+		t.Run(how, func(t *testing.T) {
+			cfg := testConfig(conf.ModeHTTP, []string{up.addr()}, nil)
+			addr := freeAddr(t)
+			cfg.Frontends[0].Binds = []string{addr}
+			p, _ := startProxy(t, cfg)
+			fe := p.Frontends[0]
+			if how == "pause" {
+				if err := fe.Pause(); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := fe.Shutdown(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := net.DialTimeout("tcp", addr, 5*time.Second); !errors.Is(err, syscall.ECONNREFUSED) {
+				t.Fatalf("%s: dial %v, want refused", how, err)
+			}
+			next := testConfig(conf.ModeHTTP, []string{up.addr()}, nil)
+			next.Frontends[0].Binds = []string{addr}
+			np := reloadTo(t, p, next)
+			defer np.Shutdown(t.Context())
+			c := &http.Client{Timeout: 10 * time.Second}
+			resp, err := c.Get("http://" + addr + "/")
+			if err != nil {
+				t.Fatalf("after the reload: %v", err)
+			}
+			resp.Body.Close()
+			if got := np.Frontends[0].State(); got != "OPEN" {
+				t.Errorf("state %s after the reload, want OPEN", got)
+			}
+		})
+	}
+}
+
+// A bind on port 0 loses its port when paused (Linux keeps only a port
+// asked for): enabling it fails, and the frontend stays paused rather
+// than listen on another port.
+func TestPausedPortZero(t *testing.T) {
+	up := newUpstream(t, "a")
+	p, addr := startProxy(t, testConfig(conf.ModeHTTP, []string{up.addr()}, nil))
+	fe := p.Frontends[0]
+	if err := fe.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fe.Resume(); err == nil {
+		t.Fatal("Resume of a port-0 bind succeeded")
+	}
+	if got := fe.State(); got != "PAUSED" {
+		t.Errorf("state %s, want PAUSED", got)
+	}
+	if _, err := net.DialTimeout("tcp", addr, 5*time.Second); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("dial %v, want refused", err)
+	}
+}
