@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -29,13 +30,20 @@ func (cs *Server) applyAgent(r Result, d time.Duration) {
 	}
 	reply := r.Agent
 	if reply.Incomplete || reply.Unknown != "" {
-		// A reply that cannot be parsed (whole or in part) is logged and
-		// counted (agent_bad_replies in the snapshot); its unknown words
-		// change nothing.
+		// A reply that cannot be parsed (whole or in part) is counted
+		// (agent_bad_replies in the snapshot) and logged when it differs
+		// from the last one logged (an agent polled every inter that
+		// keeps answering it logged a warning each time; HAProxy logs
+		// none); its unknown words change nothing.
 		st.badReplies++
-		cs.log.Warn().Str("backend", cs.srv.Backend.Name).Str("server", cs.srv.Name).
-			Str("unknown", reply.Unknown).Bool("incomplete", reply.Incomplete).
-			Int64("bad_replies", st.badReplies).Msg("agent reply not understood")
+		if bad := "u:" + reply.Unknown + fmt.Sprint(reply.Incomplete); bad != st.badLogged {
+			st.badLogged = bad
+			cs.log.Warn().Str("backend", cs.srv.Backend.Name).Str("server", cs.srv.Name).
+				Str("unknown", reply.Unknown).Bool("incomplete", reply.Incomplete).
+				Int64("bad_replies", st.badReplies).Msg("agent reply not understood")
+		}
+	} else {
+		st.badLogged = ""
 	}
 	if reply.Incomplete {
 		st.info = "Ignoring incomplete line from agent"

@@ -3,6 +3,7 @@ package check
 import (
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -173,5 +174,33 @@ func TestAgentUnreachable(t *testing.T) {
 	cs.DisableAgent()
 	if s := h.server("s1"); s.Agent != nil || s.HealthState.AgentState != 0x12 {
 		t.Fatalf("disable agent: got %+v state %#x, want nil 0x12", s.Agent, s.HealthState.AgentState)
+	}
+}
+
+// An agent that keeps answering the same reply not understood is logged
+// once (it was logged at every probe; HAProxy logs none), again after an
+// understood reply; every such reply is counted.
+func TestAgentBadReplyLoggedOnce(t *testing.T) {
+	s1, s2 := newUpstream(t, "s1"), newUpstream(t, "s2")
+	agent := newAgent(t, "hello\n")
+	cfg := testConfig(s1.addr(), s2.addr())
+	be := cfg.Backends[0]
+	be.Check.Inter = time.Hour
+	be.Servers[0].Agent = &conf.Agent{Port: agent.port(), Inter: 500 * time.Millisecond}
+	be.Servers[1].Check = false
+	h := newHarness(t, cfg)
+	h.next()
+	h.next()
+	for _, reply := range []string{"hello\n", "hello\n", "up\n", "hello\n"} {
+		agent.reply.Store(reply)
+		if ev := h.step(2, 500*time.Millisecond); ev.kind != kindAgent {
+			t.Fatalf("got a %v probe, want the agent", ev.kind)
+		}
+	}
+	if n := strings.Count(h.logs.String(), "agent reply not understood"); n != 2 {
+		t.Errorf("%d warnings, want 2:\n%s", n, h.logs.String())
+	}
+	if s := h.server("s1"); s.Agent.BadReplies != 4 {
+		t.Errorf("bad replies %d, want 4", s.Agent.BadReplies)
 	}
 }

@@ -47,6 +47,9 @@ func (k kind) String() string {
 // reduced to what fulcrum uses. Guarded by Server.mu.
 type checkState struct {
 	badReplies int64 // agent replies not understood (agent only)
+	// badLogged is the reply not understood last logged ("" after one
+	// understood): an agent that keeps answering the same is logged once.
+	badLogged string
 	configured bool  // set in the configuration
 	enabled    bool  // not disabled from the Runtime API
 	rise, fall int
