@@ -49,9 +49,9 @@ type checkState struct {
 	badReplies int64 // agent replies not understood (agent only)
 	// badLogged is the reply not understood last logged ("" after one
 	// understood): an agent that keeps answering the same is logged once.
-	badLogged string
-	configured bool  // set in the configuration
-	enabled    bool  // not disabled from the Runtime API
+	badLogged  string
+	configured bool // set in the configuration
+	enabled    bool // not disabled from the Runtime API
 	rise, fall int
 	health     int // in [0, rise+fall-1]; up when >= rise
 
