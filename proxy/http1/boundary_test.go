@@ -92,7 +92,8 @@ func TestCopyChunkedStrict(t *testing.T) {
 		{"bare LF size line", "5\nhello\r\n0\r\n\r\n", ""},
 		{"0x prefix", "0x5\r\nhello\r\n0\r\n\r\n", ""},
 		{"empty size", "\r\nhello\r\n0\r\n\r\n", ""},
-		{"14 digits", "00000000000005\r\nhello\r\n0\r\n\r\n", ""},
+		{"leading zeros", "000000000000000005\r\nhello\r\n0\r\n\r\n", "5\r\nhello\r\n0\r\n\r\n"},
+		{"14 significant digits", "10000000000000\r\n", ""},
 		{"overflow", "fffffffffffffffff\r\n", ""},
 		{"control in extension", "5;a\x01b\r\nhello\r\n0\r\n\r\n", ""},
 		{"bad trailer (the fuzzer's)", "0\r\n\r\r\n\r\n", ""},
@@ -235,7 +236,9 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // A response's Transfer-Encoding is a list of codings; empty elements
 // are ignored ("chunked," is chunked: read as not chunked, the body was
 // relayed until the close with the field that makes a client read it
-// chunked); anything else is refused.
+// chunked); chunked that is not the last coding ("chunked, identity",
+// which a client may frame by the chunked; HAProxy 502s it, a fresh-user
+// trial found it relayed to the close) and anything else are refused.
 func TestLastCodingChunked(t *testing.T) {
 	for _, tc := range []struct {
 		in          string
@@ -246,7 +249,9 @@ func TestLastCodingChunked(t *testing.T) {
 		{"gzip, chunked", true, true},
 		{" , gzip ,, chunked , ", true, true},
 		{"chunked;q=1", true, true},
-		{"chunked, gzip", false, true},
+		{"chunked, gzip", false, false},
+		{"chunked, identity", false, false},
+		{"chunked, chunked", false, false},
 		{"gzip", false, true},
 		{"chunked x", false, false},
 		{"C 00000", false, false},

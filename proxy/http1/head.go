@@ -433,7 +433,8 @@ func (h *head) parse(isResp bool) error {
 // transfer-codings (token *(OWS ";" OWS parameter), RFC 9112 section 6.1)
 // where empty elements are ignored (RFC 9110 section 5.6.1: "chunked," is
 // chunked). It reports whether the last coding is chunked, and ok false
-// when an element is not a coding or there is none ("chunked x").
+// when an element is not a coding or there is none ("chunked x"), or
+// when chunked is not the last one ("chunked, identity").
 func lastCodingChunked(v []byte) (chunked, ok bool) {
 	for len(v) > 0 {
 		el := v
@@ -458,7 +459,11 @@ func lastCodingChunked(v []byte) (chunked, ok bool) {
 			}
 			continue
 		}
-		if !isToken(name) {
+		if !isToken(name) || chunked {
+			// chunked before another coding, or twice (RFC 9112 7.1:
+			// never applied more than once): a client could frame it
+			// by the chunked as well as read it to the close; HAProxy
+			// refuses it too (502).
 			return false, false
 		}
 		chunked, ok = bytes.EqualFold(name, tokChunked), true
@@ -746,14 +751,16 @@ func trimOWS(b []byte) []byte {
 	return b
 }
 
-// parseDecimal parses a non-negative decimal of at most 18 digits.
+// parseDecimal parses a non-negative decimal below 10^18 (at most 18
+// significant digits: leading zeros are not counted, as HAProxy's
+// Content-Length parser bounds the value, not the digits).
 func parseDecimal(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 18 {
+	if len(b) == 0 {
 		return 0, false
 	}
 	var n int64
 	for _, c := range b {
-		if c < '0' || c > '9' {
+		if c < '0' || c > '9' || n >= 1e17 {
 			return 0, false
 		}
 		n = n*10 + int64(c-'0')
@@ -927,8 +934,9 @@ func validField(line []byte) bool {
 
 // parseChunkSize parses a chunk-size line without its CRLF: 1*HEXDIG, then
 // optional spaces or tabs, then optionally ";" and extensions without
-// control bytes other than HTAB. Sizes of more than 13 hexadecimal digits
-// (2^52 and above) are refused, as HAProxy does.
+// control bytes other than HTAB. Sizes of 2^52 and above (more than 13
+// significant hexadecimal digits; leading zeros are not counted) are
+// refused, as HAProxy's h1_parse_chunk_size.
 func parseChunkSize(line []byte) (int64, bool) {
 	var n int64
 	i := 0
@@ -937,8 +945,8 @@ func parseChunkSize(line []byte) (int64, bool) {
 		if d < 0 {
 			break
 		}
-		if i >= 13 {
-			return 0, false
+		if n >= 1<<48 {
+			return 0, false // a 14th significant digit (leading zeros are free, as HAProxy's)
 		}
 		n = n<<4 | int64(d)
 	}
