@@ -12,6 +12,7 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/h2mux"
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
 	"github.com/fulcrum-proxy/fulcrum/proxy/queue"
 )
@@ -99,6 +100,9 @@ type Backend struct {
 	// H2 are the HTTP/2 counters of the connections to the backend's
 	// servers with proto h2 (HAProxy's h2 statistics module).
 	H2 h2mux.Counters
+	// H1 are the h1 counters of the connections to its HTTP/1 servers
+	// (h1stats.go).
+	H1 http1.Counters
 	// SSL counts the TLS handshakes with its servers (servertls.go).
 	SSL SSLCounters
 }

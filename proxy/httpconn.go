@@ -105,6 +105,7 @@ func (cc *clientConn) Hibernate(nreq int, idleStart time.Time) {
 	cc.nreq, cc.idleStart = nreq, idleStart.UnixNano()
 	x := cc.x
 	cc.x = nil
+	x.h1End()
 	x.flushLog() // none waits after a request: Release wrote it
 	*x = Stream{edits: x.edits, ans: x.ans[:0]}
 	streamPool.Put(x)
@@ -128,6 +129,7 @@ func (cc *clientConn) resume() http1.End {
 	}
 	cc.x = streamPool.Get().(*Stream)
 	cc.x.bind(cc.fe, cc) // Active moves it to its owner if a reload did
+	cc.x.h1c = true
 	cc.x.trk.inherit(cc.st)
 	return cc.ended(http1.Resume(cc, cc.nreq, time.Unix(0, cc.idleStart)))
 }
@@ -156,6 +158,7 @@ func (cc *clientConn) Dispatch(k http1.Continuation) {
 func (cc *clientConn) setFrontend(fe *Frontend) {
 	cc.fe = fe
 	cc.x.bind(fe, cc)
+	cc.x.h1c = true
 	cc.set = &fe.h1set
 }
 
@@ -236,6 +239,7 @@ func (cc *clientConn) Done() {
 // without its log line, with the entries that request tracked.
 func (cc *clientConn) releaseStream() {
 	cc.x.trk.end(-1, 0, 0)
+	cc.x.h1End()
 	*cc.x = Stream{edits: cc.x.edits, ans: cc.x.ans[:0]}
 	streamPool.Put(cc.x)
 	cc.x = nil

@@ -109,6 +109,8 @@ type FrontendSnapshot struct {
 	CounterValues
 	// H2 are the HTTP/2 counters of its clients.
 	H2 H2Values
+	// H1 are the h1 counters of its HTTP/1 clients.
+	H1 H1Values
 	// State is OPEN, PAUSED (disable frontend) or STOP (shutdown
 	// frontend): Frontend.State.
 	State string
@@ -151,6 +153,8 @@ type BackendSnapshot struct {
 	SSL SSLValues
 	// H2 are the HTTP/2 counters of its connections to servers.
 	H2 H2Values
+	// H1 are the h1 counters of its connections to HTTP/1 servers.
+	H1 H1Values
 
 	// Act and Bck are the usable active and backup servers (HAProxy's
 	// srv_act and srv_bck: UP, READY, weight above 0), the act and bck
@@ -344,7 +348,8 @@ func (p *Proxy) Snapshot() *Snapshot {
 	for _, fe := range p.Frontends {
 		fs := FrontendSnapshot{Name: fe.Name, ID: fe.ID, Mode: string(fe.Conf.Mode), MaxConn: fe.MaxConn(),
 			DeniedConn: fe.DeniedConn.Load(), CounterValues: fe.Counters.values(now),
-			ProxyErrors: fe.ProxyErrors.Load(), SSL: fe.SSL.Values(), H2: h2Values(&fe.H2), State: fe.State()}
+			ProxyErrors: fe.ProxyErrors.Load(), SSL: fe.SSL.Values(), H2: h2Values(&fe.H2), State: fe.State(),
+			H1: h1Values(&fe.H1, fe, 0)}
 		fs.Slim = int64(fs.MaxConn)
 		snap.Frontends = append(snap.Frontends, fs)
 		snap.Listeners += len(fe.Addrs())
@@ -357,7 +362,8 @@ func (p *Proxy) Snapshot() *Snapshot {
 	}
 	for _, b := range p.Backends {
 		bs := BackendSnapshot{Name: b.Name, ID: b.ID, Mode: string(b.Conf.Mode), Balance: b.Conf.Balance,
-			CounterValues: b.Counters.values(now), H2: h2Values(&b.H2), SSL: b.SSL.Values()}
+			CounterValues: b.Counters.values(now), H2: h2Values(&b.H2), SSL: b.SSL.Values(),
+			H1: h1Values(&b.H1, nil, b.idleH1())}
 		bs.FullConn = b.FullConn()
 		bs.Qcur, bs.Qmax = b.queue.Len(-1), b.queue.Max(-1)
 		bs.QtimeMax = b.Counters.qtimeMax.Load()

@@ -54,6 +54,12 @@ type Stream struct {
 	assigned  bool // a server slot was taken: Release gives it back
 	local     bool // answered by a local handler (stats page)
 	h1only    bool // the connection being dialed will speak HTTP/1.1 (ConnectH1)
+	// h1c: the Stream of an HTTP/1 client connection; h1fe the frontend
+	// whose h1 open streams count its request (h1stats.go), spliced the
+	// response bytes copied socket to socket.
+	h1c     bool
+	h1fe    *Frontend
+	spliced int64
 
 	idleStart time.Time // when the connection became idle before it (Tt)
 	t0        time.Time // the request's first byte (Ta)
@@ -116,6 +122,7 @@ func (x *Stream) Begin(idleStart, t0 time.Time) {
 	}
 	if x.fe.Conf.Mode == conf.ModeHTTP {
 		x.fe.Counters.request(now)
+		x.h1Begin()
 	}
 }
 
@@ -449,6 +456,10 @@ func (x *Stream) Sent(body int64) {
 	x.be.Counters.Bin.Add(x.bytesIn)
 	x.fe.Counters.Bin.Add(body)
 	x.tSent = x.now()
+	if x.srvH1() {
+		x.be.H1.TotalStreams.Add(1)
+		x.be.H1.BytesOut.Add(x.bytesIn)
+	}
 }
 
 // BodySent counts request body bytes that went out after Sent: a body
@@ -461,6 +472,9 @@ func (x *Stream) BodySent(n int64) {
 	x.srv.Counters.Bin.Add(n)
 	x.be.Counters.Bin.Add(n)
 	x.fe.Counters.Bin.Add(n)
+	if x.srvH1() {
+		x.be.H1.BytesOut.Add(n)
+	}
 }
 
 // GRPCStatus records the response's grpc-status (its trailers, or a
@@ -561,6 +575,9 @@ func (x *Stream) AppendResponseFields(w stream.FieldWriter) { x.cookieInsert(w) 
 // (after set-status); the server's hrsp_* count what it sent.
 func (x *Stream) Relayed(status int, n int64) {
 	x.status, x.bytesOut = status, n
+	if x.srvH1() {
+		x.be.H1.BytesIn.Add(n - x.spliced)
+	}
 	x.fe.Counters.Bout.Add(n)
 	x.fe.Counters.response(status)
 	x.be.Counters.Bout.Add(n)
@@ -605,6 +622,7 @@ func (x *Stream) End(o stream.Outcome) {
 	if x.cc != nil && x.cc.killed.Load() {
 		o = o.AsKilled()
 	}
+	x.h1End()
 	row := o.Row()
 	fe, be, srv := x.fe, x.be, x.srv
 	if row.LogStatus != 0 && x.status < 0 {

@@ -422,28 +422,28 @@ var columns = append([]Column{
 		get:  h2(func(v *proxy.H2Values) int64 { return v.TotalStreams })},
 	{Name: "h1_open_connections", Kinds: kFB, typ: tU64, tags: "MGP",
 		Desc: "Count of currently open connections",
-		get:  empty}, // not counted yet
+		get:  h1(func(v *proxy.H1Values) int64 { return v.OpenConns })},
 	{Name: "h1_open_streams", Kinds: kFB, typ: tU64, tags: "MGP",
 		Desc: "Count of currently open streams",
-		get:  empty}, // not counted yet
+		get:  h1(func(v *proxy.H1Values) int64 { return v.OpenStreams })},
 	{Name: "h1_total_connections", Kinds: kFB, typ: tU64, tags: "MCP",
 		Desc: "Total number of connections",
-		get:  empty}, // not counted yet
+		get:  h1(func(v *proxy.H1Values) int64 { return v.TotalConns })},
 	{Name: "h1_total_streams", Kinds: kFB, typ: tU64, tags: "MCP",
 		Desc: "Total number of streams",
-		get:  empty}, // not counted yet
+		get:  h1(func(v *proxy.H1Values) int64 { return v.TotalStreams })},
 	{Name: "h1_bytes_in", Kinds: kFB, typ: tU64, tags: "MCP",
 		Desc: "Total number of bytes received",
-		get:  empty}, // not counted yet
+		get:  h1(func(v *proxy.H1Values) int64 { return v.BytesIn })},
 	{Name: "h1_bytes_out", Kinds: kFB, typ: tU64, tags: "MCP",
 		Desc: "Total number of bytes send",
-		get:  empty}, // not counted yet
+		get:  h1(func(v *proxy.H1Values) int64 { return v.BytesOut })},
 	{Name: "h1_spliced_bytes_in", Kinds: kFB, typ: tU64, tags: "MCP",
 		Desc: "Total number of bytes received using kernel splicing",
-		get:  empty}, // not counted yet
+		get:  h1(func(v *proxy.H1Values) int64 { return v.SplicedIn })},
 	{Name: "h1_spliced_bytes_out", Kinds: kFB, typ: tU64, tags: "MCP",
 		Desc: "Total number of bytes sendusing kernel splicing",
-		get:  empty}, // not counted yet
+		get:  h1(func(v *proxy.H1Values) int64 { return v.SplicedOut })},
 }, timingColumns()...)
 
 // timingColumns are fulcrum's own columns, after HAProxy 2.6's: the
@@ -495,6 +495,20 @@ func h2(f func(v *proxy.H2Values) int64) func(r *row) value {
 			return num(f(&r.fe.H2))
 		case r.kind == KindBackend && r.be != nil:
 			return num(f(&r.be.H2))
+		}
+		return value{}
+	}
+}
+
+// h1 returns the getter of one of the h1 module's columns (HAProxy
+// 2.6's h1 statistics), for frontends and backends.
+func h1(f func(v *proxy.H1Values) int64) func(r *row) value {
+	return func(r *row) value {
+		switch {
+		case r.kind == KindFrontend && r.fe != nil:
+			return num(f(&r.fe.H1))
+		case r.kind == KindBackend && r.be != nil:
+			return num(f(&r.be.H1))
 		}
 		return value{}
 	}

@@ -110,6 +110,9 @@ type Stream interface {
 	Edits() *acl.Edits
 	URI() []byte
 	Sent(body int64)
+	// Spliced records n response body bytes copied socket to socket
+	// (the h1 statistics' spliced bytes).
+	Spliced(n int64)
 	// BodySent counts request body bytes that went out after Sent (a
 	// body streamed to an HTTP/2 server while its response comes).
 	BodySent(n int64)
@@ -171,6 +174,8 @@ type Upstream struct {
 	// TLS says the server's connections are TLS (ssl): HTTP/2 requests
 	// to it carry :scheme https.
 	TLS bool
+	// H1 are the backend's h1 statistics (nil: not counted).
+	H1 *Counters
 }
 
 // SpeaksH2 reports whether c, newly connected to u's server (the core's

@@ -339,6 +339,11 @@ type selfPolled interface {
 func newUpConn(c net.Conn, up *Upstream, key string) *upConn {
 	uc := &upConn{c: c, up: up, key: key}
 	uc.br, uc.bw = uc.newReader(), uc.newWriter()
+	if up != nil && up.H1 != nil {
+		h := up.H1
+		h.OpenConns.Add(1)
+		h.TotalConns.Add(1)
+	}
 	if ic, ok := c.(selfPolled); ok {
 		uc.idler = ic
 		return uc
@@ -397,6 +402,9 @@ func (uc *upConn) wet() {
 }
 
 func (uc *upConn) close() {
+	if uc.up != nil && uc.up.H1 != nil {
+		uc.up.H1.OpenConns.Add(-1)
+	}
 	uc.c.Close()
 	netio.PutReader(uc.br)
 	netio.PutWriter(uc.bw)

@@ -1412,6 +1412,7 @@ func (s *session) copyBody(uc *upConn, n int64) (int64, error) {
 		return done, err
 	}
 	e := netio.Pipe(s.c, uc.c, n-done, s.set.TimeoutClient, uc.up.TimeoutServer, true)
+	s.x.Spliced(e.N)
 	switch {
 	case e.DstErr != nil:
 		return done + e.N, wrapClient(e.DstErr)
