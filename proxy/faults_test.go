@@ -713,3 +713,57 @@ func mustReadFull(t *testing.T, c net.Conn, b []byte) string {
 	}
 	return string(b)
 }
+
+// `shutdown sessions server` ends an HTTP request with the phase it was
+// in, as HAProxy 2.6 (measured on loopback with a server that holds its
+// answer): KH and eresp on the backend and the server while the response
+// head is awaited; KD and srv_abrt once the head was relayed; no
+// cli_abrt either way.
+func TestShutdownSessionsPhases(t *testing.T) {
+	for _, tc := range []struct {
+		path, flags   string
+		eresp, srvAbr int64
+	}{
+		{"/head", "KH", 1, 0},
+		{"/data", "KD", 0, 1},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			got := make(chan struct{}, 1)
+			hold := make(chan struct{})
+			defer close(hold)
+			up := tcpServer(t, func(c *net.TCPConn) {
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				if req.URL.Path == "/data" {
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\nsome")
+				}
+				got <- struct{}{}
+				<-hold
+			})
+			p, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
+			rc := dialRaw(t, addr)
+			rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+			io.WriteString(rc.c, "GET "+tc.path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+			<-got
+			if tc.path == "/data" {
+				if _, err := http.ReadResponse(rc.br, nil); err != nil {
+					t.Fatalf("response head: %v", err)
+				}
+			}
+			srv := p.Backends[0].Servers()[0]
+			if n := p.ShutdownSessions(srv); n != 1 {
+				t.Fatalf("%d sessions shut down, want 1", n)
+			}
+			waitFor(t, 5*time.Second, "the log line", func() bool { return len(logs.lines()) == 1 })
+			wantFlags(t, logs.lines()[0], tc.flags)
+			be, sv := &p.Backends[0].Counters, &srv.Counters
+			for _, c := range []*Counters{be, sv} {
+				if c.Eresp.Load() != tc.eresp || c.SrvAbrt.Load() != tc.srvAbr || c.CliAbrt.Load() != 0 {
+					t.Errorf("eresp %d srv_abrt %d cli_abrt %d, want %d %d 0", c.Eresp.Load(), c.SrvAbrt.Load(), c.CliAbrt.Load(), tc.eresp, tc.srvAbr)
+				}
+			}
+		})
+	}
+}

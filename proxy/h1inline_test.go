@@ -488,8 +488,8 @@ func TestInlineLogAndShutdownSession(t *testing.T) {
 		t.Fatalf("after the shutdown: %v, want the connection closed", err)
 	}
 	waitFor(t, 5*time.Second, "the killed request's log line", func() bool { return len(logs.lines()) == 2 })
-	if f, _ := logs.lines()[1]["termination_state"].(string); f != "K-" {
-		t.Fatalf("termination state %q, want K- (as with nothing parked)", f)
+	if f, _ := logs.lines()[1]["termination_state"].(string); f != "KH" {
+		t.Fatalf("termination state %q, want KH (as with nothing parked; HAProxy's for a kill before the response head)", f)
 	}
 	wantInline(t, fe, 1, 1)
 	rc3 := dialRaw(t, addr)

@@ -442,8 +442,10 @@ func TestInlineReqLogAndShutdownSession(t *testing.T) {
 		t.Fatalf("after the shutdown: %v, want the connection closed", err)
 	}
 	waitFor(t, 5*time.Second, "the killed request's log line", func() bool { return len(logs.lines()) == 3 })
-	if f, _ := logs.lines()[2]["termination_state"].(string); f != "K-" {
-		t.Fatalf("termination state %q, want K-", f)
+	// KH, or KD when the server's answer (released just after the kill)
+	// was read before the closed connections were seen.
+	if f, _ := logs.lines()[2]["termination_state"].(string); f != "KH" && f != "KD" {
+		t.Fatalf("termination state %q, want KH or KD", f)
 	}
 	waitFor(t, 5*time.Second, "the client closed", func() bool { return fe.Counters.Scur.Load() == 0 })
 }

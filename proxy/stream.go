@@ -621,6 +621,14 @@ func (x *Stream) LocalDone(err error) {
 func (x *Stream) End(o stream.Outcome) {
 	if x.cc != nil && x.cc.killed.Load() {
 		o = o.AsKilled()
+		// The phase is the request's, whichever side's failure the
+		// kill showed first: KH before the response head, KD after.
+		switch {
+		case o == stream.KilledData && x.tr < 0:
+			o = stream.Killed
+		case o == stream.Killed && x.tr >= 0:
+			o = stream.KilledData
+		}
 	}
 	x.h1End()
 	row := o.Row()

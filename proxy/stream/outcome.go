@@ -97,12 +97,25 @@ const (
 	// PR-- "<BADREQ>" with ereq, as HAProxy 2.6 (measured).
 	MalformedReset
 	// Killed: an operator (`shutdown session`, `shutdown sessions server`)
-	// or the stop's hard_stop_after ended the stream; HAProxy 2.6 logs it
-	// K- (measured for a TCP session) and counts no abort.
+	// or the stop's hard_stop_after ended an HTTP request while its
+	// response head was awaited: HAProxy 2.6 answers 502 and logs KH,
+	// counting eresp on the backend and the server (measured).
 	Killed
 	// KilledData: Killed after the server's response head was relayed
-	// (the log keeps the server's status).
+	// (the log keeps the server's status): KD, srv_abrt on the backend
+	// and the server (HAProxy 2.6, measured).
 	KilledData
+	// KilledTCP: a TCP session killed; HAProxy 2.6 logs it K- and counts
+	// no abort (measured).
+	KilledTCP
+	// KilledQueue, KilledConnect, KilledRequest, KilledUpload: killed in
+	// the queue (KQ), while connecting (KC), while its request head was
+	// read (KR), or while its body was sent (KD, srv_abrt as KilledData):
+	// the phase letter of HAProxy's termination state.
+	KilledQueue
+	KilledConnect
+	KilledRequest
+	KilledUpload
 
 	numOutcomes
 )
@@ -204,8 +217,13 @@ var Outcomes = [numOutcomes]Row{
 	ServerProtocolError: {Name: "server protocol error (h2)", Status: 502, Flags: "PH", Counts: BeEresp | SrvEresp, Observe: 502},
 	ServerReset:         {Name: "server reset (h2)", Flags: "SH", Counts: BeEresp | SrvEresp | BeSrvAbrt | SrvSrvAbrt, Silent: true},
 	MalformedReset:      {Name: "malformed request (h2)", Flags: "PR", Counts: FeEreq},
-	Killed:              {Name: "killed", Flags: "K-", Timed: true},
-	KilledData:          {Name: "killed (data)", Flags: "K-", Relayed: true, Timed: true},
+	Killed:              {Name: "killed (head)", Flags: "KH", Counts: BeEresp | SrvEresp, Timed: true},
+	KilledData:          {Name: "killed (data)", Flags: "KD", Counts: BeSrvAbrt | SrvSrvAbrt, Relayed: true, Timed: true},
+	KilledTCP:           {Name: "killed (tcp)", Flags: "K-", Timed: true},
+	KilledQueue:         {Name: "killed (queue)", Flags: "KQ"},
+	KilledConnect:       {Name: "killed (connect)", Flags: "KC", Timed: true},
+	KilledRequest:       {Name: "killed (request)", Flags: "KR"},
+	KilledUpload:        {Name: "killed (upload)", Flags: "KD", Counts: BeSrvAbrt | SrvSrvAbrt, Timed: true},
 }
 
 // AsKilled is how an outcome reads when the stream was killed (Killed):
@@ -216,9 +234,17 @@ func (o Outcome) AsKilled() Outcome {
 	switch o {
 	case ClientAbortData, ClientTimeoutData, ServerAbortData, ServerTimeoutData:
 		return KilledData
-	case TCPClientAbort, TCPClientTimeout, TCPServerAbort, TCPServerTimeout,
-		ClientGoneHead, ClientGoneExpect, ClientAbortUpload, ClientTimeoutUpload,
-		ServerGoneUpload, SendFailed, ServerTimeoutHead, ServerGoneHead, QueueAbort, ClientReset:
+	case TCPClientAbort, TCPClientTimeout, TCPServerAbort, TCPServerTimeout:
+		return KilledTCP
+	case ClientGoneHead, ClientGoneExpect:
+		return KilledRequest
+	case ClientAbortUpload, ClientTimeoutUpload, ServerGoneUpload:
+		return KilledUpload
+	case SendFailed:
+		return KilledConnect
+	case QueueAbort:
+		return KilledQueue
+	case ServerTimeoutHead, ServerGoneHead, ClientReset:
 		return Killed
 	}
 	return o
