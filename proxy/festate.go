@@ -97,8 +97,13 @@ func (fe *Frontend) Resume() error {
 	return nil
 }
 
-// Shutdown closes fe's listeners for good (their ports are released);
-// its connections go on. ErrFrontendAlreadyDown when it was.
+// Shutdown closes fe's listeners for good (their ports are released)
+// and ends its HTTP connections as a stop does, without a successor to
+// move to: the idle ones close at once, the busy ones after their
+// request (Connection: close), HTTP/2 ones with a GOAWAY once their
+// streams are done (HAProxy's stop_proxy: measured, a keep-alive client
+// is closed within a second). TCP sessions go on. ErrFrontendAlreadyDown
+// when it was.
 func (fe *Frontend) Shutdown() error {
 	fe.mu.Lock()
 	if fe.state == feStopped {
@@ -116,7 +121,24 @@ func (fe *Frontend) Shutdown() error {
 	for _, a := range ls {
 		a.l.Close()
 	}
+	fe.down.Store(true)
+	fe.closeIdleHere()
+	if fe.h2 != nil {
+		fe.h2.Shutdown()
+	}
 	return nil
+}
+
+// closeIdleHere closes every connection of fe waiting for a request
+// (shutdown frontend: none moves elsewhere).
+func (fe *Frontend) closeIdleHere() {
+	fe.mu.Lock()
+	defer fe.mu.Unlock()
+	for cc := range fe.conns.all() {
+		if cc.state.CompareAndSwap(connIdle, connClosed) {
+			cc.c.Close()
+		}
+	}
 }
 
 // pausedWait returns the channel closed when fe resumes, or nil when fe

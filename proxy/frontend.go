@@ -51,6 +51,9 @@ type Frontend struct {
 	state   int
 	resumed chan struct{}
 	pauses  atomic.Int64
+	// down: shut down (shutdown frontend); its HTTP connections close
+	// after their request.
+	down atomic.Bool
 
 	// edges are the PROXY protocol and TLS of each bind (edge.go), nil
 	// for a plain one; edgeAt finds them by listener address once

@@ -97,7 +97,7 @@ func (c h2client) Server() *http2.Server { return c.fe.h2 }
 func (c h2client) Counters() *h2mux.Counters { return &c.fe.H2 }
 
 // Stopping implements http2.Client.
-func (c h2client) Stopping() bool { return c.fe.p.stopping.Load() }
+func (c h2client) Stopping() bool { return c.fe.p.stopping.Load() || c.fe.down.Load() }
 
 // NewStream implements http2.Client: a Stream for one stream of the
 // connection.

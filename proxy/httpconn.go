@@ -205,8 +205,8 @@ func (cc *clientConn) Active() (ok, moved bool) {
 // request; on a proxy that a reload replaced it moves to the new one, or
 // closes.
 func (cc *clientConn) Idle() (ok, moved bool) {
-	if !cc.setIdle() {
-		return false, false
+	if cc.fe.down.Load() || !cc.setIdle() {
+		return false, false // shutdown frontend: closed after its request
 	}
 	if !cc.fe.p.stopping.Load() {
 		return true, false
@@ -225,7 +225,7 @@ func (cc *clientConn) StoppingForGood() bool { return cc.fe.stoppingForGood(cc) 
 // connection cannot move to a successor (handoff.go): its response must
 // then say Connection: close.
 func (fe *Frontend) stoppingForGood(cc *clientConn) bool {
-	return fe.p.stopping.Load() && !fe.canHandOff(cc)
+	return fe.down.Load() || fe.p.stopping.Load() && !fe.canHandOff(cc)
 }
 
 // Done implements http1.Client: a request that ended without its log line

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/fulcrum-proxy/fulcrum/conf"
 )
 
@@ -125,4 +127,32 @@ func TestLocalHandlerCountsBigBody(t *testing.T) {
 		t.Fatalf("read %d bytes (%v), want the head and the 64 KiB body", len(got), err)
 	}
 	waitFor(t, 5*time.Second, "bytes out counted", func() bool { return p.Snapshot().Frontends[0].Bout == int64(len(got)) })
+}
+
+// A request a local handler (the stats page) answers is logged as HAProxy
+// 2.6 logs its stats applet's (measured: 0/0/0/0/0 200 ... LR--): Tw, Tc
+// and Tr 0, flags LR.
+func TestLocalHandlerLogLine(t *testing.T) {
+	u := newUpstream(t, "s1")
+	buf := &syncBuffer{}
+	p, err := New(testConfig(conf.ModeHTTP, []string{u.addr()}, nil), zerolog.New(buf).Level(zerolog.InfoLevel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Frontends[0].SetLocalHandler("/stats", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "stats")
+	}))
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Shutdown(contextBackground()) })
+	rc := dialRaw(t, p.Frontends[0].Addrs()[0].String())
+	if resp := rc.do(t, "GET /stats HTTP/1.1\r\nHost: x\r\n\r\n"); resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	waitFor(t, 5*time.Second, "the log line", func() bool { return len(buf.lines()) == 1 })
+	l := buf.lines()[0]
+	if l["termination_state"] != "LR" || l["Tw"] != float64(0) || l["Tc"] != float64(0) || l["Tr"] != float64(0) || l["status"] != float64(200) {
+		t.Errorf("log line %v, want 200 LR with Tw Tc Tr 0", l)
+	}
 }

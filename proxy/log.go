@@ -456,8 +456,8 @@ func (fe *Frontend) writeLog(x *Stream) {
 		server = x.srv.Name
 	}
 	tw := int64(-1)
-	if x.be != nil {
-		tw = e.tw
+	if x.be != nil || x.local {
+		tw = e.tw // a local answer's is 0 (LocalDone)
 	}
 	status, bytesOut, bytesIn := x.status, x.bytesOut, x.bytesIn
 	if e.badReq {

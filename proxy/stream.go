@@ -604,9 +604,11 @@ func (x *Stream) Replied(status int, n int64) {
 }
 
 // LocalDone ends a request a local handler answered (Replied counted
-// its response); err is the error sending it.
+// its response); err is the error sending it. As HAProxy 2.6 logs its
+// stats applet's requests (measured: 0/0/0/0/0 ... LR--): Tw, Tc and Tr
+// are 0, and the flags LR (stream.Local).
 func (x *Stream) LocalDone(err error) {
-	x.tq = x.now().Sub(x.t0).Milliseconds()
+	x.tw, x.tc, x.tr = 0, 0, 0
 	o := stream.Local
 	if err != nil {
 		o = stream.LocalClientGone

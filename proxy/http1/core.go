@@ -176,6 +176,9 @@ type Upstream struct {
 	TLS bool
 	// H1 are the backend's h1 statistics (nil: not counted).
 	H1 *Counters
+	// HTTP10: the server's last response was HTTP/1.0, so it ignores
+	// Expect (session.passExpect).
+	HTTP10 atomic.Bool
 }
 
 // SpeaksH2 reports whether c, newly connected to u's server (the core's

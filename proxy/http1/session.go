@@ -626,7 +626,12 @@ func (s *session) forwardAssigned() bool {
 	case h2c != nil:
 		return s.forwardH2(h2c)
 	}
-	s.passExpect()
+	if o := s.passExpect(uc.up); o != stream.Served {
+		uc.close()
+		keep := s.fail(o)
+		x.Unbind()
+		return keep
+	}
 	uc, o = s.exchange(uc, reused)
 	if s.park != parkNone {
 		return true
@@ -718,10 +723,21 @@ func (s *session) connect() (uc *upConn, reused bool, h2c net.Conn, o stream.Out
 // its upload. A final response that comes before any 100 reached the
 // client closes the client connection (relay: the body the client may
 // still send is not read). An HTTP/1.0 request's Expect is dropped (RFC
-// 9110 10.1.1: a server ignores it).
-func (s *session) passExpect() {
+// 9110 10.1.1: a server ignores it). A server whose last response was
+// HTTP/1.0 ignores it too: the proxy answers the 100 itself
+// (expectContinue), as RFC 9110 10.1.1 lets a proxy that knows its next
+// hop (each upload waited out the client's expect timeout, curl's 1 s,
+// where HAProxy's client saw the server's HTTP/1.0 and stopped asking).
+func (s *session) passExpect(up *Upstream) stream.Outcome {
 	r := &s.req
-	r.expectFwd = r.expect100 && s.view.HasBody && !r.http10 && !r.continued
+	if !r.expect100 || !s.view.HasBody || r.http10 || r.continued {
+		return stream.Served
+	}
+	if up.HTTP10.Load() {
+		return s.expectContinue()
+	}
+	r.expectFwd = true
+	return stream.Served
 }
 
 // expectPending reports whether the server was asked for a 100 Continue
@@ -902,6 +918,9 @@ func (s *session) relay(uc *upConn) bool {
 		return s.fail(stream.BadResponse)
 	}
 	x.Respond(status)
+	if uc.up.HTTP10.Load() != s.resp.http10 {
+		uc.up.HTTP10.Store(s.resp.http10) // passExpect
+	}
 	s.rview = stream.Response{Status: status, Version: s.resp.line[0], Headers: &s.resp}
 	if deny := x.ResponseRules(&s.rview); deny != 0 {
 		uc.close() // its response is not read

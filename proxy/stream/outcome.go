@@ -186,7 +186,7 @@ var Outcomes = [numOutcomes]Row{
 	BadRequest:          {Name: "bad request", Status: 400, Flags: "PR", Counts: FeEreq},
 	Denied:              {Name: "denied", Flags: "PR", Counts: FeDreq | BeDreq},
 	Answered:            {Name: "answered by a rule", Flags: "LR"},
-	Local:               {Name: "local", Flags: "--"},
+	Local:               {Name: "local", Flags: "LR"},
 	LocalClientGone:     {Name: "local, client gone", Flags: "CD"},
 	NoServer:            {Name: "no server", Status: 503, Flags: "SC", Counts: BeEcon},
 	QueueAbort:          {Name: "client gone (queue)", Flags: "CQ"},
