@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -68,8 +69,13 @@ func (fe *Frontend) Pause() error {
 	for _, a := range fe.listeners {
 		wakeAccept(a, time.Unix(1, 0)) // a blocked Accept returns, and waits
 	}
+	fe.p.LogEvent(logWarning, "Paused frontend "+fe.Name+".")
 	return nil
 }
+
+// logWarning is syslog's warning severity, HAProxy's for its frontends'
+// pause, resume and stop events.
+const logWarning = 4
 
 // Resume makes a paused fe accept again. Errors: ErrFrontendShutDown,
 // ErrFrontendAlreadyOpen, or the first listener's that could not listen
@@ -94,6 +100,7 @@ func (fe *Frontend) Resume() error {
 	fe.state = feOpen
 	close(fe.resumed)
 	fe.resumed = nil
+	fe.p.LogEvent(logWarning, "Resumed frontend "+fe.Name+".")
 	return nil
 }
 
@@ -126,6 +133,11 @@ func (fe *Frontend) Shutdown() error {
 	if fe.h2 != nil {
 		fe.h2.Shutdown()
 	}
+	var beConns int64 // a listen section's own backend, as HAProxy's one proxy
+	if b := fe.p.Backend(fe.Name); b != nil {
+		beConns = b.Counters.Stot.Load()
+	}
+	fe.p.LogEvent(logWarning, fmt.Sprintf("Proxy %s stopped (cumulated conns: FE: %d, BE: %d).", fe.Name, fe.Counters.Stot.Load(), beConns))
 	return nil
 }
 

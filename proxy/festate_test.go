@@ -6,11 +6,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/syslog"
 )
 
 // A frontend paused (disable frontend) at a reload accepts again on the
@@ -113,5 +115,33 @@ func TestShutdownFrontendEndsConnections(t *testing.T) {
 	io.Copy(io.Discard, resp.Body)
 	if b, err := io.ReadAll(busy.br); len(b) != 0 || err != nil {
 		t.Errorf("after the response: %q, %v; want closed", b, err)
+	}
+}
+
+// Pause, resume and stop reach the [[global.log]] targets as HAProxy's
+// warnings ("Paused frontend fe.", "Resumed frontend fe.", "Proxy fe
+// stopped (cumulated conns: FE: n, BE: m).").
+func TestFrontendEventsLogged(t *testing.T) {
+	sink := newSyslogSink(t)
+	up := newUpstream(t, "a")
+	cfg := testConfig(conf.ModeHTTP, []string{up.addr()}, nil)
+	cfg.Frontends[0].Binds = []string{freeAddr(t)}
+	cfg.Global.Log = []conf.LogTarget{{Target: syslog.Target{Network: "udp", Address: sink.addr(),
+		Format: "rfc3164", Facility: 16, MaxLevel: 7, MinLevel: 0, Len: 1024}}}
+	p, addr := startProxy(t, cfg)
+	dialRaw(t, addr).do(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	fe := p.Frontends[0]
+	for _, f := range []func() error{fe.Pause, fe.Resume, fe.Shutdown} {
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, want := range []string{"Paused frontend www.", "Resumed frontend www.", "Proxy www stopped (cumulated conns: FE: 1, BE: 0)."} {
+		if got := sink.next(t, i); got != want {
+			t.Errorf("event %d: %q, want %q", i, got, want)
+		}
+	}
+	if line := sink.nextRaw(t, 0); !strings.HasPrefix(line, "<132>") {
+		t.Errorf("%q: want local0.warning (<132>)", line)
 	}
 }
