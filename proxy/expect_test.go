@@ -46,7 +46,7 @@ func TestExpectPassedOn(t *testing.T) {
 		b, _ := io.ReadAll(req.Body)
 		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
 	})
-	_, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
+	p, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
 	rc := dialRaw(t, addr)
 	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
 	io.WriteString(rc.c, "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
@@ -72,6 +72,11 @@ func TestExpectPassedOn(t *testing.T) {
 	}
 	if e := <-expects; e != "" {
 		t.Errorf("the GET carried Expect %q", e)
+	}
+	// The 100 counts in the server's hrsp_1xx only, as HAProxy's.
+	fe, be, srv := &p.Frontends[0].Counters, &p.Backends[0].Counters, &p.Backends[0].Servers()[0].Counters
+	if a, b, c := fe.Hrsp[1].Load(), be.Hrsp[1].Load(), srv.Hrsp[1].Load(); a != 0 || b != 0 || c != 1 {
+		t.Errorf("hrsp_1xx frontend %d backend %d server %d, want 0 0 1", a, b, c)
 	}
 }
 

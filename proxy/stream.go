@@ -589,6 +589,11 @@ func (x *Stream) Relayed(status int, n int64) {
 	x.srv.Counters.response(status)
 }
 
+// Interim counts an interim (1xx) response head from the server in the
+// server's hrsp_1xx, as HAProxy 2.6 counts every response head it reads
+// there (its frontend and backend count the final status only).
+func (x *Stream) Interim(status int) { x.srv.Counters.response(status) }
+
 // Replied counts a response of n bytes with status that the proxy made
 // (an error page, a rule's answer): on the frontend, and on the backend
 // once one routed the request; not on the server, which sent no status

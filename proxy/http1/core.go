@@ -113,6 +113,8 @@ type Stream interface {
 	// Spliced records n response body bytes copied socket to socket
 	// (the h1 statistics' spliced bytes).
 	Spliced(n int64)
+	// Interim records an interim (1xx) response head from the server.
+	Interim(status int)
 	// BodySent counts request body bytes that went out after Sent (a
 	// body streamed to an HTTP/2 server while its response comes).
 	BodySent(n int64)

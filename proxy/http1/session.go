@@ -1305,6 +1305,7 @@ func (s *session) readResponseHead(uc *upConn, arm, have bool) error {
 		if s.resp.status >= 200 || s.resp.status == 101 {
 			return nil
 		}
+		s.x.Interim(s.resp.status)
 		if s.resp.status == 100 && s.req.expect100 && (!s.req.expectFwd || s.req.continued) {
 			continue // answered locally, or relayed once already
 		}
