@@ -54,7 +54,8 @@ type Info struct {
 	Tasks                       int
 	IdlePct                     int // the process's idle time, percent; -1 = unknown (proxy.Snapshot.IdlePct)
 	Stopping                    bool
-	BytesOut                    int64 // bytes sent to clients since start
+	BytesOut                    int64 // bytes sent to clients and servers since start
+	SplicedOut                  int64 // bytes of them spliced socket to socket
 	BytesOutRate                int64 // bytes sent to clients per second, lately (proxy.Snapshot.BytesOutRate)
 	DroppedLogs                 int64 // log lines the log targets lost (proxy.Snapshot.DroppedLogs)
 	ConnRateMax                 int64 // the highest ConnRate since the start (proxy.Snapshot.ConnRateMax)
@@ -90,6 +91,12 @@ func NewInfo(snap *proxy.Snapshot, p ProcessFacts) Info {
 		in.CumReq += c.ReqTot
 		in.ConnRate += c.Rate
 		in.BytesOut += c.Bout
+		in.SplicedOut += snap.Frontends[i].H1.SplicedOut
+	}
+	// HAProxy's TotalBytesOut counts every byte sent, to servers too (an
+	// upload's body): the backends' bin are the requests sent to them.
+	for i := range snap.Backends {
+		in.BytesOut += snap.Backends[i].Bin
 	}
 	in.SessRate = in.ConnRate // a frontend session is a connection
 	in.Jobs = int64(in.Listeners) + in.CurrConns + int64(p.APISessions)
@@ -187,13 +194,14 @@ var infoFields = []infoField{
 	{57, "ConnectedPeers", "MGP", tU32, "connected_peers", "Current number of peers having passed the connection step on the current worker process", func(in *Info) value { return num(int64(in.ConnectedPeers)) }},
 	{58, "DroppedLogs", "MGP", tU32, "dropped_logs_total", "Total number of dropped logs for current worker process since started", func(in *Info) value { return num(in.DroppedLogs) }},
 	{59, "BusyPolling", "MGP", tU32, "busy_polling_enabled", "1 if busy-polling is currently in use on the worker process, otherwise zero (config.busy-polling)", infoZero},
-	// FailedResolutions and TotalSplicdedBytesOut (HAProxy's spelling)
-	// are not counted yet: 0 (not exported to Prometheus from here:
-	// failed_resolutions is a counter there, promProcessExtra's, and
+	// FailedResolutions is not counted yet: 0. Neither it nor
+	// TotalSplicdedBytesOut (HAProxy's spelling: the response bytes
+	// spliced to clients) is exported to Prometheus from here
+	// (failed_resolutions is a counter there, promProcessExtra's, and
 	// spliced bytes are in PromexOmitted).
 	{60, "FailedResolutions", "MGP", tU32, "", "Total number of failed DNS resolutions in current worker process since started", infoZero},
 	{61, "TotalBytesOut", "MGP", tU64, "bytes_out_total", "Total number of bytes emitted by current worker process since started", func(in *Info) value { return num(in.BytesOut) }},
-	{62, "TotalSplicdedBytesOut", "MGP", tU64, "", "Total number of bytes emitted by current worker process through a kernel pipe since started", infoZero},
+	{62, "TotalSplicdedBytesOut", "MGP", tU64, "", "Total number of bytes emitted by current worker process through a kernel pipe since started", func(in *Info) value { return num(in.SplicedOut) }},
 	{63, "BytesOutRate", "MRP", tU64, "bytes_out_rate", "Number of bytes emitted by current worker process over the last second", func(in *Info) value { return num(in.BytesOutRate) }},
 	{64, "DebugCommandsIssued", "MGP", tU32, "", "Number of debug commands issued on this process (anything > 0 is unsafe)", infoZero},
 	{65, "CumRecvLogs", "MCP", tU32, "recv_logs_total", "Total number of log messages received by log-forwarding listeners on this worker process since started", infoZero},
