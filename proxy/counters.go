@@ -263,10 +263,16 @@ func (p *Proxy) ClearCounters(all bool) {
 		if all {
 			fe.DeniedConn.Store(0)
 			fe.ProxyErrors.Store(0)
+			fe.H1.Clear()
+			fe.H2.Clear()
 		}
 	}
 	for _, b := range p.Backends {
 		reset(&b.Counters)
+		if all {
+			b.H1.Clear()
+			b.H2.Clear()
+		}
 		b.queue.ResetMax()
 		for _, s := range b.Servers() {
 			reset(&s.Counters)

@@ -105,12 +105,12 @@ func (fe *Frontend) Resume() error {
 }
 
 // Shutdown closes fe's listeners for good (their ports are released)
-// and ends its HTTP connections as a stop does, without a successor to
-// move to: the idle ones close at once, the busy ones after their
-// request (Connection: close), HTTP/2 ones with a GOAWAY once their
-// streams are done (HAProxy's stop_proxy: measured, a keep-alive client
-// is closed within a second). TCP sessions go on. ErrFrontendAlreadyDown
-// when it was.
+// and ends its HTTP connections as HAProxy's stop_proxy does (measured):
+// each closes after its next response, which says Connection: close (an
+// idle keep-alive client's next request is still answered: closing it
+// at once made wrk read errors where HAProxy's had none), HTTP/2 ones
+// with a GOAWAY once their streams are done. TCP sessions go on.
+// ErrFrontendAlreadyDown when it was.
 func (fe *Frontend) Shutdown() error {
 	fe.mu.Lock()
 	if fe.state == feStopped {
@@ -129,7 +129,6 @@ func (fe *Frontend) Shutdown() error {
 		a.l.Close()
 	}
 	fe.down.Store(true)
-	fe.closeIdleHere()
 	if fe.h2 != nil {
 		fe.h2.Shutdown()
 	}
@@ -139,18 +138,6 @@ func (fe *Frontend) Shutdown() error {
 	}
 	fe.p.LogEvent(logWarning, fmt.Sprintf("Proxy %s stopped (cumulated conns: FE: %d, BE: %d).", fe.Name, fe.Counters.Stot.Load(), beConns))
 	return nil
-}
-
-// closeIdleHere closes every connection of fe waiting for a request
-// (shutdown frontend: none moves elsewhere).
-func (fe *Frontend) closeIdleHere() {
-	fe.mu.Lock()
-	defer fe.mu.Unlock()
-	for cc := range fe.conns.all() {
-		if cc.state.CompareAndSwap(connIdle, connClosed) {
-			cc.c.Close()
-		}
-	}
 }
 
 // pausedWait returns the channel closed when fe resumes, or nil when fe

@@ -76,8 +76,8 @@ func TestPausedPortZero(t *testing.T) {
 }
 
 // shutdown frontend ends its HTTP connections as HAProxy's stop_proxy
-// (measured: a keep-alive client closed within a second): an idle one at
-// once, a busy one after its response, which says Connection: close.
+// (measured): each after its next response, which says Connection:
+// close, the idle one's next request included.
 func TestShutdownFrontendEndsConnections(t *testing.T) {
 	held, release := make(chan struct{}, 1), make(chan struct{})
 	up := tcpServer(t, func(c *net.TCPConn) {
@@ -103,9 +103,12 @@ func TestShutdownFrontendEndsConnections(t *testing.T) {
 	if err := p.Frontends[0].Shutdown(); err != nil {
 		t.Fatal(err)
 	}
+	if resp := idle.do(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); resp.StatusCode != 200 || !resp.Close {
+		t.Errorf("idle connection's next request: %d, close %v; want 200 with Connection: close", resp.StatusCode, resp.Close)
+	}
 	idle.c.SetReadDeadline(time.Now().Add(2 * time.Second)) // below the keep-alive timeout (5 s)
 	if b, err := io.ReadAll(idle.br); len(b) != 0 || err != nil {
-		t.Errorf("idle connection: %q, %v; want closed", b, err)
+		t.Errorf("idle connection after its response: %q, %v; want closed", b, err)
 	}
 	close(release)
 	resp, err := http.ReadResponse(busy.br, nil)

@@ -111,4 +111,16 @@ func TestH1Stats(t *testing.T) {
 	if n := be.H1.TotalStreams.Load(); n != 4 {
 		t.Errorf("backend h1 streams %d, want 4 (the HTTP/2 client's request went to the HTTP/1 server)", n)
 	}
+	// clear counters all zeroes them, as HAProxy's (a trial found them
+	// kept); h2's too.
+	p.ClearCounters(true)
+	snap = p.Snapshot()
+	for i, v := range []H1Values{snap.Frontends[0].H1, snap.Backends[0].H1} {
+		if v.TotalConns != 0 || v.TotalStreams != 0 || v.BytesIn != 0 || v.BytesOut != 0 || v.SplicedIn != 0 || v.SplicedOut != 0 {
+			t.Errorf("row %d after clear counters all: %+v", i, v)
+		}
+	}
+	if h := snap.Frontends[0].H2; h.TotalConns != 0 || h.HeadersRcvd != 0 {
+		t.Errorf("h2 after clear counters all: %+v", h)
+	}
 }

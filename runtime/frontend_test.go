@@ -122,10 +122,14 @@ func TestDisableFrontend(t *testing.T) {
 			if err := refused(addr); err != nil {
 				t.Error(err)
 			}
-			// Its idle keep-alive connection is closed, as HAProxy's stop.
+			// Its keep-alive connection gets its next answer, then is
+			// closed, as HAProxy's stop.
+			if st, err := getOn(kept, kbr); st != 200 {
+				t.Errorf("established connection after shutdown: %d, %v", st, err)
+			}
 			kept.SetReadDeadline(time.Now().Add(5 * time.Second))
 			if b, err := kbr.ReadByte(); err != io.EOF {
-				t.Errorf("idle connection after shutdown: read %q, %v; want EOF", b, err)
+				t.Errorf("connection after its last answer: read %q, %v; want EOF", b, err)
 			}
 			for line, want := range map[string]string{
 				"shutdown frontend fe_web": "Frontend was already shut down.\n\n",

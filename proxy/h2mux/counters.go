@@ -47,3 +47,13 @@ func (c *Counters) Cumulative() []*atomic.Int64 {
 		&c.TotalConns, &c.TotalStreams, &c.RapidReset, &c.HeaderFlood, &c.ControlFlood,
 	}
 }
+
+// Clear zeroes the totals ("clear counters all"); the gauges of open
+// connections and streams keep their values.
+func (c *Counters) Clear() {
+	for _, v := range []*atomic.Int64{&c.HeadersRcvd, &c.DataRcvd, &c.SettingsRcvd, &c.RstStreamRcvd, &c.GoawayRcvd,
+		&c.ConnProtoErr, &c.StrmProtoErr, &c.RstStreamResp, &c.GoawayResp, &c.TotalConns, &c.TotalStreams,
+		&c.RapidReset, &c.HeaderFlood, &c.ControlFlood} {
+		v.Store(0)
+	}
+}

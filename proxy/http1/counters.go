@@ -27,3 +27,11 @@ type Counters struct {
 	// (a frontend sends them, a backend receives them).
 	SplicedIn, SplicedOut atomic.Int64
 }
+
+// Clear zeroes the totals ("clear counters all"); the gauges of open
+// connections and streams keep their values.
+func (c *Counters) Clear() {
+	for _, v := range []*atomic.Int64{&c.TotalConns, &c.TotalStreams, &c.BytesIn, &c.BytesOut, &c.SplicedIn, &c.SplicedOut} {
+		v.Store(0)
+	}
+}
