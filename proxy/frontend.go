@@ -80,12 +80,13 @@ type Frontend struct {
 	// HTTP/2 preface and were served as HTTP/2 (h2conn.go).
 	H2Upgrades atomic.Int64
 
+	// H1 are the h1 counters of its HTTP/1 clients (h1stats.go).
+	H1 http1.Counters
+
 	// H2 are the HTTP/2 counters of the frontend's clients (HAProxy's h2
 	// statistics module); h2 serves the binds with proto h2, nil when it
 	// has none, and h2Binds are their listener addresses (set by listen).
-	H2 h2mux.Counters
-	// H1 are the h1 counters of its HTTP/1 clients (h1stats.go).
-	H1      http1.Counters
+	H2      h2mux.Counters
 	h2      *http2.Server
 	h2Binds map[string]bool
 	// h1Binds are the listener addresses of the binds with proto h1: no
