@@ -121,26 +121,26 @@ func TestExpectLongUpload(t *testing.T) {
 		fmt.Fprintf(c, "HTTP/1.1 201 Created\r\nContent-Length: %d\r\n\r\n%d", len(fmt.Sprint(n)), n)
 	})
 	cfg := testConfig(conf.ModeHTTP, []string{up}, nil)
-	cfg.Backends[0].TimeoutServer = 500 * time.Millisecond
+	cfg.Backends[0].TimeoutServer = time.Second
 	_, addr, logs := startLoggedProxy(t, cfg)
 	rc := dialRaw(t, addr)
 	rc.c.SetDeadline(time.Now().Add(20 * time.Second))
-	const pieces = 10
+	const pieces = 12
 	fmt.Fprintf(rc.c, "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", pieces*4)
 	resp, err := http.ReadResponse(rc.br, nil)
 	if err != nil || resp.StatusCode != 100 {
 		t.Fatalf("got %v, %v; want 100", resp, err)
 	}
 	for range pieces {
-		time.Sleep(150 * time.Millisecond) // the client's pace: 1.5 s in all, 3 timeout_server
+		time.Sleep(150 * time.Millisecond) // the client's pace: 1.8 s in all, past timeout_server
 		io.WriteString(rc.c, "abcd")
 	}
 	resp, err = http.ReadResponse(rc.br, nil)
 	if err != nil {
 		t.Fatalf("read response: %v", err)
 	}
-	if b := bodyOf(resp); resp.StatusCode != 201 || b != "40" {
-		t.Fatalf("got %d %q, want 201 \"40\"", resp.StatusCode, b)
+	if b := bodyOf(resp); resp.StatusCode != 201 || b != "48" {
+		t.Fatalf("got %d %q, want 201 \"48\"", resp.StatusCode, b)
 	}
 	wantFlags(t, waitLogLine(t, logs, 201), "--")
 }
