@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -80,6 +81,8 @@ func TestPausedPortZero(t *testing.T) {
 // close, the idle one's next request included.
 func TestShutdownFrontendEndsConnections(t *testing.T) {
 	held, release := make(chan struct{}, 1), make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
 	up := tcpServer(t, func(c *net.TCPConn) {
 		br := bufio.NewReader(c)
 		for {
@@ -94,6 +97,7 @@ func TestShutdownFrontendEndsConnections(t *testing.T) {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		}
 	})
+	t.Cleanup(free) // before the server's own cleanup (LIFO): a failed test must not leave it waiting
 	p, addr := startProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
 	idle, busy := dialRaw(t, addr), dialRaw(t, addr)
 	idle.do(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -110,7 +114,7 @@ func TestShutdownFrontendEndsConnections(t *testing.T) {
 	if b, err := io.ReadAll(idle.br); len(b) != 0 || err != nil {
 		t.Errorf("idle connection after its response: %q, %v; want closed", b, err)
 	}
-	close(release)
+	free()
 	resp, err := http.ReadResponse(busy.br, nil)
 	if err != nil || resp.StatusCode != 200 || !resp.Close {
 		t.Fatalf("busy connection: %v, %v; want its 200 with Connection: close", resp, err)

@@ -52,7 +52,7 @@ type Frontend struct {
 	resumed chan struct{}
 	pauses  atomic.Int64
 	// down: shut down (shutdown frontend); its HTTP connections close
-	// after their request.
+	// after their next response (StoppingForGood).
 	down atomic.Bool
 
 	// edges are the PROXY protocol and TLS of each bind (edge.go), nil

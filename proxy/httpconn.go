@@ -205,8 +205,8 @@ func (cc *clientConn) Active() (ok, moved bool) {
 // request; on a proxy that a reload replaced it moves to the new one, or
 // closes.
 func (cc *clientConn) Idle() (ok, moved bool) {
-	if cc.fe.down.Load() || !cc.setIdle() {
-		return false, false // shutdown frontend: closed after its request
+	if !cc.setIdle() {
+		return false, false
 	}
 	if !cc.fe.p.stopping.Load() {
 		return true, false
