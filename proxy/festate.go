@@ -11,7 +11,8 @@ import (
 // paused frontend keeps its ports but accepts nothing (connections are
 // refused) until it is enabled again; a stopped one has closed its
 // listeners for good (a reload opens them again). Connections already
-// accepted go on in both.
+// accepted go on while paused; once stopped, HTTP ones close after their
+// next response (Shutdown).
 const (
 	feOpen int = iota
 	fePaused

@@ -49,10 +49,8 @@ func (x *Stream) Spliced(n int64) {
 }
 
 // srvH1 reports whether the request's server speaks HTTP/1 only (not
-// proto h2, nor h2 by ALPN).
-func (x *Stream) srvH1() bool {
-	return x.srv != nil && x.be != nil && x.srv.up.H2 == nil && x.be.Conf.Mode == conf.ModeHTTP
-}
+// proto h2, nor h2 by ALPN). Only HTTP requests call it.
+func (x *Stream) srvH1() bool { return x.srv != nil && x.srv.up.H2 == nil }
 
 // h1Values is a plain copy of c; for a frontend (fe), its connections are
 // derived: its sessions (scur, cumulated) less its HTTP/2 connections, in

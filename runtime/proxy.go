@@ -75,13 +75,9 @@ func atoi(s string) int {
 // setMaxconnFrontend changes a frontend's maxconn (0 = unlimited); a value
 // that is not a number counts as 0, as HAProxy's atoi.
 func setMaxconnFrontend(c *Context, args []string) error {
-	name := arg(args, 0)
-	if name == "" {
-		return reply("A frontend name is expected.")
-	}
-	fe := findFrontend(c.Proxy, name)
-	if fe == nil {
-		return reply("No such frontend.")
+	fe, err := frontendArg(c, args)
+	if err != nil {
+		return err
 	}
 	if arg(args, 1) == "" {
 		return reply("Integer value expected.")
@@ -96,7 +92,7 @@ func setMaxconnFrontend(c *Context, args []string) error {
 	return nil
 }
 
-// frontendArg returns the frontend args names, or the reply HAProxy's
+// frontendArg returns the frontend args[0] names, or the reply HAProxy's
 // cli_find_frontend gives.
 func frontendArg(c *Context, args []string) (*proxy.Frontend, error) {
 	name := arg(args, 0)
@@ -151,8 +147,9 @@ func enableFrontend(c *Context, args []string) error {
 }
 
 // shutdownFrontend closes a frontend's listeners for good (status STOP;
-// a reload opens them again); its connections go on. As HAProxy's stop,
-// the log line gives the connections it accepted.
+// a reload opens them again); its HTTP connections close after their
+// next response (Frontend.Shutdown). As HAProxy's stop, the log line
+// gives the connections it accepted.
 func shutdownFrontend(c *Context, args []string) error {
 	fe, err := frontendArg(c, args)
 	if err != nil {

@@ -1,7 +1,6 @@
 package check
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -36,7 +35,11 @@ func (cs *Server) applyAgent(r Result, d time.Duration) {
 		// keeps answering it logged a warning each time; HAProxy logs
 		// none); its unknown words change nothing.
 		st.badReplies++
-		if bad := "u:" + reply.Unknown + fmt.Sprint(reply.Incomplete); bad != st.badLogged {
+		bad := reply.Unknown
+		if reply.Incomplete {
+			bad += "\x00incomplete" // apart from any word
+		}
+		if bad != st.badLogged {
 			st.badLogged = bad
 			cs.log.Warn().Str("backend", cs.srv.Backend.Name).Str("server", cs.srv.Name).
 				Str("unknown", reply.Unknown).Bool("incomplete", reply.Incomplete).

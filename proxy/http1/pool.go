@@ -340,9 +340,8 @@ func newUpConn(c net.Conn, up *Upstream, key string) *upConn {
 	uc := &upConn{c: c, up: up, key: key}
 	uc.br, uc.bw = uc.newReader(), uc.newWriter()
 	if up != nil && up.H1 != nil {
-		h := up.H1
-		h.OpenConns.Add(1)
-		h.TotalConns.Add(1)
+		up.H1.OpenConns.Add(1)
+		up.H1.TotalConns.Add(1)
 	}
 	if ic, ok := c.(selfPolled); ok {
 		uc.idler = ic
