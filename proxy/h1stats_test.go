@@ -79,6 +79,13 @@ func TestH1Stats(t *testing.T) {
 	}
 	read := cc.n - int64(br.Buffered())
 	fe, be := p.Frontends[0], p.Backends[0]
+	// The last request ends (and counts) once its response is out: the
+	// client may have it all a moment before; its server connection goes
+	// back to the pool then too.
+	waitFor(t, 5*time.Second, "the last request ended", func() bool {
+		v := p.Snapshot().Backends[0].H1
+		return fe.H1.OpenStreams.Load() == 0 && v.OpenStreams == 0
+	})
 	snap := p.Snapshot()
 	fv, bv := snap.Frontends[0].H1, snap.Backends[0].H1
 	if fv.OpenConns != 1 || fv.TotalConns != 1 || fv.OpenStreams != 0 || fv.TotalStreams != 3 {
