@@ -54,6 +54,12 @@ const H1InlineReqEnv = "FULCRUM_H1INLINE_REQ"
 // comparison (bench/README.md).
 const H1InlineFirstEnv = "FULCRUM_H1INLINE_FIRST"
 
+// H2InlineEnv set to "0" runs every HTTP/2 stream's phases on a worker
+// goroutine, instead of letting the connection's reader send a bodiless
+// request and park its stream on the epoll layer until the response
+// comes (http2.Server.SetInline), for comparison (bench/README.md).
+const H2InlineEnv = "FULCRUM_H2INLINE"
+
 // netIOMode returns the layer cfg asks for, after NetIOEnv; an unset
 // tune_netio (a Config not made by conf.Parse) is conf.DefaultNetIO.
 func (p *Proxy) netIOMode() string {
@@ -95,6 +101,7 @@ func (p *Proxy) initNetIO(old *Proxy) {
 	p.h1inline = p.epoll && os.Getenv(H1InlineEnv) != "0"
 	p.h1inlineReq = p.h1inline && os.Getenv(H1InlineReqEnv) != "0"
 	p.h1inlineFirst = p.h1inlineReq && os.Getenv(H1InlineFirstEnv) != "0"
+	p.h2inline = p.epoll && os.Getenv(H2InlineEnv) != "0"
 	if old != nil && old.group != nil && old.group.Ref() {
 		p.group = old.group
 	}

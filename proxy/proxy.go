@@ -82,9 +82,12 @@ type Proxy struct {
 	// h1inlineFirst: and the wait for a new connection's first request
 	// (http1.InlineCounters.First, H1InlineFirstEnv).
 	h1inlineFirst bool
-	uringMu       sync.Mutex
-	uring         atomic.Pointer[uring.Relay]
-	uringDown     bool
+	// h2inline: HTTP/2 readers send bodiless requests and park their
+	// streams (http2.Server.SetInline; H2InlineEnv)
+	h2inline  bool
+	uringMu   sync.Mutex
+	uring     atomic.Pointer[uring.Relay]
+	uringDown bool
 }
 
 // New builds a proxy from a validated configuration. Nothing listens until
@@ -274,6 +277,9 @@ func (p *Proxy) open(inherited map[string]net.Listener) error {
 			fe.h1inl.Requests = p.h1inlineReq
 			fe.h1inl.First = p.h1inlineFirst
 			fe.h1set.Inline = &fe.h1inl
+		}
+		if fe.h2 != nil {
+			fe.h2.SetInline(p.h2inline)
 		}
 		if p.pairOn {
 			fe.h1set.Relay = relayTunnel // tunnels after a 101 (WebSocket)

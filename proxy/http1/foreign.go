@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio/epoll"
 )
 
 // Requests that another engine (HTTP/2 clients, proxy/http2) sends to an
@@ -511,3 +512,50 @@ func (c *chunkReader) readTrailers() error {
 
 // IsBadChunk reports whether err is a broken chunked framing.
 func IsBadChunk(err error) bool { return errors.Is(err, errBadChunk) }
+
+// Parkable reports whether the exchange's request, once sent, may wait
+// for its response with no goroutine (Park): its connection is a
+// plaintext one of the epoll layer and nothing of a response is buffered.
+func (e *Exchange) Parkable() bool {
+	uc := e.uc
+	return uc.src.c != nil && uc.sink.c != nil && uc.br.Buffered() == 0
+}
+
+// TrySend sends the buffered request head without blocking (a Parkable
+// exchange, from a caller that must not block: HTTP/2's connection
+// reader). What the socket does not take now is kept, and pending says
+// so: FlushPending then writes it (blocking) before the response is read.
+// The write deadline is armed as Flush's.
+func (e *Exchange) TrySend() (pending bool, err error) {
+	uc := e.uc
+	uc.dl.ArmWrite(uc.c, e.now(), e.timeout)
+	uc.sink.nb = true
+	err = uc.bw.Flush()
+	uc.sink.nb = false
+	return len(uc.sink.pending) > 0, err
+}
+
+// FlushPending writes what TrySend kept, blocking, under the write
+// deadline TrySend armed.
+func (e *Exchange) FlushPending() error { return e.uc.sink.flush() }
+
+// Park makes a sent exchange's connection wait for its response with no
+// goroutine: the read deadline is armed as ReadHead's first read arms it
+// (timeout_server from SetClock's time), and w.Wake is called once (maybe
+// before Park returns) when a read would not block: bytes, the end of the
+// stream, the deadline, or the connection closed (epoll.Conn.Await).
+// The caller must not use e after Park until Wake runs, and must then
+// call SetClock with the park's time before ReadHead, so that the
+// deadline stays the same.
+func (e *Exchange) Park(w epoll.Waker) {
+	uc := e.uc
+	uc.dl.ArmRead(uc.c, e.now(), e.timeout)
+	uc.src.c.Await(w)
+}
+
+// Readable reports whether a read of a parked exchange's connection would
+// not wait (a Wake may come late, for a wait already over: Await again).
+func (e *Exchange) Readable() bool { return e.uc.src.c.Readable() }
+
+// Await waits again, as Park, with the deadline Park armed.
+func (e *Exchange) Await(w epoll.Waker) { e.uc.src.c.Await(w) }

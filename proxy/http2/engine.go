@@ -177,6 +177,10 @@ type estream struct {
 	cs   ctxState
 	hreq http.Request
 	cut  cutter // the server connection's cut (streamCut)
+	pw   parkWaker
+	// woken: a parked stream handed to a worker (parkWaker.Wake), counted
+	// in c.running from then.
+	woken bool
 
 	// Under c.mu.
 	sendWin    int64
@@ -542,6 +546,13 @@ func (c *econn) headers(f *hblock) error {
 		c.raw.SetReadDeadline(time.Time{})
 		c.armed = false
 	}
+	if c.srv.inline != nil && es.remoteDone {
+		c.mu.Unlock()
+		if c.begin(es) {
+			return nil
+		}
+		c.mu.Lock()
+	}
 	w := c.takeWorker()
 	c.mu.Unlock()
 	c.startStream(w, es)
@@ -700,18 +711,32 @@ func joinCookies(fs []field) []field {
 // run runs a stream's phases on its worker, then ends its response.
 func (c *econn) run(es *estream) {
 	cs := c.cl.Counters()
-	cs.OpenStreams.Add(1)
-	cs.TotalStreams.Add(1)
-	c.running.Add(1)
-	defer c.running.Add(-1)
 	st := es.st
-	st.c, st.w, st.r = &c.connBase, &es.rw, es.req
-	st.first = c.connBase.streams.Add(1) == 1
+	if st.stage == stageNew {
+		c.open(es)
+	}
+	if es.woken {
+		es.woken = false // counted running by its waker
+	} else {
+		c.running.Add(1)
+	}
+	defer c.running.Add(-1)
 	aborted := serveStream(st)
 	putStream(st)
 	es.rw.finish(aborted)
 	c.closeStream(es)
 	cs.OpenStreams.Add(-1)
+}
+
+// open counts a stream that begins its phases and binds its state to the
+// connection (on its worker, or on the reader: begin).
+func (c *econn) open(es *estream) {
+	cs := c.cl.Counters()
+	cs.OpenStreams.Add(1)
+	cs.TotalStreams.Add(1)
+	st := es.st
+	st.c, st.w, st.r = &c.connBase, &es.rw, es.req
+	st.first = c.connBase.streams.Add(1) == 1
 }
 
 // serveStream runs st, and reports whether it aborted its response

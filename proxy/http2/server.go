@@ -67,6 +67,8 @@ type Server struct {
 	// workerIdle is how long a connection's stream worker waits for the
 	// next stream (workers.go); under mu.
 	workerIdle time.Duration
+	// inline: the readers begin bodiless streams (inline.go), nil: not.
+	inline *InlineCounters
 }
 
 // Engines, the values of EngineEnv.

@@ -52,6 +52,18 @@ type h2stream struct {
 	// body, the server's answer, a write to the client), and again from
 	// its response's end to its log line: zero in between.
 	clk time.Time
+
+	// What the connection's reader did before a worker runs the stream
+	// (inline.go): how far it went, the route, the exchange (stageTaken:
+	// a pooled one or nil; stageSent: the request sent on it), the send's
+	// error or rest pending, the time it parked, the server's cut.
+	stage   stage
+	rt      stream.Route
+	ex      *http1.Exchange
+	sendErr error
+	pending bool
+	parkAt  time.Time
+	cut     *cutter
 }
 
 // setClock sets the time the stream's phases read (zero: the clock's).
@@ -124,11 +136,33 @@ var (
 	hostName  = []byte("host")
 )
 
-// serve runs the stream's phases.
+// serve runs the stream's phases (those the connection's reader left:
+// st.stage).
 func (st *h2stream) serve() {
+	if st.stage == stageNew {
+		st.start()
+	}
+	defer st.x.Free()
+	if st.stage > stageRouted {
+		st.forward()
+		return
+	}
+	switch rt := st.rt; rt.Kind {
+	case stream.RouteAnswer:
+		st.answer(rt)
+	case stream.RouteLocal:
+		st.local(rt.Handler)
+	case stream.RouteNoServer:
+		st.fail(stream.NoServer)
+	default:
+		st.forward()
+	}
+}
+
+// start begins the core's stream and routes it (st.rt, stageRouted).
+func (st *h2stream) start() {
 	x := st.c.cl.NewStream()
 	st.x = x
-	defer x.Free()
 	r := st.r
 	t0 := time.Now()
 	x.Begin(t0, t0)
@@ -149,19 +183,10 @@ func (st *h2stream) serve() {
 		Host: sbytes(r.Host), Headers: st, HasBody: r.ContentLength != 0}
 	// The head was whole before the stream started: its parse time is
 	// t0's, taken once.
-	rt := x.Route(&st.view, t0)
-	if rt.Kind != stream.RouteBackend {
+	st.rt = x.Route(&st.view, t0)
+	st.stage = stageRouted
+	if st.rt.Kind != stream.RouteBackend {
 		st.setClock(time.Time{})
-	}
-	switch rt.Kind {
-	case stream.RouteAnswer:
-		st.answer(rt)
-	case stream.RouteLocal:
-		st.local(rt.Handler)
-	case stream.RouteNoServer:
-		st.fail(stream.NoServer)
-	default:
-		st.forward()
 	}
 }
 
@@ -276,16 +301,18 @@ func (st *h2stream) forward() {
 	if st.wait == nil {
 		st.wait = st.waitQueue // kept with the pooled stream
 	}
-	if o := x.Take(nil, st.wait); o != stream.Served {
-		st.setClock(time.Time{})
-		st.fail(o)
-		return
+	if st.stage < stageTaken {
+		if o := x.Take(nil, st.wait); o != stream.Served {
+			st.setClock(time.Time{})
+			st.fail(o)
+			return
+		}
 	}
 	if x.Upstream().H2 != nil {
 		st.setClock(time.Time{})
 		st.toH2(nil)
 	} else {
-		st.toH1(nil)
+		st.toH1(st.ex)
 	}
 }
 
@@ -384,35 +411,39 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 func (st *h2stream) toH1(ex *http1.Exchange) {
 	x := st.x
 	up := x.Upstream()
+	sent := st.stage == stageSent // by the connection's reader, on ex, connected
 	if ex == nil {
-		ex = http1.ReuseConn(up, st.first, x.ConnKey())
+		ex = reuseConn(st)
 	}
 	for attempt := 0; ; attempt++ {
 		reused := ex != nil && ex.Reused()
-		if ex == nil {
-			st.setClock(time.Time{}) // a dial waits
-			c, o := x.Connect()
-			if o != stream.Served {
-				st.fail(o)
-				return
-			}
-			if up = x.Upstream(); up.SpeaksH2(c) {
-				cc, err := http1.AddH2(up, x.ConnKey(), c, &st.c.own)
-				if err != nil {
-					st.fail(stream.SendFailed)
+		if !sent {
+			if ex == nil {
+				st.setClock(time.Time{}) // a dial waits
+				c, o := x.Connect()
+				if o != stream.Served {
+					st.fail(o)
 					return
 				}
-				st.toH2(cc)
-				return
+				if up = x.Upstream(); up.SpeaksH2(c) {
+					cc, err := http1.AddH2(up, x.ConnKey(), c, &st.c.own)
+					if err != nil {
+						st.fail(stream.SendFailed)
+						return
+					}
+					st.toH2(cc)
+					return
+				}
+				ex = http1.NewExchange(c, up, x.ConnKey())
 			}
-			ex = http1.NewExchange(c, up, x.ConnKey())
+			if attempt == 0 {
+				x.Connected(ex.Conn(), reused)
+			} else {
+				x.Rebind(ex.Conn())
+			}
 		}
-		if attempt == 0 {
-			x.Connected(ex.Conn(), reused)
-		} else {
-			x.Rebind(ex.Conn())
-		}
-		o, retry := st.exchangeH1(ex, reused && attempt == 0)
+		o, retry := st.exchangeH1(ex, reused && attempt == 0, sent)
+		sent = false
 		if retry {
 			ex.Close()
 			ex = nil
@@ -431,15 +462,21 @@ func (st *h2stream) toH1(ex *http1.Exchange) {
 // it), stream.Served when the stream ended, and retry when a reused
 // connection turned out stale before anything was sent back (the request
 // had no body to replay: it goes again on a new connection).
-func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry bool) (o stream.Outcome, retry bool) {
+//
+// With byReader, the connection's reader sent the request (stageSent: the
+// head, maybe with a rest pending, or its error) and watches the cut.
+func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry, byReader bool) (o stream.Outcome, retry bool) {
 	x, r := st.x, st.r
 	// A client that resets the stream while the server thinks: the read
 	// of the response is cut at once. The cut never reaches the
 	// connection once the exchange let it go (cut.done).
 	var cut *cutter
 	if w, ok := r.Context().(cutWatcher); ok {
-		cut = w.streamCut(ex.Conn())
-		w.watchCut(cut)
+		if byReader {
+			cut = st.cut
+		} else {
+			cut = st.watch(ex)
+		}
 		defer w.watchCut(nil)
 	} else {
 		cut = &cutter{c: ex.Conn()}
@@ -466,6 +503,18 @@ func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry bool) (o stream.Outc
 			ex.Close()
 		}
 	}
+	// A request without a body that could not be sent: a stale pooled
+	// connection's goes again on a new one.
+	sendFailed := func(error) (stream.Outcome, bool) {
+		release(false)
+		switch {
+		case st.clientGone():
+			return stream.ClientReset, false
+		case mayRetry:
+			return 0, true
+		}
+		return stream.SendFailed, false
+	}
 	bodyLen := r.ContentLength
 	hasBody := st.view.HasBody
 	if !hasBody {
@@ -476,21 +525,21 @@ func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry bool) (o stream.Outc
 	} else {
 		ex.SetClock(st.clk)
 	}
-	host := st.host()
-	ex.WriteHead(sbytes(r.Method), x.URI(), func(w *bufio.Writer) {
-		if host != "" {
-			w.WriteString("host: ")
-			w.WriteString(host)
-			w.WriteString("\r\n")
+	switch {
+	case byReader:
+		err := st.sendErr
+		if err == nil && st.pending {
+			err = ex.FlushPending()
+			if err == nil {
+				x.Sent(0)
+			}
 		}
-		st.requestFields(func(name, value string) {
-			w.WriteString(name)
-			w.WriteString(": ")
-			w.WriteString(value)
-			w.WriteString("\r\n")
-		})
-	}, bodyLen)
-	if hasBody {
+		if err != nil {
+			return sendFailed(err)
+		}
+		ex.SetClock(st.parkAt) // the read deadline the park armed
+	case hasBody:
+		st.writeRequestHead(ex, bodyLen)
 		// The body goes out beside the response's wait, as HAProxy
 		// forwards both directions: a server may answer first.
 		x.Sent(0)
@@ -513,20 +562,14 @@ func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry bool) (o stream.Outc
 			}
 			return stream.ServerGoneHead, false
 		}
-	} else {
+	default:
+		st.writeRequestHead(ex, bodyLen)
 		buf := netio.GetBuf()
 		n, err := ex.SendBody(nil, false, buf)
 		netio.PutBuf(buf)
 		if err != nil {
 			st.setClock(time.Time{})
-			release(false)
-			switch {
-			case st.clientGone():
-				return stream.ClientReset, false
-			case mayRetry:
-				return 0, true
-			}
-			return stream.SendFailed, false
+			return sendFailed(err)
 		}
 		x.Sent(n)
 	}
@@ -591,6 +634,43 @@ func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry bool) (o stream.Outc
 	st.end(werr, rerr, false) // may panic: Free clears the core's clock
 	st.setClock(time.Time{})
 	return stream.Served, false
+}
+
+// writeRequestHead buffers the request head on ex (the body's framing after
+// bodyLen, as Exchange.WriteHead).
+func (st *h2stream) writeRequestHead(ex *http1.Exchange, bodyLen int64) {
+	host := st.host()
+	ex.WriteHead(sbytes(st.r.Method), st.x.URI(), func(w *bufio.Writer) {
+		if host != "" {
+			w.WriteString("host: ")
+			w.WriteString(host)
+			w.WriteString("\r\n")
+		}
+		st.requestFields(func(name, value string) {
+			w.WriteString(name)
+			w.WriteString(": ")
+			w.WriteString(value)
+			w.WriteString("\r\n")
+		})
+	}, bodyLen)
+}
+
+// watch makes a client's reset cut ex's connection (the own engine's
+// streams; nil for others), until watchCut(nil).
+func (st *h2stream) watch(ex *http1.Exchange) *cutter {
+	w, ok := st.r.Context().(cutWatcher)
+	if !ok {
+		return nil
+	}
+	st.cut = w.streamCut(ex.Conn())
+	w.watchCut(st.cut)
+	return st.cut
+}
+
+// reuseConn returns an idle connection of st's server that st may use
+// (http_reuse), or nil.
+func reuseConn(st *h2stream) *http1.Exchange {
+	return http1.ReuseConn(st.x.Upstream(), st.first, st.x.ConnKey())
 }
 
 // cutter cuts a server connection when the client resets its stream,

@@ -1,0 +1,141 @@
+package http2
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/stream"
+)
+
+// Streams begun by the connection's reader (issues 17 and 21): a stream
+// whose request has no body (END_STREAM on its HEADERS) does not take a
+// worker goroutine to be routed and sent. The reader, which decoded its
+// head, runs its request phase itself: the core's stream, route, a server
+// with a free slot (Stream.TryTake, no queue), an idle pooled HTTP/1.1
+// connection of the epoll layer, the head written without blocking
+// (http1.Exchange.TrySend); then the stream parks on the server's
+// readiness (http1.Exchange.Park) with no goroutine, and the epoll layer's
+// reaper hands it to a worker of the connection when the response (or
+// the server's end, timeout_server, or the client's reset, which cuts
+// the server connection) is there. The worker goes on from exactly where
+// the stream stands (h2stream.stage): reading the response head. At the
+// first step that could block or is not simple (a local answer, a rule's
+// answer, a queue, an HTTP/2 server, a dial, a TLS server connection, a
+// send the socket did not take whole), the reader hands the stream to a
+// worker there instead, as before. A client's batch of requests is thus
+// sent in one run of the reader, and each request costs one goroutine
+// run (its response) instead of two (its start and its response).
+// FULCRUM_H2INLINE=0 turns it off (Server.SetInline).
+
+// InlineCounters count the streams the reader began: Parked those that
+// waited for their response with no goroutine, Handed those it began and
+// a worker went on with before they could park.
+type InlineCounters struct {
+	Parked atomic.Int64
+	Handed atomic.Int64
+}
+
+// SetInline lets the connections' readers begin bodiless streams (the
+// server's clients are on the epoll layer); the counters are then those
+// of Inline. Call it before the server serves.
+func (s *Server) SetInline(on bool) {
+	if on {
+		s.inline = &InlineCounters{}
+	} else {
+		s.inline = nil
+	}
+}
+
+// Inline returns the counters of the streams the readers began, nil when
+// they begin none.
+func (s *Server) Inline() *InlineCounters { return s.inline }
+
+// stage is how far a stream's phases went before its worker runs it.
+type stage uint8
+
+const (
+	stageNew    stage = iota // nothing done: the worker runs every phase
+	stageRouted              // routed (h2stream.rt): the rest
+	stageTaken               // a server assigned (and ex, a pooled exchange, or nil)
+	stageSent                // the request sent on ex (or its rest pending), parked or not
+)
+
+// parkWaker is a parked stream's epoll.Waker.
+type parkWaker struct{ es *estream }
+
+// Wake hands the parked stream to a worker (the reaper calls it: it does
+// not block).
+func (w *parkWaker) Wake() {
+	es := w.es
+	if ex := es.st.ex; !ex.Readable() {
+		ex.Await(w) // a late event or timer: wait again
+		return
+	}
+	c := es.c
+	// Running from now: a worker that ends its response before this one
+	// runs lets it write first (respWriter.finish), so that the
+	// responses the reaper found together leave in one write.
+	c.running.Add(1)
+	es.woken = true
+	c.mu.Lock()
+	wk := c.takeWorker()
+	c.mu.Unlock()
+	// The park's count in c.wg passes to the worker that runs es.
+	if wk != nil {
+		wk.ch <- es
+		c.wg.Done()
+		return
+	}
+	go c.work(es)
+}
+
+// begin runs the request phase of es, a stream whose request has no
+// body, on the reader, and reports whether it parked (a worker runs it
+// once its response comes); false: a worker is to run it now, from where
+// it stands.
+func (c *econn) begin(es *estream) bool {
+	st := es.st
+	c.open(es)
+	st.start()
+	x := st.x
+	in := c.srv.inline
+	if st.rt.Kind != stream.RouteBackend || !x.TryTake() {
+		st.setClock(time.Time{})
+		in.Handed.Add(1)
+		return false
+	}
+	st.stage = stageTaken
+	up := x.Upstream()
+	if up.H2 != nil {
+		st.setClock(time.Time{})
+		in.Handed.Add(1)
+		return false
+	}
+	ex := reuseConn(st)
+	if ex == nil || !ex.Parkable() {
+		st.ex = ex
+		st.setClock(time.Time{})
+		in.Handed.Add(1)
+		return false
+	}
+	x.Connected(ex.Conn(), true)
+	st.ex, st.stage = ex, stageSent
+	st.watch(ex)
+	ex.SetClock(st.clk)
+	st.writeRequestHead(ex, 0)
+	st.pending, st.sendErr = ex.TrySend()
+	if st.sendErr != nil || st.pending {
+		st.setClock(time.Time{})
+		in.Handed.Add(1)
+		return false
+	}
+	x.Sent(0)
+	st.parkAt = st.clk
+	ex.SetClock(time.Time{})
+	st.setClock(time.Time{})
+	in.Parked.Add(1)
+	c.wg.Add(1) // until a worker runs es (parkWaker.Wake)
+	es.pw.es = es
+	ex.Park(&es.pw)
+	return true
+}
