@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -717,8 +718,10 @@ func mustReadFull(t *testing.T, c net.Conn, b []byte) string {
 // `shutdown sessions server` ends an HTTP request with the phase it was
 // in, as HAProxy 2.6 (measured on loopback with a server that holds its
 // answer): KH and eresp on the backend and the server while the response
-// head is awaited; KD and srv_abrt once the head was relayed; no
-// cli_abrt either way.
+// head is awaited, and the client gets the 502 with connection: close
+// (the request is not retried on a new server connection, though its
+// pooled one closed); KD and srv_abrt once the head was relayed, the
+// client's connection cut; no cli_abrt either way.
 func TestShutdownSessionsPhases(t *testing.T) {
 	for _, tc := range []struct {
 		path, flags   string
@@ -731,20 +734,38 @@ func TestShutdownSessionsPhases(t *testing.T) {
 			got := make(chan struct{}, 1)
 			hold := make(chan struct{})
 			defer close(hold)
+			var requests atomic.Int64
 			up := tcpServer(t, func(c *net.TCPConn) {
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil {
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					requests.Add(1)
+					switch req.URL.Path {
+					case "/ok":
+						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+						continue
+					case "/data":
+						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\nsome")
+					}
+					got <- struct{}{}
+					<-hold
 					return
 				}
-				if req.URL.Path == "/data" {
-					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\nsome")
-				}
-				got <- struct{}{}
-				<-hold
 			})
 			p, addr, logs := startLoggedProxy(t, testConfig(conf.ModeHTTP, []string{up}, nil))
 			rc := dialRaw(t, addr)
 			rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+			// A first request leaves the server connection pooled: the
+			// killed one reuses it.
+			io.WriteString(rc.c, "GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+			if resp, err := http.ReadResponse(rc.br, nil); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("GET /ok: %v", err)
+			} else {
+				io.Copy(io.Discard, resp.Body)
+			}
 			io.WriteString(rc.c, "GET "+tc.path+" HTTP/1.1\r\nHost: x\r\n\r\n")
 			<-got
 			if tc.path == "/data" {
@@ -756,8 +777,22 @@ func TestShutdownSessionsPhases(t *testing.T) {
 			if n := p.ShutdownSessions(srv); n != 1 {
 				t.Fatalf("%d sessions shut down, want 1", n)
 			}
-			waitFor(t, 5*time.Second, "the log line", func() bool { return len(logs.lines()) == 1 })
-			wantFlags(t, logs.lines()[0], tc.flags)
+			if tc.path == "/head" {
+				resp, err := http.ReadResponse(rc.br, nil)
+				if err != nil || resp.StatusCode != 502 || !resp.Close {
+					t.Fatalf("after the kill: %v, %v; want a 502 with connection: close", resp, err)
+				}
+				io.Copy(io.Discard, resp.Body)
+			}
+			// The connection ends (a kept one would time out here).
+			if n, err := io.Copy(io.Discard, rc.br); netio.IsTimeout(err) || n >= 100000 {
+				t.Errorf("after the kill: the client connection stays open (%d bytes read, %v)", n, err)
+			}
+			waitFor(t, 5*time.Second, "the log lines", func() bool { return len(logs.lines()) == 2 })
+			wantFlags(t, logs.lines()[1], tc.flags)
+			if n := requests.Load(); n != 2 {
+				t.Errorf("the server got %d requests, want 2 (no retry of the killed one)", n)
+			}
 			be, sv := &p.Backends[0].Counters, &srv.Counters
 			for _, c := range []*Counters{be, sv} {
 				if c.Eresp.Load() != tc.eresp || c.SrvAbrt.Load() != tc.srvAbr || c.CliAbrt.Load() != 0 {

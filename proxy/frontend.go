@@ -557,6 +557,6 @@ func (fe *Frontend) closeAll() {
 	defer fe.mu.Unlock()
 	for cc := range fe.conns.all() {
 		cc.state.Store(connClosed)
-		cc.abort() // the server side too: a hung server must not hold the stop
+		cc.abort(false) // the server side too: a hung server must not hold the stop
 	}
 }

@@ -362,3 +362,52 @@ func TestH2InlineBigHead(t *testing.T) {
 	}
 	t.Logf("parked %d, handed %d", in.Parked.Load(), in.Handed.Load())
 }
+
+// TestH2ShutdownSessions: `shutdown sessions server` kills an HTTP/2
+// stream waiting for its server's answer on a reused (parked) connection:
+// the stream gets the 502 and is logged KH, the request is not retried on
+// a new server connection, and the client connection goes on.
+func TestH2ShutdownSessions(t *testing.T) {
+	got := make(chan struct{}, 1)
+	hold := make(chan struct{})
+	var requests atomic.Int64
+	up := tcpServer(t, func(c *net.TCPConn) {
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			requests.Add(1)
+			if req.URL.Path == "/hold" {
+				got <- struct{}{}
+				<-hold
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	t.Cleanup(func() { close(hold) }) // after tcpServer's: it frees the held handler first
+	p, addr, logs := startLogged(t, h2Config([]string{up}, ""))
+	h := dialH2(t, addr)
+	if a := h.get(t, 1, "/"); a.fields[":status"] != "200" {
+		t.Fatalf("first request: %v", a.fields)
+	}
+	h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: h.headers("/hold"), EndStream: true, EndHeaders: true})
+	<-got
+	srv := p.Backends[0].Servers()[0]
+	waitFor(t, 5*time.Second, "the stream bound to its server", func() bool { return p.ShutdownSessions(srv) == 1 })
+	if a := h.answer(t, 3); a.fields[":status"] != "502" {
+		t.Errorf("the killed stream: %v; want 502", a)
+	}
+	if a := h.get(t, 5, "/"); a.fields[":status"] != "200" {
+		t.Errorf("after the kill: %v; want 200", a.fields)
+	}
+	waitFor(t, 5*time.Second, "3 log lines", func() bool { return len(logLines(t, logs)) == 3 })
+	if l := logLines(t, logs)[1]; l["termination_state"] != "KH" || l["status"] != float64(502) {
+		t.Errorf("log of the killed stream: %v; want 502 KH", l)
+	}
+	if n := requests.Load(); n != 3 {
+		t.Errorf("the server got %d requests, want 3 (no retry of the killed one)", n)
+	}
+}

@@ -218,8 +218,10 @@ func (cc *clientConn) Idle() (ok, moved bool) {
 	return true, true
 }
 
-// StoppingForGood implements http1.Client.
-func (cc *clientConn) StoppingForGood() bool { return cc.fe.stoppingForGood(cc) }
+// StoppingForGood implements http1.Client: the frontend stops, or an
+// operator killed the connection's request (abort: it closes after its
+// answer).
+func (cc *clientConn) StoppingForGood() bool { return cc.killed.Load() || cc.fe.stoppingForGood(cc) }
 
 // stoppingForGood reports whether cc's proxy is stopping and the
 // connection cannot move to a successor (handoff.go): its response must

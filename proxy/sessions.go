@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -25,6 +26,12 @@ type streamRef struct {
 	be  *Backend
 	srv *Server
 	up  net.Conn // nil while no server connection is bound
+	// awaiting: an HTTP/1 request is bound and its response head has
+	// not arrived (a kill then leaves the client its 502: abort).
+	awaiting atomic.Bool
+	// killed: an HTTP/2 stream's server side was killed (abortH2); an
+	// HTTP/1 connection's kill is clientConn.killed.
+	killed atomic.Bool
 }
 
 // h2ref is an HTTP/2 stream's streamRef, in its connection's list
@@ -47,6 +54,7 @@ func (r *streamRef) set(be *Backend, srv *Server, up net.Conn) {
 func (r *streamRef) clear() {
 	r.mu.Lock()
 	r.be, r.srv, r.up = nil, nil, nil
+	r.awaiting.Store(false)
 	r.mu.Unlock()
 }
 
@@ -127,7 +135,7 @@ func (p *Proxy) shutdownOwnSession(id uintptr) bool {
 		fe.mu.Lock()
 		for cc := range fe.conns.all() {
 			if uintptr(unsafe.Pointer(cc)) == id {
-				cc.abort()
+				cc.abort(true)
 				fe.mu.Unlock()
 				return true
 			}
@@ -137,6 +145,7 @@ func (p *Proxy) shutdownOwnSession(id uintptr) bool {
 					found = true
 					ref.mu.Lock()
 					if ref.up != nil {
+						ref.killed.Store(true)
 						ref.up.Close()
 					}
 					ref.mu.Unlock()
@@ -178,7 +187,7 @@ func (p *Proxy) shutdownOwnSessions(srv *Server) int {
 			bound := cc.stream.srv == srv
 			cc.stream.mu.Unlock()
 			if bound {
-				cc.abort()
+				cc.abort(true)
 				n++
 			}
 			n += cc.abortH2(srv)
@@ -188,16 +197,25 @@ func (p *Proxy) shutdownOwnSessions(srv *Server) int {
 	return n
 }
 
-// abort closes cc and the server connection of its stream, if any: the
-// stream is killed (its log says K).
-func (cc *clientConn) abort() {
+// abort kills cc's stream (its log says K): it closes the server
+// connection, if any, and the client connection. With answer (an
+// operator's shutdown session, not a hard stop), an HTTP/1 request whose
+// server had not answered yet keeps its client: the engine answers its
+// 502 (the server gone) with connection: close (StoppingForGood), as
+// HAProxy 2.6 does (curl gets the 502, not an empty reply). A request
+// waiting on the epoll layer is woken by the close (Conn.Close rouses its
+// Await).
+func (cc *clientConn) abort(answer bool) {
 	cc.killed.Store(true)
 	cc.stream.mu.Lock()
-	if cc.stream.up != nil {
-		cc.stream.up.Close()
+	up := cc.stream.up
+	if up != nil {
+		up.Close()
 	}
 	cc.stream.mu.Unlock()
-	cc.c.Close()
+	if up == nil || !answer || !cc.stream.awaiting.Load() {
+		cc.c.Close()
+	}
 }
 
 // abortH2 aborts the streams of an HTTP/2 connection bound to srv (their
@@ -210,6 +228,7 @@ func (cc *clientConn) abortH2(srv *Server) int {
 	for ref := cc.h2refs; ref != nil; ref = ref.next {
 		ref.mu.Lock()
 		if ref.srv == srv && ref.up != nil {
+			ref.killed.Store(true)
 			ref.up.Close()
 			n++
 		}

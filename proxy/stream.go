@@ -46,8 +46,11 @@ type Stream struct {
 	fe  *Frontend
 	cc  *clientConn
 	ref *streamRef // where `show sess` finds its server side: the connection's, or an HTTP/2 stream's own
-	be  *Backend   // the backend that routed the request, nil before Route
-	srv *Server    // the server assigned (or, after a queue error, pinned)
+	// awaiting: ref.awaiting was set (an HTTP/1 request's response head
+	// not in yet).
+	awaiting bool
+	be       *Backend // the backend that routed the request, nil before Route
+	srv      *Server  // the server assigned (or, after a queue error, pinned)
 
 	tcp       bool // a TCP session, not an HTTP request
 	inBackend bool // a backend session was started (Take): Release ends it
@@ -113,7 +116,10 @@ func (x *Stream) Begin(idleStart, t0 time.Time) {
 	x.idleStart, x.t0, x.tHead, x.tSent = idleStart, t0, time.Time{}, time.Time{}
 	x.tq, x.tw, x.tc, x.tr = -1, 0, -1, -1
 	x.status, x.bytesIn, x.bytesOut, x.srvStatus = -1, 0, 0, 0
-	x.resRan = false
+	x.resRan, x.awaiting = false, false
+	if x.ref != nil && (x.cc == nil || x.ref != &x.cc.stream) {
+		x.ref.killed.Store(false) // an HTTP/2 stream's own ref, pooled with it
+	}
 	x.req = stream.Request{}
 	x.grpc = ""
 	now := t0
@@ -404,6 +410,12 @@ func (x *Stream) ConnectH1() (net.Conn, stream.Outcome) {
 	return c, o
 }
 
+// Killed reports whether an operator killed the request: its connection
+// (HTTP/1, TCP), or its HTTP/2 stream's server side.
+func (x *Stream) Killed() bool {
+	return x.cc != nil && x.cc.killed.Load() || x.ref != nil && x.ref.killed.Load()
+}
+
 // Connected records that the request has server connection up (new from
 // Connect, or reused: tc 0) and binds it for `show sess` and `shutdown
 // session`: the server's request, the queue and connect times.
@@ -416,6 +428,10 @@ func (x *Stream) Connected(up net.Conn, reused bool) {
 	x.ref.set(be, srv, up)
 	if !x.tcp {
 		srv.Counters.request(x.tHead)
+		if x.cc != nil && x.ref == &x.cc.stream {
+			x.awaiting = true // an HTTP/1 request (an HTTP/2 stream has a ref of its own)
+			x.ref.awaiting.Store(true)
+		}
 	}
 	srv.Counters.queued(x.tw)
 	be.Counters.queued(x.tw)
@@ -494,6 +510,10 @@ func (x *Stream) ResponseHeadAt(t time.Time) {
 	x.srv.Counters.Rtime.Add(x.tr)
 	x.be.Counters.Rtime.Add(x.tr)
 	x.stickStore(x.srv)
+	if x.awaiting {
+		x.awaiting = false
+		x.ref.awaiting.Store(false)
+	}
 }
 
 // Respond records the status of a valid response the engine is about to
@@ -626,7 +646,7 @@ func (x *Stream) LocalDone(err error) {
 // time of a served request, the stick tables, and the access-log line.
 // The server slot stays taken until Release (a tunnel runs between).
 func (x *Stream) End(o stream.Outcome) {
-	if x.cc != nil && x.cc.killed.Load() {
+	if x.Killed() {
 		o = o.AsKilled()
 		// The phase is the request's, whichever side's failure the
 		// kill showed first: KH before the response head, KD after.

@@ -86,6 +86,10 @@ type Stream interface {
 	// request whose client left (HAProxy's option abortonclose): only
 	// then does the engine watch its client while it waits.
 	AbortOnClose() bool
+	// Killed reports whether an operator killed the request (shutdown
+	// session, shutdown sessions server): its server connection's close
+	// is then no stale connection to retry on another.
+	Killed() bool
 	// TryTake is Take when a server has a free slot for the request now
 	// (no queue, no wait): true when it assigned one; false when it did
 	// nothing, and Take is to be called.

@@ -833,7 +833,7 @@ func (s *session) exchangeFrom(uc *upConn, reused bool, attempt int, resumed boo
 			return nil, stream.ClientAbortUpload
 		}
 		stale := ferr != nil || (err != nil && !netio.IsTimeout(err) && len(s.resp.buf) == 0)
-		if stale && reused && replay && attempt == 0 {
+		if stale && reused && replay && attempt == 0 && !x.Killed() {
 			uc.close()
 			c, o := x.ConnectH1() // econ counted; no h2 offered by ALPN
 			if o != stream.Served {

@@ -510,7 +510,7 @@ func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry, byReader bool) (o s
 		switch {
 		case st.clientGone():
 			return stream.ClientReset, false
-		case mayRetry:
+		case mayRetry && !x.Killed():
 			return 0, true
 		}
 		return stream.SendFailed, false
@@ -579,7 +579,7 @@ func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry, byReader bool) (o s
 		switch {
 		case st.clientGone():
 			return stream.ClientReset, false
-		case mayRetry && !hasBody && !netio.IsTimeout(err) && ex.HeadBytes() == 0:
+		case mayRetry && !hasBody && !netio.IsTimeout(err) && ex.HeadBytes() == 0 && !x.Killed():
 			return 0, true
 		}
 		switch {
