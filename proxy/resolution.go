@@ -22,12 +22,14 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
 	"sync/atomic"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/proxy/syslog"
 )
 
 // DNSInfo is what DNS resolution says of a server, in the terms of `show
@@ -167,8 +169,9 @@ func (b *Backend) ApplyDNS(updates []DNSUpdate) (moved int) {
 			addr := u.Addr.String()
 			if old := s.setAddrLocked(addr); old != addr || cur == nil || cur.NoAddr {
 				moved++
-				b.log.Warn().Str("backend", b.Name).Str("server", s.Name).Str("addr", addr).Str("previous_addr", old).
-					Msgf("%s/%s changed its IP from %s to %s by %s", b.Name, s.Name, hostOrNone(old, cur), u.Addr.Addr(), u.Reason)
+				msg := fmt.Sprintf("%s/%s changed its IP from %s to %s by %s.", b.Name, s.Name, hostOrNone(old, cur), u.Addr.Addr(), u.Reason)
+				b.log.Warn().Str("backend", b.Name).Str("server", s.Name).Str("addr", addr).Str("previous_addr", old).Msg(msg)
+				b.LogEvent(syslog.LevelNotice, msg)
 			}
 		}
 		info := u.Info
@@ -187,7 +190,11 @@ func (b *Backend) ApplyDNS(updates []DNSUpdate) (moved int) {
 			continue
 		}
 		s.rmaint.Store(u.Maint)
-		s.lastChange.Store(now.UnixNano())
+		if !u.Maint || s.Op() != OpDown {
+			// A server DOWN already keeps its last change (HAProxy's
+			// srv_set_admin_flag).
+			s.lastChange.Store(now.UnixNano())
+		}
 		rebuild = true
 		if u.Maint {
 			entering = append(entering, s)
@@ -207,6 +214,9 @@ func (b *Backend) ApplyDNS(updates []DNSUpdate) (moved int) {
 	for _, s := range entering {
 		b.redistribute(s) // its queue goes to the others, as SetAdmin's
 		s.up.Pool.CloseAll()
+		if s.OperatorAdmin() == AdminMaint {
+			continue // in maintenance already: nothing to say (HAProxy's)
+		}
 		act, bck := b.ServersUp()
 		reason := ""
 		for i := range updates {
@@ -222,9 +232,18 @@ func (b *Backend) ApplyDNS(updates []DNSUpdate) (moved int) {
 		if act == 0 && bck > 0 {
 			running = " Running on backup."
 		}
-		b.log.Warn().Str("backend", b.Name).Str("server", s.Name).
-			Msgf("%s %s/%s is going DOWN for maintenance%s. %d active and %d backup servers left.%s %d sessions active, 0 requeued, 0 remaining in queue.",
-				kind, b.Name, s.Name, reason, act, bck, running, s.Counters.Scur.Load())
+		// HAProxy 2.6's one line (srv_set_admin_flag), to stderr and the
+		// [[global.log]] targets; the checker, if any, says nothing more
+		// (check.Server.syncLocked).
+		msg := fmt.Sprintf("%s %s/%s is going DOWN for maintenance%s. %d active and %d backup servers left.%s %d sessions active, 0 requeued, 0 remaining in queue.",
+			kind, b.Name, s.Name, reason, act, bck, running, s.Counters.Scur.Load())
+		level := syslog.LevelAlert
+		if s.Op() == OpDown {
+			msg = fmt.Sprintf("%s %s/%s was DOWN and now enters maintenance%s.", kind, b.Name, s.Name, reason)
+			level = syslog.LevelNotice
+		}
+		b.log.Warn().Str("backend", b.Name).Str("server", s.Name).Msg(msg)
+		b.LogEvent(level, msg)
 	}
 	for _, s := range leaving {
 		state, admin := "UP", "READY"
@@ -238,8 +257,9 @@ func (b *Backend) ApplyDNS(updates []DNSUpdate) (moved int) {
 		if info := s.dns.Load(); info != nil {
 			host = info.FQDN
 		}
-		b.log.Warn().Str("backend", b.Name).Str("server", s.Name).
-			Msgf("Server %s/%s ('%s') is %s/%s (resolves again).", b.Name, s.Name, host, state, admin)
+		msg := fmt.Sprintf("Server %s/%s ('%s') is %s/%s (resolves again).", b.Name, s.Name, host, state, admin)
+		b.log.Warn().Str("backend", b.Name).Str("server", s.Name).Msg(msg)
+		b.LogEvent(syslog.LevelNotice, msg)
 	}
 	return moved
 }

@@ -464,8 +464,12 @@ func (cs *Server) syncLocked() {
 			msg = fmt.Sprintf("%s was DOWN and now enters maintenance.", cs.serverName())
 			level = syslog.LevelNotice
 		}
-		cs.log.Warn().Str("backend", cs.srv.Backend.Name).Str("server", cs.srv.Name).Msg(msg)
-		cs.event(level, msg)
+		if !cs.srv.ResolutionMaint() || cs.srv.OperatorAdmin() == proxy.AdminMaint {
+			// (a maintenance by DNS resolution is logged by the backend,
+			// with its cause: proxy.Backend.ApplyDNS)
+			cs.log.Warn().Str("backend", cs.srv.Backend.Name).Str("server", cs.srv.Name).Msg(msg)
+			cs.event(level, msg)
+		}
 		if act == 0 && bck == 0 && wasUsable {
 			cs.noServerLocked()
 		}

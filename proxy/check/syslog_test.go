@@ -149,3 +149,22 @@ func TestMaintKeepsDownLastChange(t *testing.T) {
 		t.Errorf("UP server into MAINT: last change %v, want after %v", got, up)
 	}
 }
+
+// TestDNSMaintOneLine: a checked server that DNS resolution puts into
+// maintenance is logged once, by the backend, with its cause (HAProxy
+// 2.6's one line); the checker, catching up with the state, adds none.
+func TestDNSMaintOneLine(t *testing.T) {
+	cfg := testConfig("127.0.0.1:1", "127.0.0.1:2")
+	pc := logToUDP(t, cfg)
+	h := newHarness(t, cfg)
+	b := h.p.Backends[0]
+	s1, s2 := b.Servers()[0], b.Servers()[1]
+	b.ApplyDNS([]proxy.DNSUpdate{{Server: s2, Maint: true, Weight: -1, Reason: "No IP for server "}})
+	h.p.Snapshot() // the checker syncs with the new state
+	Of(s1).SetAdmin(proxy.AdminMaint)
+	want := []*regexp.Regexp{
+		regexp.MustCompile(`^<129>.* fulcrum\[\d+\]: Server web/s2 is going DOWN for maintenance \(No IP for server \)\. 1 active and 0 backup servers left\. 0 sessions active, 0 requeued, 0 remaining in queue\.\n$`),
+		regexp.MustCompile(`^<129>.* fulcrum\[\d+\]: Server web/s1 is going DOWN for maintenance\. 0 active and 0 backup servers left\. 0 sessions active, 0 requeued, 0 remaining in queue\.\n$`),
+	}
+	expectDatagrams(t, pc, want)
+}

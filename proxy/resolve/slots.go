@@ -324,7 +324,7 @@ func (r *resolution) pickIP(sv *server, held map[heldKey]int, ns int) {
 		}
 	}
 	if best == nil {
-		sv.setAddr(netip.Addr{}, "No IP for server")
+		sv.setAddr(netip.Addr{}, "No IP for server ") // HAProxy's words, its space too
 		return
 	}
 	sv.ipItem = best
