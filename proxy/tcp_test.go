@@ -172,3 +172,37 @@ func bulkServer(t *testing.T, down []byte) (string, <-chan sumResult) {
 	})
 	return addr, got
 }
+
+// TestTCPQueuedClientSpeaksFirst: a client that sends its request while
+// it waits in the server's queue has it relayed as soon as it gets the
+// slot, not when it sends again (a fresh-user trial beside HAProxy 2.6:
+// the epoll layer's queue wait consumed the readiness of those bytes, and
+// the session hung until timeout client, logged cD).
+func TestTCPQueuedClientSpeaksFirst(t *testing.T) {
+	echo := tcpServer(t, echoConn)
+	cfg := testConfig(conf.ModeTCP, []string{echo}, nil)
+	cfg.Backends[0].Servers[0].MaxConn = 1
+	p, addr := startProxy(t, cfg)
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		return c
+	}
+	a := dial()
+	io.WriteString(a, "A")
+	if _, err := io.ReadFull(a, make([]byte, 1)); err != nil {
+		t.Fatalf("first client: %v", err)
+	}
+	b := dial()
+	io.WriteString(b, "B-early") // in the socket before the queue's wait looks
+	waitFor(t, 5*time.Second, "the second client queued", func() bool { return p.Snapshot().Backends[0].Qcur == 1 })
+	a.Close()
+	buf := make([]byte, 7)
+	if _, err := io.ReadFull(b, buf); err != nil || string(buf) != "B-early" {
+		t.Fatalf("queued client: got %q, %v; want its bytes echoed once served", buf, err)
+	}
+}
