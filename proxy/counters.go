@@ -38,6 +38,12 @@ type Counters struct {
 
 	lastSess atomic.Int64 // unix nanoseconds of the last session assigned, 0 = never
 
+	// ConnEarly counts a frontend's connections that ended before their
+	// session began: a PROXY header missing or bad, a tcp_request
+	// connection rule's reject. conn_tot is Stot + ConnEarly (HAProxy
+	// counts every accepted connection there, cum_conn).
+	ConnEarly atomic.Int64
+
 	SessRate   FreqCtr // sessions per second (rate)
 	ReqRate    FreqCtr // HTTP requests per second (req_rate)
 	rateMax    atomic.Int64
@@ -221,7 +227,7 @@ func (c *Counters) clearAll() {
 	c.clearMax()
 	for _, v := range []*atomic.Int64{&c.Stot, &c.Bin, &c.Bout, &c.Dreq, &c.Dresp, &c.Ereq,
 		&c.Econ, &c.Eresp, &c.Wretr, &c.Wredis, &c.ReqTot, &c.Lbtot, &c.CliAbrt, &c.SrvAbrt,
-		&c.lastSess, &c.obs.connects, &c.obs.reuses, &c.obs.intercepted} {
+		&c.lastSess, &c.obs.connects, &c.obs.reuses, &c.obs.intercepted, &c.ConnEarly} {
 		v.Store(0)
 	}
 	for i := range c.Hrsp {

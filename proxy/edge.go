@@ -23,11 +23,14 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/fulcrum-proxy/fulcrum/proxy/logformat"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
 	"github.com/fulcrum-proxy/fulcrum/proxy/proxyproto"
+	"github.com/fulcrum-proxy/fulcrum/proxy/syslog"
 	"github.com/fulcrum-proxy/fulcrum/proxy/tlsx"
 )
 
@@ -35,17 +38,18 @@ import (
 type edge struct {
 	acceptProxy bool
 	tls         *tlsx.Bind // nil: plain
+	id          string     // the bind's number in its frontend, from 1 (HAProxy's listener id)
 }
 
 // buildEdges makes the edges of fe's binds from the configuration, with
 // their TLS from the proxy's certificate store. Called by build.
 func (fe *Frontend) buildEdges() {
-	for _, b := range fe.Conf.BindOptions {
+	for i, b := range fe.Conf.BindOptions {
 		if b == nil || (!b.AcceptProxy && b.TLS == nil) {
 			fe.edges = append(fe.edges, nil)
 			continue
 		}
-		e := &edge{acceptProxy: b.AcceptProxy}
+		e := &edge{acceptProxy: b.AcceptProxy, id: strconv.Itoa(i + 1)}
 		if b.TLS != nil {
 			e.tls = fe.p.certs.NewBind(b.TLS)
 		}
@@ -171,6 +175,20 @@ func (fe *Frontend) logEdgeError(cc *clientConn, reason string, err error) {
 		ev = ev.Err(err)
 	}
 	ev.Msg(reason)
+	// The frontend's log targets get HAProxy's line for it, as its
+	// access lines (a trial: alerts on these lines in syslog missed them).
+	if len(fe.log.senders) == 0 {
+		return
+	}
+	id := "-"
+	if e := fe.edgeOf(cc); e != nil {
+		id = e.id
+	}
+	line := logformat.AppendEmbryonic(nil, cc.src, cc.acceptTime(), fe.Name, id, reason)
+	now := time.Now()
+	for _, s := range fe.log.senders {
+		s.Send(syslog.LevelInfo, now, line)
+	}
 }
 
 // edgeOf returns the edge of the listener that accepted cc, nil for a

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509/pkix"
@@ -12,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -336,9 +338,15 @@ func TestAcceptProxy(t *testing.T) {
 	e := newTLSEnv(t)
 	up := headerEcho(t)
 	logs := &testutil.SyncBuffer{}
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
 	p := e.start(t, fmt.Sprintf(`
 [[frontend]]
 name = "www"
+log = [{ target = "%s", facility = "local0" }]
 bind = ["127.0.0.1:0 accept-proxy", "127.0.0.1:0 accept-proxy ssl crt a.pem"]
 timeout_client_hs = "300ms"
 forwardfor = true
@@ -351,7 +359,7 @@ name = "web"
 [[backend.server]]
 name = "s1"
 address = "%s"
-`, up.addr()), logs)
+`, pc.LocalAddr(), up.addr()), logs)
 	fe := p.Frontends[0]
 	plainAddr, tlsAddr := fe.Addrs()[0].String(), fe.Addrs()[1].String()
 	v2 := proxyproto.Header{Command: proxyproto.Proxy, Src: netip.MustParseAddrPort("[2001:db8::7]:4444"),
@@ -436,6 +444,30 @@ address = "%s"
 		}
 	}
 	waitFor(t, 5*time.Second, "4 header errors", func() bool { return fe.ProxyErrors.Load() == 4 })
+	// conn_tot counts them, stot does not (HAProxy's cum_conn, cum_sess).
+	if s := p.Snapshot().Frontends[0]; s.Stot+s.ConnEarly != 8 || s.Stot != 4 {
+		t.Errorf("conn_tot %d, stot %d; want 8 and 4 (3 plain and 1 TLS sessions)", s.Stot+s.ConnEarly, s.Stot)
+	}
+	// Each also reached the frontend's log target as HAProxy's line:
+	// "ip:port [date] www/1: reason".
+	re := regexp.MustCompile(`127\.0\.0\.1:\d+ \[\d\d/\w{3}/\d{4}:\d\d:\d\d:\d\d\.\d{3}\] www/1: (.*)$`)
+	var got []string
+	buf := make([]byte, 2048)
+	for len(got) < 4 {
+		pc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, _, err := pc.ReadFrom(buf)
+		if err != nil {
+			t.Fatalf("log target: %v after %q", err, got)
+		}
+		if m := re.FindSubmatch(bytes.TrimRight(buf[:n], "\n")); m != nil {
+			got = append(got, string(m[1]))
+		}
+	}
+	want := "Received something which does not look like a PROXY protocol header|Received an invalid PROXY protocol header|" +
+		"Timeout while waiting for PROXY protocol header|Timeout while waiting for PROXY protocol header"
+	if strings.Join(got, "|") != want {
+		t.Errorf("log target: %q, want %q", got, want)
+	}
 }
 
 // TestAcceptProxyKeepsSplice: in tcp mode the connection behind a PROXY

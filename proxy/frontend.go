@@ -457,9 +457,11 @@ func (fe *Frontend) serve(cc *clientConn) (end http1.End) {
 	}()
 	e := fe.edgeOf(cc)
 	if e != nil && e.acceptProxy && !fe.readProxyHeader(cc) { // edge.go
+		fe.Counters.ConnEarly.Add(1)
 		return
 	}
 	if !fe.acceptConn(cc) { // tcp_request connection rules (rules.go)
+		fe.Counters.ConnEarly.Add(1)
 		return
 	}
 	fe.Counters.sessionStart(cc.acceptTime())

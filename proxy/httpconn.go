@@ -66,6 +66,7 @@ func (fe *Frontend) awaitFirst(cc *clientConn) bool {
 	}
 	cc.owner.Store(fe)
 	if !fe.acceptConn(cc) { // tcp_request connection rules (rules.go)
+		fe.Counters.ConnEarly.Add(1)
 		cc.closed()
 		return true
 	}

@@ -12,6 +12,7 @@ import (
 // milliseconds; LastSess is zero when no session was ever assigned.
 type CounterValues struct {
 	Scur, Smax, Slim, Stot      int64
+	ConnEarly                   int64 // frontends: connections that ended before their session (conn_tot is Stot + ConnEarly)
 	Bin, Bout                   int64
 	Dreq, Ereq, Econ, Eresp     int64
 	Dresp                       int64
@@ -40,7 +41,7 @@ type CounterValues struct {
 // values copies c at now.
 func (c *Counters) values(now time.Time) CounterValues {
 	v := CounterValues{
-		Scur: c.Scur.Load(), Smax: c.Smax.Load(), Stot: c.Stot.Load(),
+		Scur: c.Scur.Load(), Smax: c.Smax.Load(), Stot: c.Stot.Load(), ConnEarly: c.ConnEarly.Load(),
 		Bin: c.Bin.Load(), Bout: c.Bout.Load(),
 		Dreq: c.Dreq.Load(), Ereq: c.Ereq.Load(), Econ: c.Econ.Load(), Eresp: c.Eresp.Load(),
 		Dresp: c.Dresp.Load(),

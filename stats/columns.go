@@ -291,7 +291,7 @@ var columns = append([]Column{
 		get:  counter(func(c *cv) int64 { return c.RateMax })},
 	{Name: "conn_tot", Kinds: kF, typ: tU64, tags: "MCP", prom: "connections_total", promKinds: kF,
 		Desc: "Total number of new connections accepted on this frontend since the worker process started",
-		get:  counter(func(c *cv) int64 { return c.Stot })},
+		get:  counter(func(c *cv) int64 { return c.Stot + c.ConnEarly })},
 	{Name: "intercepted", Kinds: kFB, typ: tU64, tags: "MCP", prom: "intercepted_requests_total", promKinds: kF,
 		Desc: "Total number of HTTP requests intercepted on the frontend (redirects/stats/services) since the worker process started",
 		get: func(r *row) value {

@@ -561,6 +561,23 @@ func appendPort(dst []byte, a netip.AddrPort, fl Flags) []byte {
 
 var months = [12]string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
 
+// AppendEmbryonic appends HAProxy 2.6's line for a connection that ended
+// before any request or session (sess_log_embryonic: a bad PROXY header,
+// a failed TLS handshake): "ip:port [accept date] frontend/bind: reason".
+func AppendEmbryonic(dst []byte, client netip.AddrPort, accept time.Time, frontend, bind, reason string) []byte {
+	dst = client.Addr().AppendTo(dst)
+	dst = append(dst, ':')
+	dst = strconv.AppendUint(dst, uint64(client.Port()), 10)
+	dst = append(dst, " ["...)
+	dst = appendDate(dst, accept, true, false)
+	dst = append(dst, "] "...)
+	dst = append(dst, frontend...)
+	dst = append(dst, '/')
+	dst = append(dst, bind...)
+	dst = append(dst, ": "...)
+	return append(dst, reason...)
+}
+
 // appendDate writes 01/Dec/2026:22:29:55, then .mmm with ms, or a zone
 // offset (" +0000") with zone.
 func appendDate(dst []byte, t time.Time, ms, zone bool) []byte {
