@@ -154,11 +154,14 @@ func TestMaintKeepsDownLastChange(t *testing.T) {
 // maintenance is logged once, by the backend, with its cause (HAProxy
 // 2.6's one line); the checker, catching up with the state, adds none.
 func TestDNSMaintOneLine(t *testing.T) {
-	cfg := testConfig("127.0.0.1:1", "127.0.0.1:2")
+	up := newSwitchable(t, "s2") // its checks pass: no line of their own
+	cfg := testConfig("127.0.0.1:1", up.addr)
+	cfg.Backends[0].Servers[0].Check = false // its line closes the test
 	pc := logToUDP(t, cfg)
 	h := newHarness(t, cfg)
 	b := h.p.Backends[0]
 	s1, s2 := b.Servers()[0], b.Servers()[1]
+	h.next() // s2's first check, passed
 	b.ApplyDNS([]proxy.DNSUpdate{{Server: s2, Maint: true, Weight: -1, Reason: "No IP for server "}})
 	h.p.Snapshot() // the checker syncs with the new state
 	Of(s1).SetAdmin(proxy.AdminMaint)
