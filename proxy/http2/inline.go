@@ -130,8 +130,7 @@ func (c *econn) begin(es *estream) bool {
 		return false
 	}
 	x.Sent(0)
-	st.parkAt = st.clk
-	ex.SetClock(time.Time{})
+	st.parkAt = st.clk // Park arms the read deadline from it, and so will ReadHead
 	st.setClock(time.Time{})
 	in.Parked.Add(1)
 	c.wg.Add(1) // until a worker runs es (parkWaker.Wake)
