@@ -159,5 +159,20 @@ func h2Seeds() [][]byte {
 		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: enc("x-trailer", "1"), EndStream: true, EndHeaders: true})
 		fr.WriteGoAway(0, http2.ErrCodeNo, nil)
 	})
+	// HPACK dynamic table size updates (hpackscan.go): two before the
+	// fields (allowed), one after them, one in a CONTINUATION after them,
+	// and the byte after an :authority whose length was cut short.
+	static := []byte{0x82, 0x86, 0x84}
+	build(func(fr *http2.Framer, enc func(...string) []byte) {
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: append([]byte{0x3f, 0xe1, 0x1f, 0x20}, enc(get...)...), EndStream: true, EndHeaders: true})
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: append(append([]byte(nil), static...), 0x20), EndStream: true, EndHeaders: true})
+	})
+	build(func(fr *http2.Framer, enc func(...string) []byte) {
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: static, EndStream: true})
+		fr.WriteContinuation(1, true, []byte{0x3f, 0xe1, 0x1f})
+	})
+	build(func(fr *http2.Framer, enc func(...string) []byte) {
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: append(append([]byte(nil), static...), append([]byte{0x01, 7}, "example.com"...)...), EndStream: true, EndHeaders: true})
+	})
 	return seeds
 }

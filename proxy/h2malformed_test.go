@@ -93,3 +93,54 @@ func TestH2MalformedHeadRefused(t *testing.T) {
 		t.Errorf("ereq %d, want %d", n, len(cases))
 	}
 }
+
+// A request header block refused while it is decoded is logged PR--
+// "<BADREQ>" with no counter moved, as HAProxy 2.6 does (measured side by
+// side): a field name in upper case (its stream reset with
+// PROTOCOL_ERROR, the connection going on) and an HPACK dynamic table
+// size update after a field (GOAWAY COMPRESSION_ERROR, RFC 7541 4.2).
+func TestH2UndecodedHeadLogged(t *testing.T) {
+	up := newUpstream(t, "s1")
+	p, addr, logs := startLogged(t, h2Config([]string{up.addr()}, ""))
+	f := dialFramer(t, addr)
+	f.buf.Reset()
+	for _, kv := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":authority", "x"}, {":path", "/"}, {"X-Upper", "v"}} {
+		f.enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
+	}
+	f.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: f.buf.Bytes(), EndStream: true, EndHeaders: true})
+	for {
+		fr, err := f.fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rst, ok := fr.(*http2.RSTStreamFrame); ok {
+			if rst.StreamID != 1 || rst.ErrCode != http2.ErrCodeProtocol {
+				t.Fatalf("got %v, want RST_STREAM 1 PROTOCOL_ERROR", rst)
+			}
+			break
+		}
+	}
+	// Static-table fields only (:method GET, :scheme http, :path /), then
+	// a size update: the decoder's own check sees an empty table.
+	late := []byte{0x82, 0x86, 0x84, 0x20}
+	f.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: late, EndStream: true, EndHeaders: true})
+	if code := f.goAway(t); code != http2.ErrCodeCompression {
+		t.Fatalf("GOAWAY %v, want COMPRESSION_ERROR", code)
+	}
+	waitFor(t, 5e9, "two log lines", func() bool {
+		bad := 0
+		for _, l := range logLines(t, logs) {
+			if l["termination_state"] == "PR" && l["request"] == "<BADREQ>" {
+				bad++
+			}
+		}
+		return bad == 2
+	})
+	fe := p.Snapshot().Frontends[0].CounterValues
+	if fe.Ereq != 0 || fe.ReqTot != 0 {
+		t.Errorf("ereq %d, req_tot %d, want 0 and 0", fe.Ereq, fe.ReqTot)
+	}
+	if n := up.requests.Load(); n != 0 {
+		t.Errorf("the server got %d requests", n)
+	}
+}

@@ -108,7 +108,17 @@ func (x *Stream) bind(fe *Frontend, cc *clientConn) {
 // Begin starts a request whose first byte arrived at t0 (zero: none did,
 // the connection timed out waiting for it) on a connection idle since
 // idleStart: it counts the request on the frontend (req_tot, req_rate).
-func (x *Stream) Begin(idleStart, t0 time.Time) {
+func (x *Stream) Begin(idleStart, t0 time.Time) { x.begin(idleStart, t0, true) }
+
+// BeginUndecoded starts, at t, the record of an HTTP/2 request header
+// block that did not decode: HAProxy 2.6 logs it but counts no request
+// on the frontend (measured); the tracked entries count it, as BadHead.
+func (x *Stream) BeginUndecoded(t time.Time) {
+	x.begin(t, t, false)
+	x.trk.request()
+}
+
+func (x *Stream) begin(idleStart, t0 time.Time, count bool) {
 	x.flushLog() // a line still waiting (log.go)
 	x.lg.reset()
 	x.be, x.srv, x.pin = nil, nil, nil
@@ -127,7 +137,9 @@ func (x *Stream) Begin(idleStart, t0 time.Time) {
 		now = time.Now()
 	}
 	if x.fe.Conf.Mode == conf.ModeHTTP {
-		x.fe.Counters.request(now)
+		if count {
+			x.fe.Counters.request(now)
+		}
 		x.h1Begin()
 	}
 }

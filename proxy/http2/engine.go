@@ -459,8 +459,15 @@ func (c *econn) frame(f xh2.Frame) error {
 // whole opens its stream or ends it with its trailers.
 func (c *econn) block(frag []byte, whole bool) error {
 	err := c.blk.fragment(frag, whole)
-	if err == nil && whole {
-		return c.headers(c.blk)
+	if err == nil {
+		if whole {
+			return c.headers(c.blk)
+		}
+		return nil
+	}
+	if c.blk.id > c.maxID && c.blk.id%2 == 1 {
+		// A request head (not trailers): HAProxy 2.6 logs it.
+		c.malformed(stream.UndecodedHead)
 	}
 	// errors.As's target escapes: declared only on this path, it is not
 	// an allocation per header block.
@@ -469,7 +476,7 @@ func (c *econn) block(frag []byte, whole bool) error {
 		c.resetByUs(se.StreamID, se.Code)
 		return nil
 	}
-	return err // nil: the block goes on in a CONTINUATION
+	return err
 }
 
 // headers opens a stream, or ends one with its trailers.
@@ -530,7 +537,7 @@ func (c *econn) headers(f *hblock) error {
 	es, code := c.newStream(f)
 	if es == nil {
 		c.writeRST(id, code)
-		c.malformed()
+		c.malformed(stream.MalformedReset)
 		return nil
 	}
 	c.mu.Lock()
@@ -559,14 +566,18 @@ func (c *econn) headers(f *hblock) error {
 	return nil
 }
 
-// malformed logs and counts a request head newStream refused (its stream
-// reset), as HAProxy 2.6 logs it: PR--, "<BADREQ>", ereq.
-func (c *econn) malformed() {
+// malformed logs and counts a request head refused, as HAProxy 2.6
+// logs it: PR--, "<BADREQ>"; how is MalformedReset (newStream refused
+// it) or UndecodedHead (its block did not decode).
+func (c *econn) malformed(how stream.Outcome) {
 	x := c.cl.NewStream()
-	t0 := time.Now()
-	x.Begin(t0, t0)
-	x.BadHead()
-	x.End(stream.MalformedReset)
+	if t := time.Now(); how == stream.UndecodedHead {
+		x.BeginUndecoded(t)
+	} else {
+		x.Begin(t, t)
+		x.BadHead()
+	}
+	x.End(how)
 	x.Free()
 }
 

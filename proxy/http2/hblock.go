@@ -18,7 +18,9 @@ import (
 // a list beyond maxListSize is truncated (the stream is then refused),
 // a fragment far beyond the list's budget, or a CONTINUATION after an
 // invalid field, is a connection error (PROTOCOL_ERROR), and a block
-// that does not decode a COMPRESSION_ERROR. The Framer still checks that
+// that does not decode a COMPRESSION_ERROR — as is one with a dynamic
+// table size update after a field, which the decoder lets pass while its
+// table is empty and HAProxy 2.6 refuses (hpackscan.go). The Framer still checks that
 // CONTINUATION frames follow their HEADERS (RFC 9113 6.10).
 
 // maxListSize is the decoded list size accepted, as the Framer's
@@ -30,6 +32,7 @@ const maxListSize = maxHeaderList + 1024
 // or trailers it carries (the reader's only).
 type hblock struct {
 	dec         *hpack.Decoder
+	scan        repScan // the block's representations (hpackscan.go)
 	id          uint32
 	open        bool // its HEADERS was read, its END_HEADERS not yet
 	end         bool // END_STREAM was on its HEADERS
@@ -120,6 +123,9 @@ func validFieldName(v string) bool {
 func (b *hblock) fragment(frag []byte, whole bool) error {
 	if int64(len(frag)) > 2*int64(b.headersLeft+b.trailerLeft) || b.invalid != nil {
 		return connError(xh2.ErrCodeProtocol)
+	}
+	if b.scan.feed(frag) != nil {
+		return connError(xh2.ErrCodeCompression)
 	}
 	if _, err := b.dec.Write(frag); err != nil {
 		return connError(xh2.ErrCodeCompression)

@@ -71,4 +71,36 @@ func TestEngineHeaderBlocks(t *testing.T) {
 	if ga, ok := rc2.next().(*xh2.GoAwayFrame); !ok || ga.ErrCode != xh2.ErrCodeCompression {
 		t.Fatalf("got %v, want GOAWAY COMPRESSION_ERROR", ga)
 	}
+
+	// A dynamic table size update after a field (RFC 7541 4.2), which
+	// x/net's decoder lets pass while its table is empty: in the block's
+	// only fragment, in its CONTINUATION, and as the byte after an
+	// :authority whose length was cut short (".com" of "example.com":
+	// '.' is 001 01110). Each ends the connection as HAProxy 2.6 does.
+	// Fields from the static table only (:method GET, :scheme http,
+	// :path /): the decoder's table stays empty.
+	static := []byte{0x82, 0x86, 0x84}
+	late := append(append([]byte(nil), static...), 0x20)
+	authority := append([]byte{0x01, 7}, "example.com"...)
+	for i, frags := range [][][]byte{
+		{late},
+		{late[:len(late)-1], late[len(late)-1:]},
+		{append(append([]byte(nil), static...), authority...)},
+	} {
+		rc3 := dial(t, e.addr)
+		rc3.handshake()
+		rc3.fr.WriteHeaders(xh2.HeadersFrameParam{StreamID: 1, BlockFragment: frags[0], EndStream: true, EndHeaders: len(frags) == 1})
+		if len(frags) > 1 {
+			rc3.fr.WriteContinuation(1, true, frags[1])
+		}
+		if ga, ok := rc3.next().(*xh2.GoAwayFrame); !ok || ga.ErrCode != xh2.ErrCodeCompression {
+			t.Fatalf("late size update %d: got %v, want GOAWAY COMPRESSION_ERROR", i, ga)
+		}
+	}
+	// Size updates before the first field are served.
+	rc4 := dial(t, e.addr)
+	rc4.handshake()
+	early := append([]byte{0x3f, 0xe1, 0x1f, 0x20}, rc4.block(get...)...)
+	rc4.fr.WriteHeaders(xh2.HeadersFrameParam{StreamID: 1, BlockFragment: early, EndStream: true, EndHeaders: true})
+	rc4.whole(1, 2)
 }

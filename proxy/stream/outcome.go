@@ -96,6 +96,12 @@ const (
 	// carry): its stream is reset with PROTOCOL_ERROR, no page; logged
 	// PR-- "<BADREQ>" with ereq, as HAProxy 2.6 (measured).
 	MalformedReset
+	// UndecodedHead: an HTTP/2 request header block refused while it
+	// was decoded (a field that is not valid in HTTP/2, a pseudo-header
+	// out of place: the stream is reset; an HPACK error: the connection
+	// ends with GOAWAY): logged PR-- "<BADREQ>", no counter moves, as
+	// HAProxy 2.6 (measured).
+	UndecodedHead
 	// Killed: an operator (`shutdown session`, `shutdown sessions server`)
 	// or the stop's hard_stop_after ended an HTTP request while its
 	// response head was awaited: HAProxy 2.6 answers 502 and logs KH,
@@ -217,6 +223,7 @@ var Outcomes = [numOutcomes]Row{
 	ServerProtocolError: {Name: "server protocol error (h2)", Status: 502, Flags: "PH", Counts: BeEresp | SrvEresp, Observe: 502},
 	ServerReset:         {Name: "server reset (h2)", Flags: "SH", Counts: BeEresp | SrvEresp | BeSrvAbrt | SrvSrvAbrt, Silent: true},
 	MalformedReset:      {Name: "malformed request (h2)", Flags: "PR", Counts: FeEreq},
+	UndecodedHead:       {Name: "undecoded request (h2)", Flags: "PR"},
 	Killed:              {Name: "killed (head)", Flags: "KH", Counts: BeEresp | SrvEresp, Timed: true},
 	KilledData:          {Name: "killed (data)", Flags: "KD", Counts: BeSrvAbrt | SrvSrvAbrt, Relayed: true, Timed: true},
 	KilledTCP:           {Name: "killed (tcp)", Flags: "K-", Timed: true},
