@@ -110,10 +110,11 @@ func (x *Stream) bind(fe *Frontend, cc *clientConn) {
 // idleStart: it counts the request on the frontend (req_tot, req_rate).
 func (x *Stream) Begin(idleStart, t0 time.Time) { x.begin(idleStart, t0, true) }
 
-// BeginUndecoded starts, at t, the record of an HTTP/2 request header
-// block that did not decode: HAProxy 2.6 logs it but counts no request
-// on the frontend (measured); the tracked entries count it, as BadHead.
-func (x *Stream) BeginUndecoded(t time.Time) {
+// BeginRefused starts, at t, the record of an HTTP/2 request head
+// refused before it became a request (stream.MalformedReset): HAProxy
+// 2.6 logs it but counts no request on the frontend (measured); the
+// tracked entries count it, as BadHead.
+func (x *Stream) BeginRefused(t time.Time) {
 	x.begin(t, t, false)
 	x.trk.request()
 }

@@ -80,9 +80,10 @@ type Stream interface {
 	Begin(idleStart, t0 time.Time)
 	HeadRead(n int)
 	BadHead()
-	// BeginUndecoded starts, in place of Begin, the record of an HTTP/2
-	// request header block that did not decode (counted as no request).
-	BeginUndecoded(t time.Time)
+	// BeginRefused starts, in place of Begin, the record of an HTTP/2
+	// request head refused before it became a request (no request
+	// counted).
+	BeginRefused(t time.Time)
 	Route(r *stream.Request, tHead time.Time) stream.Route
 	Take(wake queue.Waker, wait queue.WaitFunc) stream.Outcome
 	// AbortOnClose reports whether the routed backend drops a queued

@@ -467,7 +467,7 @@ func (c *econn) block(frag []byte, whole bool) error {
 	}
 	if c.blk.id > c.maxID && c.blk.id%2 == 1 {
 		// A request head (not trailers): HAProxy 2.6 logs it.
-		c.malformed(stream.UndecodedHead)
+		c.malformed()
 	}
 	// errors.As's target escapes: declared only on this path, it is not
 	// an allocation per header block.
@@ -537,7 +537,7 @@ func (c *econn) headers(f *hblock) error {
 	es, code := c.newStream(f)
 	if es == nil {
 		c.writeRST(id, code)
-		c.malformed(stream.MalformedReset)
+		c.malformed()
 		return nil
 	}
 	c.mu.Lock()
@@ -566,18 +566,13 @@ func (c *econn) headers(f *hblock) error {
 	return nil
 }
 
-// malformed logs and counts a request head refused, as HAProxy 2.6
-// logs it: PR--, "<BADREQ>"; how is MalformedReset (newStream refused
-// it) or UndecodedHead (its block did not decode).
-func (c *econn) malformed(how stream.Outcome) {
+// malformed logs a request head refused (its block did not decode, or
+// newStream refused it), as HAProxy 2.6 logs it: PR--, "<BADREQ>", no
+// request counted.
+func (c *econn) malformed() {
 	x := c.cl.NewStream()
-	if t := time.Now(); how == stream.UndecodedHead {
-		x.BeginUndecoded(t)
-	} else {
-		x.Begin(t, t)
-		x.BadHead()
-	}
-	x.End(how)
+	x.BeginRefused(time.Now())
+	x.End(stream.MalformedReset)
 	x.Free()
 }
 

@@ -49,10 +49,10 @@ func (s *stubStream) LocalDone(err error) {
 	default:
 	}
 }
-func (s *stubStream) Free()                    {}
-func (s *stubStream) SetClock(time.Time)       {}
-func (s *stubStream) BadHead()                 {}
-func (s *stubStream) BeginUndecoded(time.Time) {}
+func (s *stubStream) Free()                  {}
+func (s *stubStream) SetClock(time.Time)     {}
+func (s *stubStream) BadHead()               {}
+func (s *stubStream) BeginRefused(time.Time) {}
 func (s *stubStream) End(o stream.Outcome) {
 	select {
 	case s.ended <- o:

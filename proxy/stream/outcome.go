@@ -91,17 +91,15 @@ const (
 	// stream is reset with REFUSED_STREAM (it may retry), no error page,
 	// no log line, as HAProxy 2.6 does.
 	ServerReset
-	// MalformedReset: an HTTP/2 request head that may not be forwarded
-	// (RFC 9113 8.3; a :path or :method an HTTP/1 request line could not
-	// carry): its stream is reset with PROTOCOL_ERROR, no page; logged
-	// PR-- "<BADREQ>" with ereq, as HAProxy 2.6 (measured).
+	// MalformedReset: an HTTP/2 request head refused before it became a
+	// request: one that may not be forwarded (RFC 9113 8.3; a :path or
+	// :method an HTTP/1 request line could not carry) or whose block did
+	// not decode (a field not valid in HTTP/2, a pseudo-header out of
+	// place: its stream is reset with PROTOCOL_ERROR; an HPACK error: the
+	// connection ends with GOAWAY). No page; logged PR-- "<BADREQ>" and
+	// no counter moves (not ereq, not req_tot), as HAProxy 2.6.12
+	// (measured).
 	MalformedReset
-	// UndecodedHead: an HTTP/2 request header block refused while it
-	// was decoded (a field that is not valid in HTTP/2, a pseudo-header
-	// out of place: the stream is reset; an HPACK error: the connection
-	// ends with GOAWAY): logged PR-- "<BADREQ>", no counter moves, as
-	// HAProxy 2.6 (measured).
-	UndecodedHead
 	// Killed: an operator (`shutdown session`, `shutdown sessions server`)
 	// or the stop's hard_stop_after ended an HTTP request while its
 	// response head was awaited: HAProxy 2.6 answers 502 and logs KH,
@@ -222,8 +220,7 @@ var Outcomes = [numOutcomes]Row{
 	ClientReset:         {Name: "client reset (h2)", Flags: "CD", Counts: FeCliAbrt | BeCliAbrt | SrvCliAbrt},
 	ServerProtocolError: {Name: "server protocol error (h2)", Status: 502, Flags: "PH", Counts: BeEresp | SrvEresp, Observe: 502},
 	ServerReset:         {Name: "server reset (h2)", Flags: "SH", Counts: BeEresp | SrvEresp | BeSrvAbrt | SrvSrvAbrt, Silent: true},
-	MalformedReset:      {Name: "malformed request (h2)", Flags: "PR", Counts: FeEreq},
-	UndecodedHead:       {Name: "undecoded request (h2)", Flags: "PR"},
+	MalformedReset:      {Name: "malformed request (h2)", Flags: "PR"},
 	Killed:              {Name: "killed (head)", Flags: "KH", Counts: BeEresp | SrvEresp, Timed: true},
 	KilledData:          {Name: "killed (data)", Flags: "KD", Counts: BeSrvAbrt | SrvSrvAbrt, Relayed: true, Timed: true},
 	KilledTCP:           {Name: "killed (tcp)", Flags: "K-", Timed: true},
