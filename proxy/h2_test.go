@@ -23,6 +23,7 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
+	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 )
 
 // h2cTransport returns an HTTP/2 transport with prior knowledge over
@@ -566,5 +567,58 @@ func TestH2MaxConcurrentStreams(t *testing.T) {
 	}
 	if n := p.Frontends[0].H2.StrmProtoErr.Load(); n != 1 {
 		t.Errorf("stream protocol errors: got %d, want 1", n)
+	}
+}
+
+// An HTTP/2 client's log line counts the response as an HTTP/1 client's
+// does (HAProxy 2.6 logs the same %B for both, measured: 217 and 217 for
+// its 503, 116 and 116 for a server's 200): a server's response, and an
+// error page (it was the page's body alone for HTTP/2).
+func TestH2LoggedBytes(t *testing.T) {
+	up := newUpstream(t, "s1")
+	for _, down := range []bool{false, true} {
+		cfg := h2Config([]string{up.addr()}, "")
+		fe := cfg.Frontends[0]
+		fe.Binds = append(fe.Binds, "127.0.0.1:0")
+		fe.BindOptions = append(fe.BindOptions, &conf.Bind{Addr: "127.0.0.1:0"})
+		cfg.Backends[0].Servers[0].Disabled = down
+		p, _, logs := startLogged(t, cfg)
+		addrs := p.Frontends[0].Addrs()
+		want := 200
+		if down {
+			want = 503
+		}
+		resp, err := http.Get("http://" + addrs[1].String() + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		tr := h2cTransport()
+		resp2, err := tr.RoundTrip(mustReq(t, "http://"+addrs[0].String()+"/x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp2.Body)
+		resp2.Body.Close()
+		tr.CloseIdleConnections()
+		if resp.StatusCode != want || resp2.StatusCode != want {
+			t.Fatalf("statuses %d (HTTP/1) and %d (HTTP/2), want %d", resp.StatusCode, resp2.StatusCode, want)
+		}
+		var lines []map[string]any
+		waitFor(t, 5e9, "two log lines", func() bool {
+			lines = logLines(t, logs)
+			return len(lines) == 2
+		})
+		h1, h2 := lines[0]["bytes_read"], lines[1]["bytes_read"]
+		if lines[0]["request"] != "GET /x HTTP/1.1" {
+			h1, h2 = h2, h1
+		}
+		if h1 != h2 || h1 == nil {
+			t.Errorf("status %d: bytes_read %v (HTTP/1) and %v (HTTP/2), want them equal", want, h1, h2)
+		}
+		if down && h1 != float64(len(http1.DenyResponse(503))) {
+			t.Errorf("503: bytes_read %v, want %d", h1, len(http1.DenyResponse(503)))
+		}
 	}
 }

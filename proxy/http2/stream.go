@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -209,7 +210,9 @@ func (st *h2stream) answer(rt stream.Route) {
 func (st *h2stream) fail(o stream.Outcome) {
 	if code := o.Row().Status; code != 0 && st.r.Context().Err() == nil {
 		page, _ := http1.ErrorPage(code)
-		st.x.Replied(code, int64(len(page)))
+		// Logged as the page of an HTTP/1 client on a kept connection:
+		// HAProxy counts a response alike whatever the client speaks.
+		st.x.Replied(code, int64(len(http1.DenyResponse(code))))
 		h := st.w.Header()
 		h.Set("Content-Type", "text/html")
 		h.Set("Cache-Control", "no-cache")
@@ -242,13 +245,17 @@ func (st *h2stream) local(h http.Handler) {
 	if lw.status == 0 {
 		lw.status = http.StatusOK
 	}
-	st.x.Replied(lw.status, int64(lw.body.Len()))
 	dst := st.w.Header()
+	head := h1StatusLine(lw.status) + len("content-length: \r\n\r\n") + len(strconv.Itoa(lw.body.Len()))
 	for k, v := range lw.h {
-		if !h2mux.HopByHop(k) {
+		if !h2mux.HopByHop(k) && k != "Content-Length" {
 			dst[k] = v
+			for _, s := range v {
+				head += len(k) + len(s) + 4
+			}
 		}
 	}
+	st.x.Replied(lw.status, int64(head+lw.body.Len()))
 	st.w.WriteHeader(lw.status)
 	_, err := st.w.Write(lw.body.Bytes())
 	st.x.LocalDone(err)
@@ -595,9 +602,8 @@ func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry, byReader bool) (o s
 	x.Respond(status)
 	rf := &st.rf
 	rf.Reset()
-	var headBytes int64 = 13
+	headBytes := int64(ex.HeadBytes()) // as an HTTP/1 client's log counts it
 	ex.Fields(func(name, value []byte) {
-		headBytes += int64(len(name) + len(value) + 4)
 		rf.Add(name, value)
 	})
 	st.resp = stream.Response{Status: status, Version: version11, Headers: rf}
@@ -842,7 +848,9 @@ func (st *h2stream) toH2(cc *xh2.ClientConn) {
 	x.Respond(status)
 	rf := &st.rf
 	rf.Reset()
-	var headBytes int64 = 13
+	// The head counted in its HTTP/1 form, as HAProxy counts a response
+	// whatever either side speaks.
+	headBytes := int64(h1StatusLine(status) + 2)
 	for name, values := range resp.Header {
 		if h2mux.HopByHop(name) {
 			continue
@@ -1046,4 +1054,11 @@ func atoi(b []byte) (int, error) {
 		n = n*10 + int(c-'0')
 	}
 	return n, nil
+}
+
+// h1StatusLine returns the size of the HTTP/1.1 status line of status
+// ("HTTP/1.1 200 OK\r\n"): a response to an HTTP/2 client is logged with
+// its head's size in HTTP/1 form.
+func h1StatusLine(status int) int {
+	return len("HTTP/1.1 200 \r\n") + len(http.StatusText(status))
 }
