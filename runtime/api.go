@@ -98,6 +98,7 @@ type API struct {
 	mu        sync.Mutex
 	listeners []*listener
 	sessions  map[*session]struct{}
+	accepted  int64 // sessions since start (under mu)
 	closed    bool
 	done      chan struct{} // closed by Close
 	wg        sync.WaitGroup
@@ -316,6 +317,7 @@ func (a *API) accept(l *listener) {
 			return
 		}
 		a.sessions[s] = struct{}{}
+		a.accepted++
 		a.wg.Add(1)
 		a.mu.Unlock()
 		go func() {

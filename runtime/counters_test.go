@@ -101,3 +101,43 @@ func TestClearCounters(t *testing.T) {
 		}
 	}
 }
+
+// TestInfoCumulativeCounts: show info's CumConns and CumReq count as
+// HAProxy 2.6's (measured side by side): a Runtime API session moves both
+// by one (HAProxy's stats socket connection is a connection and a
+// stream), a keep-alive connection of three requests CumConns by one and
+// CumReq by three.
+func TestInfoCumulativeCounts(t *testing.T) {
+	s1 := startUpstream(t, "127.0.0.1:0", "s1")
+	s2 := startUpstream(t, "127.0.0.1:0", "s2")
+	e := startEnv(t, twoServers(s1.addr, s2.addr))
+	cum := func() (conns, reqs string) {
+		for _, l := range strings.Split(e.run(t, LevelUser, "show info"), "\n") {
+			if v, ok := strings.CutPrefix(l, "CumConns: "); ok {
+				conns = v
+			}
+			if v, ok := strings.CutPrefix(l, "CumReq: "); ok {
+				reqs = v
+			}
+		}
+		return conns, reqs
+	}
+	if c, r := cum(); c != "1" || r != "1" {
+		t.Fatalf("at start: CumConns %s, CumReq %s, want 1 and 1 (this session)", c, r)
+	}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	url := "http://" + e.p.Frontends[0].Addrs()[0].String() + "/"
+	for range 3 {
+		resp, err := client.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if c, r := cum(); c != "3" || r != "5" {
+		t.Errorf("after three requests on one connection: CumConns %s, CumReq %s, want 3 and 5", c, r)
+	}
+}

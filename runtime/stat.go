@@ -27,6 +27,7 @@ func (a *API) facts() stats.ProcessFacts {
 	}
 	a.mu.Lock()
 	f.APIListeners, f.APISessions = len(a.listeners), len(a.sessions)
+	f.APISessionsTotal = a.accepted
 	a.mu.Unlock()
 	if a.opts.Peers != nil {
 		for _, st := range a.opts.Peers() {

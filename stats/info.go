@@ -26,7 +26,11 @@ type ProcessFacts struct {
 	// listening sockets and its sessions; the peers sessions running
 	// (ActivePeers: connecting or connected) and established
 	// (ConnectedPeers).
-	APIListeners, APISessions   int
+	APIListeners, APISessions int
+	// APISessionsTotal is the Runtime API's sessions since start: HAProxy
+	// 2.6 counts its stats socket's connections in CumConns and, each
+	// being a stream, in CumReq (measured).
+	APISessionsTotal            int64
 	ActivePeers, ConnectedPeers int
 	// HeapAlloc and HeapUsed are HeapFigures' (bytes).
 	HeapAlloc, HeapUsed int64
@@ -84,11 +88,19 @@ func NewInfo(snap *proxy.Snapshot, p ProcessFacts) Info {
 	if !snap.Started.IsZero() {
 		in.Uptime = snap.Taken.Sub(snap.Started)
 	}
+	in.CumConns, in.CumReq = p.APISessionsTotal, p.APISessionsTotal
 	for i := range snap.Frontends {
 		c := &snap.Frontends[i].CounterValues
 		in.CurrConns += c.Scur
-		in.CumConns += c.Stot
-		in.CumReq += c.ReqTot
+		// HAProxy's CumConns counts every connection accepted (its
+		// cum_conn: those refused at the edge too), its CumReq every
+		// stream (HTTP requests, TCP sessions).
+		in.CumConns += c.Stot + c.ConnEarly
+		if snap.Frontends[i].Mode == "tcp" {
+			in.CumReq += c.Stot
+		} else {
+			in.CumReq += c.ReqTot
+		}
 		in.ConnRate += c.Rate
 		in.BytesOut += c.Bout
 		in.SplicedOut += snap.Frontends[i].H1.SplicedOut

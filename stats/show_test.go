@@ -100,7 +100,7 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-var testFacts = ProcessFacts{APIListeners: 1, APISessions: 1, ActivePeers: 2, ConnectedPeers: 1,
+var testFacts = ProcessFacts{APIListeners: 1, APISessions: 1, APISessionsTotal: 4, ActivePeers: 2, ConnectedPeers: 1,
 	HeapAlloc: 23 << 20, HeapUsed: 9<<20 + 512, Version: "0.1.0", ReleaseDate: "2025/05/30", BuildInfo: "go1.26 fulcrum 0.1.0", UlimitN: 4058,
 	Pid: 4242, Nbthread: 2, Node: "lb1", Tasks: 31}
 
@@ -327,5 +327,36 @@ func TestServerStatus(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestInfoCumulative: CumConns counts every connection accepted (sessions
+// and those refused at the edge) and the Runtime API's sessions; CumReq
+// every stream: HTTP requests, TCP sessions, and the API's sessions, as
+// HAProxy 2.6 counts them (measured: a socat to its stats socket moves
+// both by one, a keep-alive connection of three requests CumConns by one
+// and CumReq by three).
+func TestInfoCumulative(t *testing.T) {
+	snap := testSnapshot()
+	var conns, reqs int64 = testFacts.APISessionsTotal, testFacts.APISessionsTotal
+	for _, fe := range snap.Frontends {
+		c := fe.CounterValues
+		conns += c.Stot + c.ConnEarly
+		if fe.Mode == "tcp" {
+			reqs += c.Stot
+		} else {
+			reqs += c.ReqTot
+		}
+	}
+	in := NewInfo(snap, testFacts)
+	if in.CumConns != conns || in.CumReq != reqs {
+		t.Errorf("CumConns %d, CumReq %d, want %d and %d", in.CumConns, in.CumReq, conns, reqs)
+	}
+	var tcp bool
+	for _, fe := range snap.Frontends {
+		tcp = tcp || fe.Mode == "tcp" && fe.CounterValues.Stot > 0
+	}
+	if !tcp {
+		t.Error("the test snapshot has no TCP frontend with sessions: the test cannot tell TCP from HTTP")
 	}
 }
