@@ -605,12 +605,13 @@ func (c *econn) newStream(f *hblock) (*estream, xh2.ErrCode) {
 			return nil, xh2.ErrCodeProtocol
 		}
 		path = authority
-	} else if scheme == "" || path == "" || !http1.ValidH2Request(method, path) {
+	} else if scheme == "" || path == "" || !http1.ValidH2Target(method, path) {
 		return nil, xh2.ErrCodeProtocol
 	}
 	es := &estream{c: c, id: f.id, declLen: -1}
 	st := getStream()
 	es.st = st
+	st.badMethod = !http1.ValidMethod(method)
 	fail := func() (*estream, xh2.ErrCode) {
 		putStream(st)
 		return nil, xh2.ErrCodeProtocol

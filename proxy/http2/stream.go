@@ -36,6 +36,9 @@ type h2stream struct {
 	r     *http.Request
 	x     Stream
 	first bool // the connection's first stream (http_reuse safe)
+	// badMethod: the :method is not a token; the stream is answered 400
+	// without being routed, as HAProxy 2.6 answers it (measured).
+	badMethod bool
 	// headSize is the request head's size, when the engine filled fields
 	// itself (the own engine: r.Header and r.URL are then nil, built only
 	// for a local answer).
@@ -154,6 +157,10 @@ func (st *h2stream) serve() {
 	case stream.RouteLocal:
 		st.local(rt.Handler)
 	case stream.RouteNoServer:
+		if st.badMethod {
+			st.fail(stream.BadRequest)
+			return
+		}
 		st.fail(stream.NoServer)
 	default:
 		st.forward()
@@ -180,6 +187,13 @@ func (st *h2stream) start() {
 		}
 	}
 	x.HeadRead(size)
+	if st.badMethod {
+		// Not routed: logged "<BADREQ>" with the frontend as backend.
+		st.rt = stream.Route{Kind: stream.RouteNoServer}
+		st.stage = stageRouted
+		st.setClock(time.Time{})
+		return
+	}
 	st.view = stream.Request{Method: sbytes(r.Method), URI: sbytes(r.RequestURI), Version: version2,
 		Host: sbytes(r.Host), Headers: st, HasBody: r.ContentLength != 0}
 	// The head was whole before the stream started: its parse time is
