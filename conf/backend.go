@@ -510,7 +510,19 @@ func (t *tableSection) stick() *stickTableSection {
 
 // validate checks a [[table]].
 func (t *tableSection) validate(s scope) {
-	checkName(s.at("name"), t.Name)
+	name := t.Name
+	if section, rest, ok := strings.Cut(t.Name, "/"); ok {
+		// HAProxy's name of a table declared in a peers section,
+		// "<peers>/<table>": shared through that section, and known to
+		// the peers as <table>.
+		if t.Peers != section {
+			s.at("name").errorf(`a name "<peers>/<table>" (HAProxy's table declared in a peers section) needs peers = %q, got %q`, section, t.Peers)
+			return
+		}
+		checkName(s.at("name"), section)
+		name = rest
+	}
+	checkName(s.at("name"), name)
 	t.stick().validate(s)
 }
 

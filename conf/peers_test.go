@@ -1,6 +1,7 @@
 package conf
 
 import (
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -38,5 +39,36 @@ func TestPeersModel(t *testing.T) {
 	}
 	if _, err := cfg.PeersSection("mesh").Local("lb9"); err == nil || !strings.Contains(err.Error(), `no peer named "lb9"`) {
 		t.Errorf("Local(lb9): %v", err)
+	}
+}
+
+// TestPeersSectionTableName: a [[table]] may be named "<peers>/<table>",
+// HAProxy's name of a table declared in a peers section, only when it is
+// shared through that section.
+func TestPeersSectionTableName(t *testing.T) {
+	base := `
+[[peers]]
+name = "mesh"
+peer = [{ name = "lb1", address = "127.0.0.1:1" }]
+
+[[table]]
+name = %q
+type = "ip"
+size = 10
+%s
+`
+	for _, tc := range []struct{ name, peers, err string }{
+		{"mesh/limits", `peers = "mesh"`, ""},
+		{"mesh/limits", "", `t.toml:7: table "mesh/limits": name: a name "<peers>/<table>" (HAProxy's table declared in a peers section) needs peers = "mesh", got ""`},
+		{"other/limits", `peers = "mesh"`, `needs peers = "other", got "mesh"`},
+		{"mesh/a/b", `peers = "mesh"`, `may contain only letters`},
+	} {
+		_, err := Parse("t.toml", []byte(fmt.Sprintf(base, tc.name, tc.peers)))
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s %s: %v", tc.name, tc.peers, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s %s: error %v, want one with %q", tc.name, tc.peers, err, tc.err)
+		}
 	}
 }

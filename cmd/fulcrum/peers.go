@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
@@ -64,7 +65,14 @@ func meshConfig(cfg *conf.Config, p *proxy.Proxy, ps *conf.Peers, flag string) p
 			continue
 		}
 		if t := p.Table(st.Name); t != nil {
-			mc.Tables = append(mc.Tables, peers.TableConfig{Table: t, KeyLen: st.Len, Aggregate: st.PeersAggregate})
+			tc := peers.TableConfig{Table: t, KeyLen: st.Len, Aggregate: st.PeersAggregate}
+			if strings.HasPrefix(st.Name, ps.Name+"/") {
+				// A table declared in an HAProxy peers section: named
+				// "<peers>/<table>", known to the peers as "/<table>"
+				// (HAProxy 2.6's nid: the name past the section's).
+				tc.Name = st.Name[len(ps.Name):]
+			}
+			mc.Tables = append(mc.Tables, tc)
 		}
 	}
 	return mc

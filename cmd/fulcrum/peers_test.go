@@ -23,6 +23,8 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
+	"github.com/fulcrum-proxy/fulcrum/proxy"
+	"github.com/rs/zerolog"
 )
 
 // peersConfig is a member of section "mesh": a frontend that tracks the
@@ -587,5 +589,57 @@ peer = [{ name = "lb1", address = "127.0.0.1:10000" }, { name = "lb2", address =
 		if code := run(args, &out, &out); code != tc.code || out.String() != tc.want {
 			t.Errorf("%v: exit %d, output %q, want exit %d, %q", tc.args, code, out.String(), tc.code, tc.want)
 		}
+	}
+}
+
+// TestMeshConfigWireNames: a [[table]] named "<peers>/<table>" (HAProxy's
+// name of a table declared in a peers section, as fulcrum import writes
+// it) is defined to the peers as "/<table>", HAProxy 2.6's nid; other
+// tables by their own name.
+func TestMeshConfigWireNames(t *testing.T) {
+	cfg, err := conf.Parse("t.toml", []byte(`
+[[peers]]
+name = "mesh"
+peer = [{ name = "lb1", address = "127.0.0.1:1" }]
+
+[[table]]
+name = "mesh/limits"
+type = "ip"
+size = 10
+peers = "mesh"
+
+[[table]]
+name = "web"
+type = "ip"
+size = 10
+peers = "mesh"
+
+[[frontend]]
+name = "fe"
+bind = ["127.0.0.1:0"]
+mode = "http"
+http_request = ["track-sc0 src table mesh/limits", "track-sc1 src table web"]
+default_backend = "be"
+
+[[backend]]
+name = "be"
+[[backend.server]]
+name = "s1"
+address = "127.0.0.1:1"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := proxy.New(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := meshConfig(cfg, p, cfg.Peers[0], "lb1")
+	got := map[string]string{}
+	for _, tc := range mc.Tables {
+		got[tc.Table.Name()] = tc.Name
+	}
+	if len(got) != 2 || got["mesh/limits"] != "/limits" || got["web"] != "" {
+		t.Errorf("wire names %q, want mesh/limits as /limits and web as itself", got)
 	}
 }

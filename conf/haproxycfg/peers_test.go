@@ -2,6 +2,8 @@ package haproxycfg
 
 import (
 	"strings"
+
+	"github.com/fulcrum-proxy/fulcrum/conf"
 	"testing"
 )
 
@@ -70,5 +72,67 @@ func TestImportLocalPeer(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestImportPeersSectionTable: a peers section's `table NAME ...` line,
+// HAProxy's stick table declared in the section, becomes a [[table]]
+// named as HAProxy names it, "<peers>/NAME", shared through the section;
+// the rules that track in it and read it stay as written. A fresh-user
+// trial found the table and its track-sc0 dropped while the deny reading
+// sc0 was kept: the rate limit was silently gone. A table line HAProxy
+// refuses (no size) is noted and kept as a comment in [[peers]].
+func TestImportPeersSectionTable(t *testing.T) {
+	const cfg = `peers mesh
+    peer lb1 127.0.0.1:10001
+    peer lb2 127.0.0.1:10002
+    # the limits
+    table limits type ip size 100k expire 30s store http_req_rate(10s),gpc0
+    table bad type ip
+
+defaults
+    mode http
+
+frontend www
+    bind :80
+    http-request track-sc0 src table mesh/limits
+    http-request deny deny_status 429 if { sc_http_req_rate(0) gt 5 }
+    default_backend app
+
+backend app
+    server s1 10.0.0.1:80
+`
+	r, err := Import([]byte(cfg), Options{Name: "h.cfg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(r.TOML)
+	for _, want := range []string{`
+# the limits
+[[table]]
+name = "mesh/limits"
+type = "ip"
+size = 102400
+expire = "30s"
+store = ["http_req_rate(10s)", "gpc0"]
+peers = "mesh"
+`, `  "track-sc0 src table mesh/limits",
+  "deny deny_status 429 if { sc_http_req_rate(0) gt 5 }",
+`, `# table bad type ip
+`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the TOML lacks\n%s\nin\n%s", want, text)
+		}
+	}
+	notes := notesText("h.cfg", r)
+	if strings.Count(notes, "\n") != 1 || !strings.Contains(notes, "h.cfg:6: table: not supported: ") {
+		t.Errorf("notes: want one, for line 6:\n%s", notes)
+	}
+	c, err := conf.Parse("h.toml", r.TOML)
+	if err != nil {
+		t.Fatalf("the TOML does not pass check: %v\n%s", err, text)
+	}
+	if len(c.Tables) != 1 || c.Tables[0].Name != "mesh/limits" || c.Tables[0].Peers != "mesh" {
+		t.Errorf("tables: %+v", c.Tables)
 	}
 }

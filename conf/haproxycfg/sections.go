@@ -85,6 +85,7 @@ func (c *converter) convertPeers(s *section) {
 		t.set("localpeer", lp, 0).trail = "global localpeer"
 	}
 	bind := ""
+	var tables []*table
 	for _, ln := range s.lines {
 		if ln.kw(0) == "bind" && len(ln.words) > 1 {
 			bind = ln.kw(1)
@@ -139,7 +140,9 @@ func (c *converter) convertPeers(s *section) {
 		case "disabled":
 			c.commentLine(t, ln, Unsupported, "disabled sections")
 		case "table":
-			c.commentLine(t, ln, Unsupported, "tables declared in a peers section: declare the table in a backend (stick-table ... peers "+s.name+")")
+			if tt := c.peersTable(s, t, ln); tt != nil {
+				tables = append(tables, tt)
+			}
 		case "log":
 			c.commentLine(t, ln, Ignored, "fulcrum logs peers events to stderr")
 		default:
@@ -147,6 +150,38 @@ func (c *converter) convertPeers(s *section) {
 		}
 	}
 	c.body = append(c.body, t)
+	c.body = append(c.body, tables...)
+}
+
+// peersTable converts a peers section's `table NAME type ... size ...
+// [expire T] [store D,...]` line, HAProxy's stick-table declared in the
+// section, into a [[table]] named as HAProxy names it, "<peers>/NAME"
+// (which rules and the Runtime API use), shared through the section (its
+// peers know it as NAME). nil when the line is not converted: it is
+// then a comment in pt, the section's [[peers]].
+func (c *converter) peersTable(s *section, pt *table, ln *line) *table {
+	if ln.kw(1) == "" {
+		c.commentLine(pt, ln, Unsupported, "a table needs a name")
+		return nil
+	}
+	tt := &table{header: "[[table]]", src: ln.num}
+	tt.set("name", s.name+"/"+ln.kw(1), ln.num)
+	p := &proxy{sec: s, kind: "backend", name: s.name + "/" + ln.kw(1), be: tt, tableOnly: true, chk: map[string]chkVal{}}
+	// (the line's comments go above the [[table]], not inside it)
+	x := &ctx{c: c, p: p, ln: ln, row: &keyword{name: "table", side: sideAny, conv: convStickTable}, argi: 2, leadUsed: true}
+	x.convert()
+	if tt.get("type") == nil {
+		// Refused whole: its comments go to the [[peers]].
+		for _, e := range tt.entries {
+			if e.key == "" {
+				pt.entries = append(pt.entries, e)
+			}
+		}
+		return nil
+	}
+	tt.set("peers", s.name, ln.num)
+	tt.lead = append([]string{}, ln.lead...)
+	return tt
 }
 
 // resolversKeys are the one-value keywords of a resolvers section.

@@ -446,3 +446,59 @@ func TestHAProxyKeyTypes(t *testing.T) {
 		})
 	}
 }
+
+// TestHAProxyPeersSectionTable: a table declared in HAProxy's peers
+// section (`table limits ...` in `peers mesh`) is "mesh/limits" to its
+// rules and CLI and "/limits" to its peers (HAProxy's nid: the name past
+// the section's); a fulcrum table named "mesh/limits" (what fulcrum
+// import makes of that line) with the wire name "/limits" pairs with it
+// both ways.
+func TestHAProxyPeersSectionTable(t *testing.T) {
+	ln := listen(t)
+	peers := []PeerConfig{{Name: "hap", Addr: freePort(t)}, {Name: "fulc", Addr: ln.Addr().String()}}
+	h := &hap{bin: needHAProxy(t), dir: t.TempDir(), http: freePort(t)}
+	h.sock = filepath.Join(h.dir, "admin.sock")
+	cfg := fmt.Sprintf(`global
+    stats socket %s level admin
+    localpeer hap
+peers mesh
+    peer hap %s
+    peer fulc %s
+    table limits type ip size 1000 expire 1m store http_req_cnt,gpc0
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind %s
+    http-request track-sc0 src table mesh/limits
+    http-request return status 200
+`, h.sock, peers[0].Addr, peers[1].Addr, h.http)
+	h.cfg = filepath.Join(h.dir, "haproxy.cfg")
+	if err := os.WriteFile(h.cfg, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.start(t)
+	tb := ipTable(t, "mesh/limits", 0, "http_req_cnt", "gpc0")
+	m, err := New(Config{Name: "mesh", Local: "fulc", Peers: peers, Tables: []TableConfig{{Table: tb, Name: "/limits"}}}, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.StartListener(ln)
+	t.Cleanup(m.Stop)
+	waitFor(t, 10*time.Second, "the session with HAProxy", func() bool { return settled(m) })
+
+	k := ip(t, "127.0.0.1")
+	for range 2 {
+		h.get(t)
+	}
+	waitFor(t, 10*time.Second, "HAProxy's entry in fulcrum's table", func() bool { return value(tb, k, stick.HTTPReqCnt) == 2 })
+
+	e := tb.Get(ip(t, "192.0.2.7"))
+	tb.Update(e, stick.GPC0)
+	tb.Release(e)
+	waitFor(t, 10*time.Second, "fulcrum's entry in HAProxy's table mesh/limits", func() bool {
+		return strings.Contains(h.cli(t, "show table mesh/limits key 192.0.2.7"), " gpc0=1")
+	})
+}

@@ -55,6 +55,18 @@ type TableConfig struct {
 	// Aggregate adds up the table's counters and rates with the other
 	// fulcrum members (stick.Config.Origins must be Config.Remotes()).
 	Aggregate bool
+	// Name is the name the peers know the table by (HAProxy's nid: a
+	// table declared in a peers section, "<peers>/<table>" locally, is
+	// "/<table>" on the wire); empty: the table's own.
+	Name string
+}
+
+// wireName returns the name the table is defined with to the peers.
+func (tc TableConfig) wireName() string {
+	if tc.Name != "" {
+		return tc.Name
+	}
+	return tc.Table.Name()
 }
 
 // Remotes returns the number of members other than the local one.
@@ -324,7 +336,7 @@ func (m *Mesh) apply(cfg Config) []*session {
 	tables := make([]*table, 0, len(cfg.Tables))
 	for _, tc := range cfg.Tables {
 		fresh := newTable(0, tc)
-		tb := old[tc.Table.Name()]
+		tb := old[fresh.def.name]
 		switch {
 		case tb == nil:
 			fresh.def.id = m.nextID
@@ -339,7 +351,7 @@ func (m *Mesh) apply(cfg Config) []*session {
 			tb = fresh
 			redefine = true
 		}
-		delete(old, tc.Table.Name())
+		delete(old, fresh.def.name)
 		tables = append(tables, tb)
 		if m.ln != nil && !m.closed {
 			tb.t.SetShared(true)

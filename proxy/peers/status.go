@@ -152,7 +152,9 @@ func (m *Mesh) peerStatus(p *peer, now time.Time) PeerStatus {
 		if pt == nil {
 			return nil
 		}
-		return &TableRef{Ptr: ptrOf(pt), Name: pt.tab.def.name, LocalID: pt.tab.def.id, RemoteID: pt.remoteID}
+		// (its local name, as HAProxy's table->id: "<peers>/<table>" for
+		// a table declared in a peers section, not the name on the wire)
+		return &TableRef{Ptr: ptrOf(pt), Name: pt.tab.t.Name(), LocalID: pt.tab.def.id, RemoteID: pt.remoteID}
 	}
 	if ps.Session != nil {
 		ps.RemoteTable = ref(p.remoteTable)

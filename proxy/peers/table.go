@@ -84,7 +84,7 @@ func newTable(id uint64, tc TableConfig) *table {
 	tb := &table{t: t}
 	tb.def = localDef{
 		id:        id,
-		name:      t.Name(),
+		name:      tc.wireName(),
 		keyType:   wireKeyType(t.Type()),
 		keySize:   wireKeySize(t.Type(), tc.KeyLen),
 		store:     t.Store(),
