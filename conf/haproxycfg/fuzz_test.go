@@ -19,6 +19,7 @@ func FuzzImport(f *testing.F) {
 	}
 	f.Add([]byte("frontend f\n bind :80\n default_backend b\nbackend b\n server s \"a\n"))
 	f.Add([]byte("frontend f\n bind 127.0.0.1:${XP}\n http-request set-header A \"${XV}-$Y\"\n default_backend b\nbackend b\n server s $X:80\n"))
+	f.Add([]byte("peers mesh\n peer lb1 127.0.0.1:1\n table limits type ip size 100k expire 30s store http_req_rate(10s),gpc0\n table t2 type string len 8 size 10 nopurge\ndefaults\n mode http\nfrontend f\n bind :80\n http-request track-sc0 src table mesh/limits\n http-request deny if { sc_http_req_rate(0) gt 5 }\n default_backend b\nbackend b\n server s 10.0.0.1:80\n"))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 64<<10 {

@@ -341,7 +341,7 @@ func (s *session) relayH2(call *h2mux.Call, resp *http.Response, reqBody *counti
 	closeAfter := s.req.connClose || untilClose || s.cl.StoppingForGood()
 
 	w := s.bw
-	n0 := w.Buffered()
+	n0 := s.written()
 	w.WriteString("HTTP/1.1 ")
 	if code, reason, ok := edits.Status(); ok {
 		w.WriteString(strconv.Itoa(code))
@@ -392,7 +392,7 @@ func (s *session) relayH2(call *h2mux.Call, resp *http.Response, reqBody *counti
 	}
 	x.AppendResponseFields(w)
 	w.WriteString("\r\n")
-	headBytes := int64(w.Buffered() - n0)
+	headBytes := s.written() - n0
 
 	var body int64
 	var rerr, werr error

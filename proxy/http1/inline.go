@@ -324,11 +324,30 @@ func (s *session) hibernateIdle() bool {
 // newWriter returns the client's buffered writer: through cw when the
 // connection can park.
 func (s *session) newWriter() *bufio.Writer {
+	s.out.w = s.c
 	if s.cw.c != nil {
-		return netio.GetWriter(&s.cw)
+		s.out.w = &s.cw
 	}
-	return netio.GetWriter(s.c)
+	return netio.GetWriter(&s.out)
 }
+
+// countSink counts the bytes written through it, for the bytes of a
+// response head that a flush of bw took before it was whole (a head of
+// more than bw's 16 KiB: bw.Buffered alone missed them).
+type countSink struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countSink) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// written returns the bytes given to bw since the session began, flushed
+// or not.
+func (s *session) written() int64 { return s.out.n + int64(s.bw.Buffered()) }
 
 // initPark readies s to park when its client can.
 func (s *session) initPark() {

@@ -89,6 +89,7 @@ type session struct {
 	rw        respWaker
 	iw        idleWaker
 	cw        cliSink
+	out       countSink // under bw: what left for the client (written)
 	cs        upSrc // under br when the connection can park (src)
 }
 
@@ -975,7 +976,8 @@ func (s *session) relay(uc *upConn) bool {
 		// response left: the client gets a 502 instead of it (PH), as
 		// HAProxy. Past that point the exchange is aborted below (SD).
 		uc.close()
-		s.bw.Reset(s.c)
+		s.out.w = s.c
+		s.bw.Reset(&s.out)
 		return s.fail(stream.BadResponseBody)
 	}
 	x.Relayed(shown, headBytes+bodyBytes)
@@ -1357,7 +1359,7 @@ func (s *session) writeInterimHead() {
 func (s *session) writeResponseHead(closeAfter, upgrade bool) int64 {
 	r := &s.resp
 	w := s.bw
-	n := w.Buffered()
+	n := s.written()
 	edits := s.x.ResponseEdits()
 	w.WriteString("HTTP/1.1 ")
 	if code, reason, ok := edits.Status(); ok {
@@ -1400,7 +1402,7 @@ func (s *session) writeResponseHead(closeAfter, upgrade bool) int64 {
 	}
 	s.x.AppendResponseFields(w)
 	w.WriteString("\r\n")
-	return int64(w.Buffered() - n)
+	return s.written() - n
 }
 
 // streamFlush returns the flush function used while relaying a response
