@@ -55,6 +55,12 @@ func TestH2ServerResetRefused(t *testing.T) {
 		t.Errorf("after the h2 reset: backend eresp %d srv_abrt %d hrsp_5xx %d, server eresp %d srv_abrt %d, frontend hrsp_5xx %d; want 1 1 0 1 1 0",
 			be.Eresp, be.SrvAbrt, be.Hrsp5xx, srv.Eresp, srv.SrvAbrt, s.Frontends[0].Hrsp5xx)
 	}
+	// The client did nothing wrong: no protocol error of its own, no
+	// RST_STREAM sent on error (HAProxy 2.6 leaves both at 0; a
+	// fresh-user trial saw them move).
+	if h := &p.Frontends[0].H2; h.StrmProtoErr.Load() != 0 || h.RstStreamResp.Load() != 0 {
+		t.Errorf("frontend h2 stream protocol errors %d, RST_STREAM sent %d: want 0 and 0", h.StrmProtoErr.Load(), h.RstStreamResp.Load())
+	}
 	// The HTTP/1.1 client: the 502, logged SH. Its line is the only one
 	// (the h2 stream's would have been written before its reset left).
 	rc := dialRaw(t, p.Frontends[0].Addrs()[1].String())

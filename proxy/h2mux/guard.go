@@ -322,9 +322,14 @@ func (g *Guard) onWrite(typ, flags byte, _ int, payload []byte) {
 		g.dataSent.Add(1)
 	case frameRSTStream:
 		if len(payload) >= 4 {
-			if code := http2.ErrCode(binary.BigEndian.Uint32(payload)); code != http2.ErrCodeNo && code != http2.ErrCodeCancel && code != http2.ErrCodeInternal {
+			switch http2.ErrCode(binary.BigEndian.Uint32(payload)) {
+			case http2.ErrCodeNo, http2.ErrCodeCancel, http2.ErrCodeInternal, http2.ErrCodeRefusedStream:
 				// INTERNAL_ERROR: the proxy aborted a response its server
-				// broke, no error of the peer's.
+				// broke; REFUSED_STREAM: a stream its server refused (or
+				// one past the concurrent streams), to be retried: no
+				// error of the peer's (HAProxy 2.6 counts neither, a
+				// fresh-user trial measured).
+			default:
 				c.StrmProtoErr.Add(1)
 				c.RstStreamResp.Add(1)
 			}

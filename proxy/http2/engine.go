@@ -530,6 +530,11 @@ func (c *econn) headers(f *hblock) error {
 	}
 	if len(c.streams) >= c.adv {
 		c.mu.Unlock()
+		// Counted as HAProxy 2.6 counts it (measured): an RST_STREAM
+		// sent on error, not a protocol error (the guard counts neither
+		// for REFUSED_STREAM, which also refuses a stream its server
+		// refused).
+		c.cl.Counters().RstStreamResp.Add(1)
 		c.writeRST(id, xh2.ErrCodeRefusedStream)
 		return nil
 	}
