@@ -264,6 +264,8 @@ var globalRows = []keyword{
 	{name: "tune.rcvbuf.client", conv: convGlobalInt("tune_rcvbuf_client")},
 	{name: "tune.sndbuf.server", conv: convGlobalInt("tune_sndbuf_server")},
 	{name: "tune.rcvbuf.server", conv: convGlobalInt("tune_rcvbuf_server")},
+	{name: "tune.h2.max-concurrent-streams", conv: convGlobalInt("tune_h2_max_concurrent_streams")},
+	{name: "tune.h2.*", kind: Unsupported, why: "HTTP/2 tuning other than max-concurrent-streams: fulcrum's HTTP/2 windows, frame size and header table are its own (1 MiB initial window, 16 KiB frames, 4 KiB table)"},
 	{name: "tune.*", kind: Unsupported, why: "tuning settings"},
 	{name: "localpeer", conv: convLocalPeer},
 	{name: "spread-checks", kind: Builtin, why: "fulcrum spreads checks over their interval by itself"},

@@ -136,3 +136,29 @@ peers = "mesh"
 		t.Errorf("tables: %+v", c.Tables)
 	}
 }
+
+// TestImportTuneH2: tune.h2.max-concurrent-streams converts to
+// tune_h2_max_concurrent_streams (a fresh-user trial found it commented
+// out as "tuning settings"); the other tune.h2 lines are noted with why.
+func TestImportTuneH2(t *testing.T) {
+	const cfg = "global\n    tune.h2.max-concurrent-streams 50\n    tune.h2.initial-window-size 65535\n" +
+		"defaults\n    mode http\nfrontend f\n    bind :80\n    default_backend b\nbackend b\n    server s 10.0.0.1:80\n"
+	r, err := Import([]byte(cfg), Options{Name: "h.cfg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(r.TOML), "\n[global]\ntune_h2_max_concurrent_streams = 50\n") {
+		t.Errorf("TOML:\n%s", r.TOML)
+	}
+	notes := notesText("h.cfg", r)
+	if want := "h.cfg:3: tune.h2.initial-window-size: not supported: HTTP/2 tuning other than max-concurrent-streams"; strings.Count(notes, "\n") != 1 || !strings.Contains(notes, want) {
+		t.Errorf("notes: want only %q:\n%s", want, notes)
+	}
+	c, err := conf.Parse("h.toml", r.TOML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Global.H2MaxStreams != 50 {
+		t.Errorf("H2MaxStreams %d, want 50", c.Global.H2MaxStreams)
+	}
+}
