@@ -22,6 +22,17 @@ func (s *Server) IdleConns() (safe, unsafe int) {
 	return s.up.Pool.Idle()
 }
 
+// H2Conns returns the HTTP/2 connections of a `proto = "h2"` server:
+// with a stream in flight or reserved, without, and the most held at
+// once; ok is false for any other server.
+func (s *Server) H2Conns() (busy, idle, peak int, ok bool) {
+	if s.up.H2 == nil || s.up.ByALPN {
+		return 0, 0, 0, false
+	}
+	busy, idle, peak = s.up.H2.Usage()
+	return busy, idle, peak, true
+}
+
 // PoolMax returns the most idle connections s's pool keeps (pool_max_conn),
 // -1 = no limit.
 func (s *Server) PoolMax() int { return s.up.Pool.Max() }

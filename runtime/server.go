@@ -545,6 +545,11 @@ func showServersConn(c *Context, args []string) error {
 			}
 			safe, unsafe := s.IdleConns()
 			cur, peak := s.Counters.Scur.Load(), s.Counters.Smax.Load()
+			if busy, idle, most, ok := s.H2Conns(); ok {
+				// An HTTP/2 server: connections, not the streams they
+				// carry; an idle one is safe to reuse.
+				cur, peak, safe, unsafe = int64(busy), int64(most), idle, 0
+			}
 			c.Printf("%s/%s %d/%d %s %s - %d %d %d %d %d %d %d %d %d\n",
 				b.Name, s.Name, b.ID, s.ID, host, port, s.Conf.PoolPurgeDelay.Milliseconds(), cur, peak, peak,
 				unsafe, safe, s.PoolMax(), safe+unsafe, safe+unsafe)

@@ -39,6 +39,9 @@ type Pool struct {
 	// waiting counts the requests waiting for one.
 	dials   map[string]*Dial
 	waiting atomic.Int32
+
+	// peak is the most connections held at once (under mu).
+	peak int
 }
 
 // Dial is a connection to the pool's server being dialed for requests of
@@ -223,6 +226,7 @@ func (p *Pool) Add(key string, c net.Conn) (*http2.ClientConn, error) {
 	}
 	p.mu.Lock()
 	p.conns = append(p.conns, pooled{cc, key, g})
+	p.peak = max(p.peak, len(p.conns))
 	p.mu.Unlock()
 	return cc, nil
 }
@@ -248,6 +252,22 @@ func (p *Pool) Len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.conns)
+}
+
+// Usage returns the connections held with a stream in flight or
+// reserved (busy), those without (idle), and the most held at once
+// (show servers conn's used_cur, idle_cur and used_max).
+func (p *Pool) Usage() (busy, idle, peak int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, e := range p.conns {
+		if st := e.cc.State(); st.StreamsActive+st.StreamsReserved > 0 {
+			busy++
+		} else {
+			idle++
+		}
+	}
+	return busy, idle, p.peak
 }
 
 // Streams returns the streams in flight or reserved on the pool's
