@@ -90,7 +90,7 @@ type session struct {
 	iw        idleWaker
 	cw        cliSink
 	out       countSink // under bw: what left for the client (written)
-	cs        upSrc // under br when the connection can park (src)
+	cs        upSrc     // under br when the connection can park (src)
 }
 
 // firstReadSize is how many bytes a connection waiting without its buffers
