@@ -198,6 +198,10 @@ func (g *Guard) Close() error {
 // the connection closed; nil for a client connection's guard.
 func (g *Guard) Settled() <-chan struct{} { return g.settled }
 
+// isSettled reports whether Settled's channel is closed: the server's
+// first SETTINGS were applied (or the connection closed).
+func (g *Guard) isSettled() bool { return g.settledDone.Load() }
+
 func (g *Guard) settle() {
 	if g.settled != nil && g.settledDone.CompareAndSwap(false, true) {
 		close(g.settled)
