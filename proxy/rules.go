@@ -72,5 +72,6 @@ func (fe *Frontend) acceptConn(cc *clientConn) bool {
 	}
 	cc.st.release()
 	fe.DeniedConn.Add(1)
+	resetOnClose(cc.c)
 	return false
 }

@@ -6,11 +6,13 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -88,6 +90,11 @@ func dialFrom(t *testing.T, src, addr string) net.Conn {
 	t.Helper()
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 5 * time.Second}
 	c, err := d.Dial("tcp", addr)
+	if errors.Is(err, syscall.ECONNRESET) {
+		// A connection the proxy rejected, reset before the dial looked
+		// at its socket: what the test reads from it is the reset.
+		return resetConn{err}
+	}
 	if err != nil {
 		t.Fatalf("dial %s: %v", addr, err)
 	}
@@ -501,3 +508,16 @@ address = "127.0.0.1:1"
 		})
 	}
 }
+
+// resetConn is a connection reset while it was dialed: every operation
+// fails with the reset.
+type resetConn struct{ err error }
+
+func (c resetConn) Read([]byte) (int, error)         { return 0, c.err }
+func (c resetConn) Write([]byte) (int, error)        { return 0, c.err }
+func (c resetConn) Close() error                     { return nil }
+func (c resetConn) LocalAddr() net.Addr              { return nil }
+func (c resetConn) RemoteAddr() net.Addr             { return nil }
+func (c resetConn) SetDeadline(time.Time) error      { return nil }
+func (c resetConn) SetReadDeadline(time.Time) error  { return nil }
+func (c resetConn) SetWriteDeadline(time.Time) error { return nil }
