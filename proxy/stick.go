@@ -331,6 +331,29 @@ func (tr *tracker) Tracked(slot int, d stick.DataType) (int64, bool) {
 	return tr.sc[slot].t.Value(tr.sc[slot].e, d)
 }
 
+// Inc adds one to each of ds on the entry tracked in slot (sc-inc-gpc0,
+// sc_inc_gpc0) and returns ds[0]'s new value.
+func (tr *tracker) Inc(slot int, ds ...stick.DataType) (int64, bool) {
+	if slot < 0 || slot >= len(tr.sc) || tr.sc[slot].e == nil {
+		return 0, false
+	}
+	sc := &tr.sc[slot]
+	if _, ok := sc.t.Value(sc.e, ds[0]); !ok {
+		return 0, false
+	}
+	sc.t.Update(sc.e, ds...)
+	return sc.t.Value(sc.e, ds[0])
+}
+
+// Swap sets d of the entry tracked in slot to v (sc-set-gpt0,
+// sc_clr_gpc0) and returns the old value.
+func (tr *tracker) Swap(slot int, d stick.DataType, v int64) (int64, bool) {
+	if slot < 0 || slot >= len(tr.sc) || tr.sc[slot].e == nil {
+		return 0, false
+	}
+	return tr.sc[slot].t.Swap(tr.sc[slot].e, d, v)
+}
+
 // accepted counts a connection that the tcp_request connection rules let
 // through as a session on its tracked entries (sess_cnt, sess_rate), as
 // HAProxy's session_count_new.

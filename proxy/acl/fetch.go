@@ -77,6 +77,8 @@ type fetchDef struct {
 	dt   stick.DataType
 	slot int8
 	kb   bool
+	// clr: sc_clr_gpcN (id fGPC), else sc_inc_gpcN.
+	clr bool
 }
 
 // fetchID selects a fetch's function. Dispatch is a switch, not a func
@@ -114,6 +116,7 @@ const (
 	fConst       // TRUE and FALSE: the fetch's occ holds the value
 	fStr         // str(<string>): the constant string, its name
 	fSC          // sc_*, scN_*: a data type of a tracked entry
+	fGPC         // sc_inc_gpcN, sc_clr_gpcN: change a tracked entry's counter
 	fHTTPAuth    // http_auth(<userlist>)
 	fAuthGroup   // http_auth_group(<userlist>)
 	fAuthType    // http_auth_type
@@ -294,6 +297,8 @@ func (f *fetch) next(r *Request, it *iter) (sample, bool) {
 		return once(it, sample{t: typeStr, s: f.name})
 	case fSC:
 		return fetchSC(r, f, it)
+	case fGPC:
+		return fetchGPC(r, f, it)
 	case fHTTPAuth:
 		return fetchHTTPAuth(r, f, it)
 	case fAuthGroup:

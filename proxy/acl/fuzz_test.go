@@ -27,6 +27,8 @@ func FuzzParse(f *testing.F) {
 		"auth realm Admin unless { http_auth(L1) }",
 		"http_auth_group(L1) G1 G2",
 		"set-header X-U %[http_auth_user]/%[http_auth_type]/%[http_auth_bearer(x-t)]/%[http_auth_group(L1)]",
+		"sc-inc-gpc0(0) if { sc0_clr_gpc1 gt 1 } { sc_inc_gpc0(2) ge 0 }",
+		"sc-set-gpt0(1) 42 unless { sc_get_gpt0(1) eq 42 }",
 	} {
 		f.Add(s)
 	}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
 )
 
 // Action is what a rule does when its condition holds.
@@ -29,6 +31,8 @@ const (
 	ActTrackSC                 // track-sc0/1/2 (http_request, tcp_request connection): track a key in a stick table
 	ActSetStatus               // http_response set-status: replace the response's status (and reason)
 	ActAuth                    // http_request auth: answer 401 with a Basic challenge for Realm
+	ActIncGPC                  // sc-inc-gpc0(N), sc-inc-gpc1(N): count on the entry tracked in slot N
+	ActSetGPT                  // sc-set-gpt0(N) <int>: set gpt0 of the entry tracked in slot N
 )
 
 // DenyStatuses are the codes deny_status accepts: those HAProxy 2.6 has a
@@ -60,9 +64,12 @@ type Rule struct {
 	// reason is set-status's reason phrase; nil: HAProxy's for the code.
 	reason []byte
 
-	slot  int    // track-sc counter number
+	slot  int    // track-sc, sc-inc-gpc, sc-set-gpt counter number
 	key   *Expr  // track-sc key
 	table string // track-sc table, "" = the section's own
+
+	gpc stick.DataType // sc-inc-gpc's counter, sc-set-gpt's tag
+	gpt int64          // sc-set-gpt's value
 }
 
 // UseBackendRule is a compiled `use_backend NAME if COND`.
@@ -128,6 +135,8 @@ func (rs *Rules) AcceptConnection(r *Request) bool {
 		switch rule.Action {
 		case ActTrackSC:
 			rule.track(r)
+		case ActIncGPC, ActSetGPT:
+			rule.applyGPC(r)
 		case ActReject:
 			return false
 		default:
@@ -174,6 +183,8 @@ func (rs *Rules) EvalHTTP(r *Request) *Rule {
 			}
 		case ActTrackSC:
 			rule.track(r)
+		case ActIncGPC, ActSetGPT:
+			rule.applyGPC(r)
 		}
 	}
 	return nil
@@ -204,6 +215,8 @@ func (rs *Rules) EvalHTTPResponse(r *Request) *Rule {
 		case ActSetStatus:
 			e := r.Res.Edits
 			e.status, e.reason = rule.Status, rule.reason
+		case ActIncGPC, ActSetGPT:
+			rule.applyGPC(r)
 		}
 	}
 	return nil
@@ -553,6 +566,12 @@ func (sc *Scope) HTTPRule(text string, line int) (*Rule, error) {
 		return nil, err
 	}
 	act, opts := args[0], args[1:]
+	if ok, err := gpcAction(rule, act, opts); ok {
+		if err != nil {
+			return nil, err
+		}
+		return rule, nil
+	}
 	need := func(n int, usage string) error {
 		if len(opts) != n {
 			return fmt.Errorf("'%s' expects %s", act, usage)
@@ -616,7 +635,7 @@ func (sc *Scope) HTTPRule(text string, line int) (*Rule, error) {
 			err = fmt.Errorf("'auth': unsupported option '%s' (supported: realm <realm>)", opts[0])
 		}
 	default:
-		return nil, fmt.Errorf("unknown http_request action '%s' (supported: add-header, allow, auth, del-header, deny, redirect, return, set-header, set-path, track-sc0, track-sc1, track-sc2)", act)
+		return nil, fmt.Errorf("unknown http_request action '%s' (supported: add-header, allow, auth, del-header, deny, redirect, return, sc-inc-gpc0(N), sc-inc-gpc1(N), sc-set-gpt0(N), set-header, set-path, track-sc0, track-sc1, track-sc2)", act)
 	}
 	if err != nil {
 		return nil, err
@@ -642,6 +661,12 @@ func (sc *Scope) HTTPResponseRule(text string, line int) (*Rule, error) {
 		return nil, err
 	}
 	act, opts := args[0], args[1:]
+	if ok, err := gpcAction(rule, act, opts); ok {
+		if err != nil {
+			return nil, err
+		}
+		return rule, nil
+	}
 	need := func(n int, usage string) error {
 		if len(opts) != n {
 			return fmt.Errorf("'%s' expects %s", act, usage)
@@ -702,7 +727,7 @@ func (sc *Scope) HTTPResponseRule(text string, line int) (*Rule, error) {
 			rule.reason = []byte(opts[2])
 		}
 	default:
-		return nil, fmt.Errorf("unknown http_response action '%s' (supported: add-header, allow, del-header, deny, set-header, set-status)", act)
+		return nil, fmt.Errorf("unknown http_response action '%s' (supported: add-header, allow, del-header, deny, sc-inc-gpc0(N), sc-inc-gpc1(N), sc-set-gpt0(N), set-header, set-status)", act)
 	}
 	if err != nil {
 		return nil, err
@@ -859,6 +884,15 @@ func (sc *Scope) TCPRule(text string, line int) (*Rule, error) {
 		return nil, fmt.Errorf("'connection' expects an action: accept, reject or track-sc0/1/2")
 	}
 	act, opts := args[0], args[1:]
+	if ok, err := gpcAction(rule, act, opts); ok {
+		if err != nil {
+			return nil, err
+		}
+		if cond != nil && cond.l7 {
+			return nil, fmt.Errorf("condition uses HTTP fetches, which tcp_request connection rules cannot see (only src, src_port, dst, dst_port)")
+		}
+		return rule, nil
+	}
 	switch act {
 	case "accept", "reject":
 		rule.Action = ActAccept
@@ -876,7 +910,7 @@ func (sc *Scope) TCPRule(text string, line int) (*Rule, error) {
 			return nil, fmt.Errorf("'connection %s': fetch '%s' needs an HTTP request, which tcp_request connection rules cannot see (only src, src_port, dst, dst_port)", act, rule.key)
 		}
 	default:
-		return nil, fmt.Errorf("unknown tcp_request connection action '%s' (supported: accept, reject, track-sc0, track-sc1, track-sc2)", act)
+		return nil, fmt.Errorf("unknown tcp_request connection action '%s' (supported: accept, reject, sc-inc-gpc0(N), sc-inc-gpc1(N), sc-set-gpt0(N), track-sc0, track-sc1, track-sc2)", act)
 	}
 	if cond != nil && cond.l7 {
 		return nil, fmt.Errorf("condition uses HTTP fetches, which tcp_request connection rules cannot see (only src, src_port, dst, dst_port)")

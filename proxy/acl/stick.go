@@ -9,6 +9,7 @@ package acl
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
@@ -24,6 +25,13 @@ type Tracker interface {
 	// Tracked returns data type d of the entry tracked in slot; ok is
 	// false when the slot tracks nothing or its table does not store d.
 	Tracked(slot int, d stick.DataType) (v int64, ok bool)
+	// Inc adds one to each of ds (the types the table stores) on the
+	// entry tracked in slot and returns ds[0]'s new value; ok is false
+	// when the slot tracks nothing or the table does not store ds[0].
+	Inc(slot int, ds ...stick.DataType) (v int64, ok bool)
+	// Swap sets d of the entry tracked in slot to v and returns its old
+	// value; ok as Inc's.
+	Swap(slot int, d stick.DataType, v int64) (old int64, ok bool)
 }
 
 // Value is one fetched sample, as a key: an address, an integer or bytes
@@ -223,6 +231,94 @@ func fetchSC(r *Request, f *fetch, it *iter) (sample, bool) {
 	return sample{t: typeInt, n: v}, true
 }
 
+// The general purpose counters' actions (HAProxy's sc-inc-gpc0(N),
+// sc-inc-gpc1(N), sc-set-gpt0(N) <int>) and fetches (sc_inc_gpc0(N),
+// sc_clr_gpc0(N) and their gpc1 and scN_ forms), on the entry tracked in
+// slot N.
+
+// gpcAction parses act when it is one of the counters' actions, into
+// rule: ok false when act is another action.
+func gpcAction(rule *Rule, act string, opts []string) (ok bool, err error) {
+	name, slot, found := strings.Cut(act, "(")
+	if !found || !strings.HasSuffix(slot, ")") {
+		return false, nil
+	}
+	slot = slot[:len(slot)-1]
+	switch name {
+	case "sc-inc-gpc0", "sc-inc-gpc1":
+		rule.Action, rule.gpc = ActIncGPC, stick.GPC0
+		if name == "sc-inc-gpc1" {
+			rule.gpc = stick.GPC1
+		}
+		if len(opts) != 0 {
+			return true, fmt.Errorf("'%s' takes no argument, got '%s'", act, opts[0])
+		}
+	case "sc-set-gpt0":
+		rule.Action, rule.gpc = ActSetGPT, stick.GPT0
+		if len(opts) != 1 {
+			return true, fmt.Errorf("'%s' expects an integer", act)
+		}
+		n, err := strconv.ParseInt(opts[0], 10, 64)
+		if err != nil || n < 0 || n > 1<<32-1 {
+			return true, fmt.Errorf("'%s' expects an integer from 0 to 4294967295, got '%s' (an expression is not supported)", act, opts[0])
+		}
+		rule.gpt = n
+	default:
+		return false, nil
+	}
+	n, err := strconv.Atoi(slot)
+	if err != nil || n < 0 || n > 2 {
+		return true, fmt.Errorf("'%s': the counter number must be 0, 1 or 2, got '%s'", name, slot)
+	}
+	rule.slot = n
+	return true, nil
+}
+
+// gpcRate is the rate counted with a general purpose counter.
+func gpcRate(d stick.DataType) stick.DataType {
+	if d == stick.GPC1 {
+		return stick.GPC1Rate
+	}
+	return stick.GPC0Rate
+}
+
+// applyGPC runs an sc-inc-gpc or sc-set-gpt rule against r: nothing when
+// its slot tracks nothing, as HAProxy.
+func (rule *Rule) applyGPC(r *Request) {
+	if r.Tracker == nil {
+		return
+	}
+	if rule.Action == ActIncGPC {
+		r.Tracker.Inc(rule.slot, rule.gpc, gpcRate(rule.gpc))
+		return
+	}
+	r.Tracker.Swap(rule.slot, rule.gpc, rule.gpt)
+}
+
+// fetchGPC is sc_inc_gpcN (increments, then gives the new value) and
+// sc_clr_gpcN (clears, gives the old value).
+func fetchGPC(r *Request, f *fetch, it *iter) (sample, bool) {
+	if r.Tracker == nil || it.n > 0 {
+		return sample{}, false
+	}
+	slot := int(f.def.slot)
+	if slot < 0 {
+		slot = f.occ
+	}
+	var v int64
+	var ok bool
+	if f.def.clr {
+		v, ok = r.Tracker.Swap(slot, f.def.dt, 0)
+	} else {
+		v, ok = r.Tracker.Inc(slot, f.def.dt, gpcRate(f.def.dt))
+	}
+	if !ok {
+		return sample{}, false
+	}
+	it.n++
+	return sample{t: typeInt, n: v}, true
+}
+
 // scName returns the sc_* fetch name of a data type, as HAProxy names it:
 // sc_get_gpc0, sc_kbytes_in, sc_http_req_rate...
 func scName(d stick.DataType) (name string, kb bool) {
@@ -248,6 +344,15 @@ func init() {
 		fetches = append(fetches, &fetchDef{name: "sc_" + name, out: typeInt, args: argSlot, id: fSC, dt: d, slot: -1, kb: kb})
 		for n := range int8(3) {
 			fetches = append(fetches, &fetchDef{name: fmt.Sprintf("sc%d_%s", n, name), out: typeInt, id: fSC, dt: d, slot: n, kb: kb})
+		}
+	}
+	for _, d := range []stick.DataType{stick.GPC0, stick.GPC1} {
+		for _, op := range []string{"inc", "clr"} {
+			name := op + "_" + d.String()
+			fetches = append(fetches, &fetchDef{name: "sc_" + name, out: typeInt, args: argSlot, id: fGPC, dt: d, slot: -1, clr: op == "clr"})
+			for n := range int8(3) {
+				fetches = append(fetches, &fetchDef{name: fmt.Sprintf("sc%d_%s", n, name), out: typeInt, id: fGPC, dt: d, slot: n, clr: op == "clr"})
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package acl
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
@@ -38,7 +39,7 @@ func TestTCPRuleParse(t *testing.T) {
 		{text: "connection track-sc0 src table", err: "'track-sc0': unexpected 'table' (expected 'table <name>', 'if' or 'unless')"},
 		{text: "connection track-sc0 src foo bar", err: "'track-sc0': unexpected 'foo bar' (expected 'table <name>', 'if' or 'unless')"},
 		{text: "connection track-sc0 src if { path_beg /x }", err: "condition uses HTTP fetches, " + l4only},
-		{text: "connection track-sc3 src", err: "unknown tcp_request connection action 'track-sc3' (supported: accept, reject, track-sc0, track-sc1, track-sc2)"},
+		{text: "connection track-sc3 src", err: "unknown tcp_request connection action 'track-sc3' (supported: accept, reject, sc-inc-gpc0(N), sc-inc-gpc1(N), sc-set-gpt0(N), track-sc0, track-sc1, track-sc2)"},
 		{text: "connection accept src", err: "'connection accept' takes no argument, got 'src'"},
 		{text: "connection reject table t", err: "'connection reject' takes no argument, got 'table'"},
 		{text: "connection", err: "'connection' expects an action: accept, reject or track-sc0/1/2"},
@@ -92,6 +93,9 @@ func (c *connTracker) Tracked(slot int, d stick.DataType) (int64, bool) {
 	return c.cur[*c.slots[slot]], true
 }
 
+func (c *connTracker) Inc(int, ...stick.DataType) (int64, bool)      { return 0, false }
+func (c *connTracker) Swap(int, stick.DataType, int64) (int64, bool) { return 0, false }
+
 // TestAcceptConnectionTrack checks the order of evaluation: track-sc goes
 // on to the next rule, whose condition sees the tracked counters; accept
 // and reject stop.
@@ -143,5 +147,48 @@ func TestAcceptConnectionTrack(t *testing.T) {
 	r := &Request{Src: netip.MustParseAddrPort("10.0.0.1:1"), Dst: netip.MustParseAddrPort("127.0.0.1:80")}
 	if !rs.AcceptConnection(r) {
 		t.Fatal("without a tracker: rejected")
+	}
+}
+
+// TestGPCActionParse: the general purpose counters' actions as HAProxy
+// 2.6 writes them, and their errors.
+func TestGPCActionParse(t *testing.T) {
+	sc := NewRegistry("t").NewScope()
+	for _, tc := range []struct {
+		kind, text, err string
+		act             Action
+		slot            int
+	}{
+		{"http", "sc-inc-gpc0(0)", "", ActIncGPC, 0},
+		{"http", "sc-inc-gpc1(2) if { path /x }", "", ActIncGPC, 2},
+		{"http", "sc-set-gpt0(1) 42", "", ActSetGPT, 1},
+		{"res", "sc-inc-gpc0(1) if { status 404 }", "", ActIncGPC, 1},
+		{"tcp", "connection sc-inc-gpc0(0) if { src 10.0.0.0/8 }", "", ActIncGPC, 0},
+		{"http", "sc-inc-gpc0(3)", "'sc-inc-gpc0': the counter number must be 0, 1 or 2, got '3'", 0, 0},
+		{"http", "sc-inc-gpc0(0) 1", "'sc-inc-gpc0(0)' takes no argument, got '1'", 0, 0},
+		{"http", "sc-set-gpt0(0)", "'sc-set-gpt0(0)' expects an integer", 0, 0},
+		{"http", "sc-set-gpt0(0) -1", "'sc-set-gpt0(0)' expects an integer from 0 to 4294967295, got '-1' (an expression is not supported)", 0, 0},
+		{"tcp", "connection sc-inc-gpc0(0) if { path /x }", "condition uses HTTP fetches", 0, 0},
+	} {
+		var r *Rule
+		var err error
+		switch tc.kind {
+		case "http":
+			r, err = sc.HTTPRule(tc.text, 1)
+		case "res":
+			r, err = sc.HTTPResponseRule(tc.text, 1)
+		default:
+			r, err = sc.TCPRule(tc.text, 1)
+		}
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want %q", tc.text, err, tc.err)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", tc.text, err)
+		case r.Action != tc.act || r.slot != tc.slot:
+			t.Errorf("%q: action %d slot %d, want %d %d", tc.text, r.Action, r.slot, tc.act, tc.slot)
+		}
 	}
 }

@@ -48,6 +48,23 @@ func (t *Table) Update(e *Entry, ds ...DataType) {
 	t.changed(e)
 }
 
+// Swap sets data d of e to v, as `set table` does, and returns the value
+// it had; ok is false when d is not stored (or is server_key). HAProxy's
+// sc-set-gpt0 and sc_clr_gpc0.
+func (t *Table) Swap(e *Entry, d DataType, v int64) (old int64, ok bool) {
+	o := t.off[d]
+	if o < 0 || dataTypes[d].kind == kindDict {
+		return 0, false
+	}
+	now := t.nowMS()
+	e.mu.Lock()
+	old = t.valueLocked(e, d, o, now)
+	t.setLocked(e, d, v, now)
+	e.mu.Unlock()
+	t.changed(e)
+	return old, true
+}
+
 // Dec decrements counter d of e, not below 0 (conn_cur at a session end).
 func (t *Table) Dec(e *Entry, d DataType) {
 	o := t.off[d]

@@ -1,0 +1,83 @@
+package proxy
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
+)
+
+// The general purpose counters in rules, HAProxy's abuse pattern:
+// sc-inc-gpc0(0) counts a client's hits on a path, a deny reads
+// sc_get_gpc0(0) (later requests to any path are refused), sc-set-gpt0
+// tags the entry, sc-inc-gpc1 in http_response counts the server's
+// errors, sc0_clr_gpc1 clears them and gives the old value. A fresh-user
+// trial found none of these actions and fetches, so that traffic could
+// never move gpc0.
+func TestGPCRules(t *testing.T) {
+	web := newUpstream(t, "web")
+	web.handler = func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/missing" {
+			w.WriteHeader(404)
+		}
+	}
+	p, _ := clockedProxy(t, `
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+default_backend = "web"
+stick_table = { type = "ip", size = 100, store = ["gpc0", "gpc0_rate(10s)", "gpc1", "gpt0"] }
+http_request = [
+  "track-sc0 src",
+  "sc-set-gpt0(0) 7 if { path /tag }",
+  "sc-inc-gpc0(0) if { path_beg /login }",
+  "deny deny_status 403 if { sc_get_gpc0(0) gt 2 }",
+  "deny deny_status 429 if { path /errors } { sc0_clr_gpc1 gt 1 }",
+]
+http_response = ["sc-inc-gpc1(0) if { status 404 }"]
+[[backend]]
+name = "web"
+[[backend.server]]
+name = "s1"
+address = "%s"
+`, web.addr())
+	addr := "http://" + p.Frontends[0].Addrs()[0].String()
+	tbl := p.Table("www")
+	get := func(path string) int {
+		t.Helper()
+		resp, err := http.Get(addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	ds := []stick.DataType{stick.GPT0, stick.GPC0, stick.GPC0Rate, stick.GPC1}
+	if got := get("/tag"); got != 200 {
+		t.Fatalf("/tag: %d", got)
+	}
+	wantEntry(t, tbl, "127.0.0.1", ds, 7, 0, 0, 0)
+	for _, path := range []string{"/missing", "/missing", "/missing"} {
+		if got := get(path); got != 404 {
+			t.Fatalf("%s: %d, want the server's 404", path, got)
+		}
+	}
+	wantEntry(t, tbl, "127.0.0.1", ds, 7, 0, 0, 3)
+	// sc0_clr_gpc1 gives 3 and clears: the deny's condition holds once.
+	if got := get("/errors"); got != 429 {
+		t.Fatalf("/errors: %d, want 429 (gpc1 was 3)", got)
+	}
+	wantEntry(t, tbl, "127.0.0.1", ds, 7, 0, 0, 0)
+	if got := get("/errors"); got != 200 {
+		t.Fatalf("/errors again: %d, want 200 (gpc1 cleared)", got)
+	}
+	for i, want := range []int{200, 200, 403} {
+		if got := get("/login"); got != want {
+			t.Fatalf("/login #%d: %d, want %d", i+1, got, want)
+		}
+	}
+	if got := get("/"); got != 403 {
+		t.Fatalf("/ after three logins: %d, want 403", got)
+	}
+	wantEntry(t, tbl, "127.0.0.1", ds, 7, 3, 3, 0)
+}
