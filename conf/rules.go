@@ -69,6 +69,7 @@ func isBlank(v string) bool {
 func (f *fileSection) compileRules(s scope) *acl.Registry {
 	reg := acl.NewRegistry(s.c.file)
 	reg.SetUserlists(f.compileUserlists(s))
+	reg.SetTables(f.tableNames())
 	for i, fe := range f.Frontends {
 		item := s.at("frontend").item(i)
 		sc := reg.NewScope()
@@ -141,6 +142,26 @@ func (f *fileSection) compileRules(s scope) *acl.Registry {
 		}
 	}
 	return reg
+}
+
+// tableNames returns the names of the stick tables: the frontends' and
+// backends' (named as their section) and the [[table]]s.
+func (f *fileSection) tableNames() map[string]bool {
+	names := map[string]bool{}
+	for _, fe := range f.Frontends {
+		if fe.StickTable != nil {
+			names[fe.Name] = true
+		}
+	}
+	for _, be := range f.Backends {
+		if be.StickTable != nil {
+			names[be.Name] = true
+		}
+	}
+	for _, t := range f.Tables {
+		names[t.Name] = true
+	}
+	return names
 }
 
 // checkTables checks that table names are unique (a frontend's or

@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
 )
 
@@ -80,4 +82,85 @@ address = "%s"
 		t.Fatalf("/ after three logins: %d, want 403", got)
 	}
 	wantEntry(t, tbl, "127.0.0.1", ds, 7, 3, 3, 0)
+}
+
+// The src_* fetches read and count a client address's entry in a table
+// without tracking it, as HAProxy's: a shared [[table]] "abuse" that one
+// rule flags (src_inc_gpc0) and another reads (src_get_gpc0), the
+// frontend's own table by default (src_http_req_cnt), src_clr_gpc0
+// giving the old value. A table the configuration lacks is refused.
+func TestSrcFetches(t *testing.T) {
+	web := newUpstream(t, "web")
+	p, _ := clockedProxy(t, `
+[[table]]
+name = "abuse"
+type = "ip"
+size = 100
+store = ["gpc0", "gpc0_rate(10s)"]
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+default_backend = "web"
+stick_table = { type = "ip", size = 100, store = ["http_req_cnt"] }
+http_request = [
+  "track-sc0 src",
+  "deny deny_status 403 if { src_get_gpc0(abuse) gt 1 }",
+  "deny deny_status 429 if { path /scan } { src_inc_gpc0(abuse) ge 0 }",
+  "deny deny_status 410 if { path /count } { src_http_req_cnt gt 3 }",
+  "deny deny_status 404 if { path /clear } { src_clr_gpc0(abuse) eq 1 }",
+]
+[[backend]]
+name = "web"
+[[backend.server]]
+name = "s1"
+address = "%s"
+`, web.addr())
+	addr := "http://" + p.Frontends[0].Addrs()[0].String()
+	get := func(path string) int {
+		t.Helper()
+		resp, err := http.Get(addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	abuse := p.Table("abuse")
+	// /count: http_req_cnt of the frontend's own table, 1, 2, 3, then 4.
+	for i, want := range []int{200, 200, 200, 410} {
+		if got := get("/count"); got != want {
+			t.Fatalf("/count #%d: %d, want %d", i+1, got, want)
+		}
+	}
+	if got := get("/scan"); got != 429 {
+		t.Fatalf("/scan: %d, want 429", got)
+	}
+	wantEntry(t, abuse, "127.0.0.1", []stick.DataType{stick.GPC0, stick.GPC0Rate}, 1, 1)
+	// gpc0 1: /clear gives 1 (404) and clears.
+	if got := get("/clear"); got != 404 {
+		t.Fatalf("/clear: %d, want 404", got)
+	}
+	for range 2 {
+		get("/scan")
+	}
+	if got := get("/"); got != 403 {
+		t.Fatalf("/ after two scans: %d, want 403", got)
+	}
+
+	_, err := conf.Parse("t.toml", []byte(`
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+mode = "http"
+http_request = ["deny if { src_get_gpc0(nope) gt 0 }"]
+default_backend = "web"
+[[backend]]
+name = "web"
+[[backend.server]]
+name = "s1"
+address = "127.0.0.1:1"
+`))
+	if err == nil || !strings.Contains(err.Error(), "fetch 'src_get_gpc0': no stick table named 'nope'") {
+		t.Errorf("an unknown table: %v", err)
+	}
 }

@@ -354,6 +354,39 @@ func (tr *tracker) Swap(slot int, d stick.DataType, v int64) (int64, bool) {
 	return tr.sc[slot].t.Swap(tr.sc[slot].e, d, v)
 }
 
+// Src reads, counts or clears data d of src's entry in the table named
+// table, tracked or not (HAProxy's src_* fetches: acl.Tracker).
+func (tr *tracker) Src(table string, src netip.Addr, op acl.SrcOp, d, rate stick.DataType) (int64, bool) {
+	t := tr.p.Table(table)
+	if t == nil {
+		return 0, false
+	}
+	k, ok := keyOf(t, acl.Value{Kind: acl.ValueIP, IP: src})
+	if !ok {
+		return 0, false
+	}
+	if op == acl.SrcRead {
+		return t.Peek(k, d)
+	}
+	if _, ok := t.Peek(k, d); !ok {
+		return 0, false // not stored: no entry made for nothing
+	}
+	e := t.Get(k)
+	if e == nil {
+		return 0, false // full
+	}
+	defer t.Release(e)
+	if op == acl.SrcClr {
+		return t.Swap(e, d, 0)
+	}
+	if rate != 0 {
+		t.Update(e, d, rate)
+	} else {
+		t.Update(e, d)
+	}
+	return t.Value(e, d)
+}
+
 // accepted counts a connection that the tcp_request connection rules let
 // through as a session on its tracked entries (sess_cnt, sess_rate), as
 // HAProxy's session_count_new.

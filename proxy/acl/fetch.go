@@ -77,8 +77,9 @@ type fetchDef struct {
 	dt   stick.DataType
 	slot int8
 	kb   bool
-	// clr: sc_clr_gpcN (id fGPC), else sc_inc_gpcN.
-	clr bool
+	// clr: sc_clr_gpcN, src_clr_gpcN; inc: src_inc_gpcN (id fSrcTable;
+	// fGPC is sc_inc_gpcN unless clr).
+	clr, inc bool
 }
 
 // fetchID selects a fetch's function. Dispatch is a switch, not a func
@@ -117,6 +118,7 @@ const (
 	fStr         // str(<string>): the constant string, its name
 	fSC          // sc_*, scN_*: a data type of a tracked entry
 	fGPC         // sc_inc_gpcN, sc_clr_gpcN: change a tracked entry's counter
+	fSrcTable    // src_*: the client address's entry in a table, tracked or not
 	fHTTPAuth    // http_auth(<userlist>)
 	fAuthGroup   // http_auth_group(<userlist>)
 	fAuthType    // http_auth_type
@@ -299,6 +301,8 @@ func (f *fetch) next(r *Request, it *iter) (sample, bool) {
 		return fetchSC(r, f, it)
 	case fGPC:
 		return fetchGPC(r, f, it)
+	case fSrcTable:
+		return fetchSrcTable(r, f, it)
 	case fHTTPAuth:
 		return fetchHTTPAuth(r, f, it)
 	case fAuthGroup:

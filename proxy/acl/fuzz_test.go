@@ -29,6 +29,7 @@ func FuzzParse(f *testing.F) {
 		"set-header X-U %[http_auth_user]/%[http_auth_type]/%[http_auth_bearer(x-t)]/%[http_auth_group(L1)]",
 		"sc-inc-gpc0(0) if { sc0_clr_gpc1 gt 1 } { sc_inc_gpc0(2) ge 0 }",
 		"sc-set-gpt0(1) 42 unless { sc_get_gpt0(1) eq 42 }",
+		"deny if { src_get_gpc0(abuse) gt 1 } || { src_inc_gpc1 ge 0 } { src_kbytes_in(t) lt 3 }",
 	} {
 		f.Add(s)
 	}

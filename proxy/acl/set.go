@@ -244,6 +244,7 @@ type Registry struct {
 	byFile map[string]*Set
 
 	userlists map[string]*Userlist // by name (SetUserlists)
+	tables    map[string]bool      // stick table names (SetTables); nil: any
 }
 
 // NewRegistry returns an empty registry for the configuration in file;

@@ -32,7 +32,24 @@ type Tracker interface {
 	// Swap sets d of the entry tracked in slot to v and returns its old
 	// value; ok as Inc's.
 	Swap(slot int, d stick.DataType, v int64) (old int64, ok bool)
+	// Src reads, counts or clears data d of the entry of src in the
+	// table named table, without tracking it (HAProxy's src_* fetches):
+	// op 0 reads (0 when there is no entry), opInc adds one to d and
+	// rate (0: none) and gives the new value, opClr sets d to 0 and gives
+	// the old one (both make the entry). ok is false when there is no
+	// such table or it does not store d.
+	Src(table string, src netip.Addr, op SrcOp, d, rate stick.DataType) (v int64, ok bool)
 }
+
+// SrcOp is what a src_* fetch does with the entry.
+type SrcOp uint8
+
+// The src_* fetches' operations.
+const (
+	SrcRead SrcOp = iota
+	SrcInc
+	SrcClr
+)
 
 // Value is one fetched sample, as a key: an address, an integer or bytes
 // (which alias the request's buffers: valid during the evaluation only).
@@ -319,6 +336,31 @@ func fetchGPC(r *Request, f *fetch, it *iter) (sample, bool) {
 	return sample{t: typeInt, n: v}, true
 }
 
+// fetchSrcTable is a src_* fetch: data of the client address's entry in
+// the fetch's table (its argument, else the section's own), tracked or
+// not.
+func fetchSrcTable(r *Request, f *fetch, it *iter) (sample, bool) {
+	if r.Tracker == nil || it.n > 0 || !r.Src.IsValid() {
+		return sample{}, false
+	}
+	op, rate := SrcRead, stick.DataType(0)
+	switch {
+	case f.def.clr:
+		op = SrcClr
+	case f.def.inc:
+		op, rate = SrcInc, gpcRate(f.def.dt)
+	}
+	v, ok := r.Tracker.Src(string(f.name), r.Src.Addr().Unmap(), op, f.def.dt, rate)
+	if !ok {
+		return sample{}, false
+	}
+	if f.def.kb {
+		v >>= 10
+	}
+	it.n++
+	return sample{t: typeInt, n: v}, true
+}
+
 // scName returns the sc_* fetch name of a data type, as HAProxy names it:
 // sc_get_gpc0, sc_kbytes_in, sc_http_req_rate...
 func scName(d stick.DataType) (name string, kb bool) {
@@ -346,9 +388,16 @@ func init() {
 			fetches = append(fetches, &fetchDef{name: fmt.Sprintf("sc%d_%s", n, name), out: typeInt, id: fSC, dt: d, slot: n, kb: kb})
 		}
 	}
+	for _, d := range stick.DataTypes() {
+		if d.IsCounter() && d != stick.ServerID {
+			name, kb := scName(d)
+			fetches = append(fetches, &fetchDef{name: "src_" + name, out: typeInt, args: argOptional, id: fSrcTable, dt: d, kb: kb})
+		}
+	}
 	for _, d := range []stick.DataType{stick.GPC0, stick.GPC1} {
 		for _, op := range []string{"inc", "clr"} {
 			name := op + "_" + d.String()
+			fetches = append(fetches, &fetchDef{name: "src_" + name, out: typeInt, args: argOptional, id: fSrcTable, dt: d, inc: op == "inc", clr: op == "clr"})
 			fetches = append(fetches, &fetchDef{name: "sc_" + name, out: typeInt, args: argSlot, id: fGPC, dt: d, slot: -1, clr: op == "clr"})
 			for n := range int8(3) {
 				fetches = append(fetches, &fetchDef{name: fmt.Sprintf("sc%d_%s", n, name), out: typeInt, id: fGPC, dt: d, slot: n, clr: op == "clr"})

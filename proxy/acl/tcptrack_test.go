@@ -95,6 +95,9 @@ func (c *connTracker) Tracked(slot int, d stick.DataType) (int64, bool) {
 
 func (c *connTracker) Inc(int, ...stick.DataType) (int64, bool)      { return 0, false }
 func (c *connTracker) Swap(int, stick.DataType, int64) (int64, bool) { return 0, false }
+func (c *connTracker) Src(string, netip.Addr, SrcOp, stick.DataType, stick.DataType) (int64, bool) {
+	return 0, false
+}
 
 // TestAcceptConnectionTrack checks the order of evaluation: track-sc goes
 // on to the next rule, whose condition sees the tracked counters; accept

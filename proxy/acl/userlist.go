@@ -278,6 +278,16 @@ func b2i(b bool) int64 {
 // http_auth and http_auth_group looked up in the registry.
 func (sc *Scope) parseFetch(def *fetchDef, text, args string, hasArgs bool) (*fetch, error) {
 	f, err := parseFetch(def, text, args, hasArgs)
+	if err == nil && def.id == fSrcTable {
+		// src_*([table]): the section's own table by default, as
+		// HAProxy's; a name the configuration has no table of is refused.
+		if len(f.name) == 0 {
+			f.name = []byte(sc.proxy)
+		}
+		if sc.reg.tables != nil && !sc.reg.tables[string(f.name)] {
+			return nil, fmt.Errorf("fetch '%s': no stick table named '%s'", def.name, f.name)
+		}
+	}
 	if err != nil || (def.id != fHTTPAuth && def.id != fAuthGroup) {
 		return f, err
 	}
@@ -290,3 +300,8 @@ func (sc *Scope) parseFetch(def *fetchDef, text, args string, hasArgs bool) (*fe
 // SetUserlists gives the registry the configuration's user lists, by
 // name, before rules that use them are compiled.
 func (reg *Registry) SetUserlists(lists map[string]*Userlist) { reg.userlists = lists }
+
+// SetTables gives the registry the names of the configuration's stick
+// tables, before rules whose src_* fetches name one are compiled; nil
+// (the default) accepts any name.
+func (reg *Registry) SetTables(names map[string]bool) { reg.tables = names }

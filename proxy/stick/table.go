@@ -283,6 +283,33 @@ func (t *Table) Lookup(k Key) *Entry {
 	return e
 }
 
+// Peek returns data d of k's entry, 0 when there is none, without
+// re-arming its expiry or offering it to the peers (HAProxy's src_*
+// fetches reading a table); ok is false when d is not stored.
+func (t *Table) Peek(k Key, d DataType) (v int64, ok bool) {
+	o := t.off[d]
+	if o < 0 || dataTypes[d].kind == kindDict {
+		return 0, false
+	}
+	now := t.nowMS()
+	sh := t.shardOf(k)
+	sh.mu.Lock()
+	e := sh.m[k]
+	if e == nil || t.expire > 0 && e.exp <= now && e.ref == 0 {
+		sh.mu.Unlock()
+		return 0, true
+	}
+	e.ref++ // (held while its data is read outside the shard's lock)
+	sh.mu.Unlock()
+	e.mu.Lock()
+	v = t.valueLocked(e, d, o, now)
+	e.mu.Unlock()
+	sh.mu.Lock()
+	e.ref--
+	sh.mu.Unlock()
+	return v, true
+}
+
 // Release drops a reference taken by Get or Lookup and re-arms the
 // entry's expiry, as HAProxy's stktable_touch_local with decrefcnt.
 func (t *Table) Release(e *Entry) {
