@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,6 +68,14 @@ func NewCall(parent context.Context, timeout time.Duration) *Call {
 
 // Context is the call's context, for the request sent.
 func (c *Call) Context() context.Context { return c.ctx }
+
+// Interim makes the call give trace's Got1xxResponse the server's interim
+// heads (103 Early Hints...) before RoundTrip returns the final one; call
+// it before RoundTrip. trace may be shared by the calls of one client
+// connection (it is only read).
+func (c *Call) Interim(trace *httptrace.ClientTrace) {
+	c.ctx = httptrace.WithClientTrace(c.ctx, trace)
+}
 
 // Touch re-arms the inactivity timeout: data moved.
 func (c *Call) Touch() {

@@ -41,6 +41,10 @@ type Exchange struct {
 	bodySrc   io.Reader
 	uploading bool
 	noPool    bool // the body's end failed: the connection is not pooled
+	// Interim, when set, is given each interim head but 100 (103 Early
+	// Hints...): its status and its end-to-end fields (Fields: valid
+	// during the call only).
+	Interim func(status int, fields func(fn func(name, value []byte)))
 }
 
 // ReuseConn returns an exchange on an idle connection to up that a request
@@ -293,7 +297,7 @@ func (e *Exchange) Flush() error {
 }
 
 // ReadHead reads the server's final response head; interim 1xx responses
-// are skipped (the other engine has no use for them). Errors: a timeout
+// go to Interim (100 Continue aside), or are skipped. Errors: a timeout
 // (timeout_server), a malformed head (ErrBadResponse), or the server gone.
 func (e *Exchange) ReadHead() error {
 	for {
@@ -312,6 +316,10 @@ func (e *Exchange) ReadHead() error {
 		}
 		if e.resp.status == 101 {
 			return ErrBadResponse // nobody asked for a switch
+		}
+		if e.resp.status != 100 && e.Interim != nil {
+			// (100 Continue: the client's was answered by the proxy)
+			e.Interim(e.resp.status, e.Fields)
 		}
 	}
 }

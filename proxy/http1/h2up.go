@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
@@ -86,6 +88,11 @@ func (s *session) forwardH2(c net.Conn) bool {
 	}
 	call := h2mux.NewCall(context.Background(), up.TimeoutServer).Pooled(up.H2)
 	defer call.Close()
+	if s.h2trace == nil {
+		s.h2trace = &httptrace.ClientTrace{Got1xxResponse: s.interimH2}
+	}
+	s.interims = 0
+	call.Interim(s.h2trace)
 	x.Connected(CallConn(call), reused)
 	defer x.Unbind()
 	req, body := s.h2Request(call)
@@ -468,3 +475,38 @@ func (s *session) relayH2(call *h2mux.Call, resp *http.Response, reqBody *counti
 // version2 is the version http_response rules see on an HTTP/2 server's
 // response (res.ver).
 var version2 = []byte("HTTP/2.0")
+
+// maxInterims bounds the interim heads relayed for one request (x/net
+// leaves the limit to the caller once it gives them).
+const maxInterims = 16
+
+// interimH2 relays an HTTP/2 server's interim head (103 Early Hints) to
+// the client before the final one, as HAProxy 2.6 does; 100 Continue is
+// not (the proxy answered the client's itself). It runs on x/net's read
+// loop while the session waits in RoundTrip.
+func (s *session) interimH2(code int, h textproto.MIMEHeader) error {
+	if code == 100 || code == 101 || s.interims >= maxInterims {
+		return nil
+	}
+	s.interims++
+	w := s.bw
+	w.WriteString("HTTP/1.1 ")
+	w.WriteString(strconv.Itoa(code))
+	w.WriteByte(' ')
+	w.WriteString(http.StatusText(code))
+	w.WriteString("\r\n")
+	for k, vv := range h {
+		if h2mux.HopByHop(k) {
+			continue
+		}
+		for _, v := range vv {
+			w.WriteString(k)
+			w.WriteString(": ")
+			w.WriteString(v)
+			w.WriteString("\r\n")
+		}
+	}
+	w.WriteString("\r\n")
+	w.Flush()
+	return nil
+}

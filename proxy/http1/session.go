@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http/httptrace"
 	"strconv"
 	"sync"
 	"time"
@@ -48,8 +49,12 @@ type session struct {
 	clk   time.Time       // an inline callback's time (setClock), zero: read the clock
 	h2own *h2mux.Owned    // HTTP/2 server connections private to it (never)
 	h2rf  h2mux.Fields    // an HTTP/2 server's response fields (h2up.go)
-	x     Stream          // the core's side of the current request
-	wait  queue.WaitFunc  // s.waitQueue, bound once per connection
+	// h2trace gives an HTTP/2 server's interim heads to interimH2
+	// (h2up.go), made once; interims counts those of the request.
+	h2trace  *httptrace.ClientTrace
+	interims int
+	x        Stream         // the core's side of the current request
+	wait     queue.WaitFunc // s.waitQueue, bound once per connection
 	// first holds the bytes an idle wait without buffers read (awaitRequest):
 	// br reads them before the connection's next ones.
 	first      firstBytes

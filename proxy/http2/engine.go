@@ -1307,6 +1307,30 @@ func (w *respWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// WriteInterim sends an interim (1xx) head with the fields of h before
+// the final head (RFC 9113 8.1): a HEADERS frame without END_STREAM. It
+// does nothing once the final head left.
+func (w *respWriter) WriteInterim(status int, h http.Header) error {
+	if w.sentHeader || status < 100 || status > 199 {
+		return nil
+	}
+	es, c := w.es, w.es.c
+	c.mu.Lock()
+	gone := es.reset
+	c.mu.Unlock()
+	if gone {
+		return errStreamGone
+	}
+	c.lockW()
+	c.hbuf.Reset()
+	c.enc.WriteField(hpack.HeaderField{Name: ":status", Value: strconv.Itoa(status)})
+	for k, vv := range h {
+		encodeField(c.enc, k, vv)
+	}
+	c.writeBlock(es.id, false, c.hbuf.Bytes())
+	return c.unlockW(flushNow)
+}
+
 func (w *respWriter) Flush() {
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
@@ -49,8 +51,14 @@ type h2stream struct {
 	rf     h2mux.Fields    // the response's fields (http_response rules)
 	resp   stream.Response // the response as the http_response rules see it
 	out    fieldBuf
-	// wait is waitQueue as a func value, made once per pooled h2stream.
-	wait queue.WaitFunc
+	// wait is waitQueue as a func value, made once per pooled h2stream;
+	// interim relayInterim.
+	wait    queue.WaitFunc
+	interim func(status int, fields func(fn func(name, value []byte)))
+	// h2trace gives an HTTP/2 server's interim heads to interimH2;
+	// interims counts those of the stream.
+	h2trace  *httptrace.ClientTrace
+	interims int
 	// clk is the time the stream's phases read (Stream.SetClock) from its
 	// start to the first thing that may wait (a queue, a dial, a request
 	// body, the server's answer, a write to the client), and again from
@@ -95,7 +103,7 @@ func getStream() *h2stream { return streamPool.Get().(*h2stream) }
 func putStream(st *h2stream) {
 	clear(st.fields)
 	st.rf.Reset()
-	*st = h2stream{fields: st.fields[:0], rf: st.rf, out: fieldBuf{b: st.out.b[:0]}, wait: st.wait}
+	*st = h2stream{fields: st.fields[:0], rf: st.rf, out: fieldBuf{b: st.out.b[:0]}, wait: st.wait, interim: st.interim, h2trace: st.h2trace}
 	streamPool.Put(st)
 }
 
@@ -595,6 +603,11 @@ func (st *h2stream) exchangeH1(ex *http1.Exchange, mayRetry, byReader bool) (o s
 		x.Sent(n)
 	}
 	st.setClock(time.Time{}) // ReadHead arms its first read with ex's clock, then waits
+	if st.interim == nil {
+		st.interim = st.relayInterim // kept with the pooled stream
+	}
+	st.interims = 0
+	ex.Interim = st.interim
 	if err := ex.ReadHead(); err != nil {
 		release(false)
 		switch {
@@ -811,6 +824,11 @@ func (st *h2stream) toH2(cc *xh2.ClientConn) {
 		}
 	}
 	call := h2mux.NewCall(r.Context(), up.TimeoutServer).Pooled(up.H2)
+	if st.h2trace == nil {
+		st.h2trace = &httptrace.ClientTrace{Got1xxResponse: st.interimH2} // kept with the pooled stream
+	}
+	st.interims = 0
+	call.Interim(st.h2trace)
 	defer call.Close()
 	x.Connected(http1.CallConn(call), reused)
 	defer x.Unbind()
@@ -1075,4 +1093,53 @@ func atoi(b []byte) (int, error) {
 // its head's size in HTTP/1 form.
 func h1StatusLine(status int) int {
 	return len("HTTP/1.1 200 \r\n") + len(http.StatusText(status))
+}
+
+// interimWriter is a response writer that can send an interim (1xx) head
+// before the final one (the own engine's respWriter).
+type interimWriter interface {
+	WriteInterim(status int, h http.Header) error
+}
+
+// relayInterim passes an interim head of the server (103 Early Hints) on
+// to the client before the final one, as HAProxy 2.6 does; its fields
+// travel as they came (hop-by-hop ones aside).
+func (st *h2stream) relayInterim(status int, fields func(fn func(name, value []byte))) {
+	iw, ok := st.w.(interimWriter)
+	if !ok || st.interims >= maxInterims {
+		return
+	}
+	st.interims++
+	h := http.Header{}
+	fields(func(name, value []byte) {
+		if k := string(name); !h2mux.HopByHop(k) {
+			h[k] = append(h[k], string(value))
+		}
+	})
+	iw.WriteInterim(status, h)
+}
+
+// maxInterims bounds the interim heads relayed for one stream (x/net
+// leaves the limit to the caller once it gives them).
+const maxInterims = 16
+
+// interimH2 relays an HTTP/2 server's interim head (103 Early Hints) to
+// the client, as relayInterim; 100 Continue is not (answered by the
+// proxy). It runs on x/net's read loop while the stream waits in
+// RoundTrip.
+func (st *h2stream) interimH2(code int, h textproto.MIMEHeader) error {
+	if code == 100 || code == 101 || st.interims >= maxInterims {
+		return nil
+	}
+	st.interims++
+	if iw, ok := st.w.(interimWriter); ok {
+		out := http.Header{}
+		for k, vv := range h {
+			if !h2mux.HopByHop(k) {
+				out[k] = vv
+			}
+		}
+		iw.WriteInterim(code, out)
+	}
+	return nil
 }
