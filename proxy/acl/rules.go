@@ -495,15 +495,15 @@ func (sc *Scope) parseFormat(s string, res bool) (format, error) {
 	return out, nil
 }
 
-// append renders the value for r: each fetch's first sample as text.
+// append renders the value for r: each fetch's sample (fetch.value) as
+// text.
 func (f format) append(dst []byte, r *Request) []byte {
 	for _, p := range f {
 		if p.f == nil {
 			dst = append(dst, p.lit...)
 			continue
 		}
-		var it iter
-		if s, ok := p.f.next(r, &it); ok {
+		if s, ok := p.f.value(r); ok {
 			dst = sampleTextAppend(dst, s)
 		}
 	}

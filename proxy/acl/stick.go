@@ -84,8 +84,7 @@ func (e *Expr) String() string { return e.f.text }
 
 // Fetch returns the expression's first value for r.
 func (e *Expr) Fetch(r *Request) (Value, bool) {
-	var it iter
-	s, ok := e.f.next(r, &it)
+	s, ok := e.f.value(r)
 	if !ok {
 		return Value{}, false
 	}
@@ -96,6 +95,28 @@ func (e *Expr) Fetch(r *Request) (Value, bool) {
 		return Value{Kind: ValueInt, Int: s.n}, true
 	}
 	return Value{Kind: ValueStr, Str: s.s}, true
+}
+
+// value returns the fetch's value where one value is wanted (a key, a
+// format), as HAProxy's sample fetches give it: the last occurrence for
+// the header and cookie fetches without an occurrence number (req.hdr,
+// hdr, res.hdr, shdr, req.cook, cook: "the last comma-separated value",
+// configuration.txt 7.3.6), the first for the others. A condition tries
+// them all instead. With a client's own X-Forwarded-For before the one a
+// proxy in front appended, the first value is the client's word.
+func (f *fetch) value(r *Request) (sample, bool) {
+	var it iter
+	s, ok := f.next(r, &it)
+	if !ok || !(f.def.id == fHdr && f.occ == 0 || f.def.id == fCook) {
+		return s, ok
+	}
+	for {
+		n, more := f.next(r, &it)
+		if !more {
+			return s, true
+		}
+		s = n
+	}
 }
 
 // SampleExpr compiles a sample expression. Converters are not supported.
