@@ -515,8 +515,10 @@ func (t *tableSection) validate(s scope) {
 		// HAProxy's name of a table declared in a peers section,
 		// "<peers>/<table>": shared through that section, and known to
 		// the peers as <table>.
-		if t.Peers != section {
-			s.at("name").errorf(`a name "<peers>/<table>" (HAProxy's table declared in a peers section) needs peers = %q, got %q`, section, t.Peers)
+		if t.Peers != section && t.Peers != "" {
+			// (no peers: a table of a peers section HAProxy removed,
+			// kept unshared as HAProxy keeps it)
+			s.at("name").errorf(`a name "<peers>/<table>" (HAProxy's table declared in a peers section) needs peers = %q or none, got %q`, section, t.Peers)
 			return
 		}
 		checkName(s.at("name"), section)

@@ -43,8 +43,8 @@ func TestPeersModel(t *testing.T) {
 }
 
 // TestPeersSectionTableName: a [[table]] may be named "<peers>/<table>",
-// HAProxy's name of a table declared in a peers section, only when it is
-// shared through that section.
+// HAProxy's name of a table declared in a peers section, when it is
+// shared through that section or not shared (the section removed).
 func TestPeersSectionTableName(t *testing.T) {
 	base := `
 [[peers]]
@@ -59,8 +59,8 @@ size = 10
 `
 	for _, tc := range []struct{ name, peers, err string }{
 		{"mesh/limits", `peers = "mesh"`, ""},
-		{"mesh/limits", "", `t.toml:7: table "mesh/limits": name: a name "<peers>/<table>" (HAProxy's table declared in a peers section) needs peers = "mesh", got ""`},
-		{"other/limits", `peers = "mesh"`, `needs peers = "other", got "mesh"`},
+		{"mesh/limits", "", ""}, // unshared: its peers section removed, as HAProxy keeps it
+		{"other/limits", `peers = "mesh"`, `t.toml:7: table "other/limits": name: a name "<peers>/<table>" (HAProxy's table declared in a peers section) needs peers = "other" or none, got "mesh"`},
 		{"mesh/a/b", `peers = "mesh"`, `may contain only letters`},
 	} {
 		_, err := Parse("t.toml", []byte(fmt.Sprintf(base, tc.name, tc.peers)))

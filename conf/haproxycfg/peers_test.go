@@ -135,6 +135,25 @@ peers = "mesh"
 	if len(c.Tables) != 1 || c.Tables[0].Name != "mesh/limits" || c.Tables[0].Peers != "mesh" {
 		t.Errorf("tables: %+v", c.Tables)
 	}
+
+	// check and run on a host the section does not name: HAProxy 2.6
+	// removes the section and keeps its tables, unshared, so that the
+	// rules naming them still run (a fresh-user trial saw fulcrum refuse
+	// the configuration: unknown stick table "mesh/limits").
+	r, err = Import([]byte(cfg), Options{Name: "h.cfg", HostName: "vm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err = conf.Parse("h.toml", r.TOML)
+	if err != nil {
+		t.Fatalf("removed section: the TOML does not pass check: %v\n%s", err, r.TOML)
+	}
+	if len(c.Peers) != 0 || len(c.Tables) != 1 || c.Tables[0].Name != "mesh/limits" || c.Tables[0].Peers != "" {
+		t.Errorf("removed section: peers %d, tables %+v; want none, and mesh/limits unshared", len(c.Peers), c.Tables)
+	}
+	if rules := c.Frontends[0].Rules.HTTPRules(); len(rules) != 2 {
+		t.Errorf("removed section: %d http_request rules, want both", len(rules))
+	}
 }
 
 // TestImportTuneH2: tune.h2.max-concurrent-streams converts to

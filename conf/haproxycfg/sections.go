@@ -74,6 +74,15 @@ func hasPeer(s *section, name string) bool {
 func (c *converter) convertPeers(s *section) {
 	if _, removed := c.removedPeers[s.name]; removed && s.name != "" {
 		c.commentSection(s, Ignored, fmt.Sprintf("HAProxy 2.6 removes this section too: no peer is named %q, this instance's name (-L/--localpeer, else the global localpeer, else the host name); the tables naming it are not shared", c.localName))
+		// Its tables stay, unshared, as HAProxy keeps them.
+		holder := &table{header: "[[peers]]"} // (comments of refused lines: lost with the section)
+		for _, ln := range s.lines {
+			if ln.kw(0) == "table" && !c.unreadable(holder, ln) {
+				if tt := c.peersTable(s, holder, ln, false); tt != nil {
+					c.body = append(c.body, tt)
+				}
+			}
+		}
 		return
 	}
 	t := c.namedTable(s, "[[peers]]")
@@ -140,7 +149,7 @@ func (c *converter) convertPeers(s *section) {
 		case "disabled":
 			c.commentLine(t, ln, Unsupported, "disabled sections")
 		case "table":
-			if tt := c.peersTable(s, t, ln); tt != nil {
+			if tt := c.peersTable(s, t, ln, true); tt != nil {
 				tables = append(tables, tt)
 			}
 		case "log":
@@ -157,9 +166,10 @@ func (c *converter) convertPeers(s *section) {
 // [expire T] [store D,...]` line, HAProxy's stick-table declared in the
 // section, into a [[table]] named as HAProxy names it, "<peers>/NAME"
 // (which rules and the Runtime API use), shared through the section (its
-// peers know it as NAME). nil when the line is not converted: it is
-// then a comment in pt, the section's [[peers]].
-func (c *converter) peersTable(s *section, pt *table, ln *line) *table {
+// peers know it as NAME), unless shared is false (the section is removed:
+// HAProxy keeps its tables, unshared). nil when the line is not
+// converted: it is then a comment in pt, the section's [[peers]].
+func (c *converter) peersTable(s *section, pt *table, ln *line, shared bool) *table {
 	if ln.kw(1) == "" {
 		c.commentLine(pt, ln, Unsupported, "a table needs a name")
 		return nil
@@ -179,7 +189,9 @@ func (c *converter) peersTable(s *section, pt *table, ln *line) *table {
 		}
 		return nil
 	}
-	tt.set("peers", s.name, ln.num)
+	if shared {
+		tt.set("peers", s.name, ln.num)
+	}
 	tt.lead = append([]string{}, ln.lead...)
 	return tt
 }
