@@ -164,3 +164,48 @@ address = "127.0.0.1:1"
 		t.Errorf("an unknown table: %v", err)
 	}
 }
+
+// A table storing gpc0_rate without gpc0 still counts the rate on
+// sc-inc-gpc0 and src_inc_gpc0, as HAProxy 2.6 (a fresh-user trial saw it
+// stay at 0: a deny on sc_gpc0_rate never fired).
+func TestGPCRateAlone(t *testing.T) {
+	web := newUpstream(t, "web")
+	p, _ := clockedProxy(t, `
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+default_backend = "web"
+stick_table = { type = "ip", size = 100, store = ["gpc0_rate(10s)", "gpc1_rate(10s)"] }
+http_request = [
+  "track-sc0 src",
+  "sc-inc-gpc0(0)",
+  "deny deny_status 429 if { path /src } { src_inc_gpc1 ge 0 }",
+  "deny deny_status 403 if { sc_gpc0_rate(0) gt 2 }",
+]
+[[backend]]
+name = "web"
+[[backend.server]]
+name = "s1"
+address = "%s"
+`, web.addr())
+	addr := "http://" + p.Frontends[0].Addrs()[0].String()
+	for i, want := range []int{200, 200, 403} {
+		resp, err := http.Get(addr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("request %d: %d, want %d", i+1, resp.StatusCode, want)
+		}
+	}
+	resp, err := http.Get(addr + "/src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 429 {
+		t.Fatalf("/src: %d, want 429 (src_inc_gpc1 on a table storing its rate only)", resp.StatusCode)
+	}
+	wantEntry(t, p.Table("www"), "127.0.0.1", []stick.DataType{stick.GPC0Rate, stick.GPC1Rate}, 4, 1)
+}

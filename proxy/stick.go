@@ -338,11 +338,25 @@ func (tr *tracker) Inc(slot int, ds ...stick.DataType) (int64, bool) {
 		return 0, false
 	}
 	sc := &tr.sc[slot]
-	if _, ok := sc.t.Value(sc.e, ds[0]); !ok {
+	return incStored(sc.t, sc.e, ds)
+}
+
+// incStored adds one to each of ds that t stores and returns ds[0]'s new
+// value: 0 when t stores ds[0] not (a gpc0_rate without gpc0 still
+// counts, as HAProxy's); ok is false when it stores none of ds.
+func incStored(t *stick.Table, e *stick.Entry, ds []stick.DataType) (int64, bool) {
+	stored := false
+	for _, d := range ds {
+		if _, ok := t.Value(e, d); ok {
+			stored = true
+		}
+	}
+	if !stored {
 		return 0, false
 	}
-	sc.t.Update(sc.e, ds...)
-	return sc.t.Value(sc.e, ds[0])
+	t.Update(e, ds...)
+	v, _ := t.Value(e, ds[0])
+	return v, true
 }
 
 // Swap sets d of the entry tracked in slot to v (sc-set-gpt0,
@@ -368,7 +382,11 @@ func (tr *tracker) Src(table string, src netip.Addr, op acl.SrcOp, d, rate stick
 	if op == acl.SrcRead {
 		return t.Peek(k, d)
 	}
-	if _, ok := t.Peek(k, d); !ok {
+	_, stored := t.Peek(k, d)
+	if rate != 0 && !stored {
+		_, stored = t.Peek(k, rate)
+	}
+	if !stored {
 		return 0, false // not stored: no entry made for nothing
 	}
 	e := t.Get(k)
@@ -379,12 +397,11 @@ func (tr *tracker) Src(table string, src netip.Addr, op acl.SrcOp, d, rate stick
 	if op == acl.SrcClr {
 		return t.Swap(e, d, 0)
 	}
+	ds := []stick.DataType{d}
 	if rate != 0 {
-		t.Update(e, d, rate)
-	} else {
-		t.Update(e, d)
+		ds = append(ds, rate)
 	}
-	return t.Value(e, d)
+	return incStored(t, e, ds)
 }
 
 // accepted counts a connection that the tcp_request connection rules let
