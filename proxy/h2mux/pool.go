@@ -149,6 +149,26 @@ func (p *Pool) ReserveOrDial(ctx context.Context, key string, idleOK bool, wait 
 		}
 		d := p.dials[key]
 		if d == nil {
+			if settling := p.settling(key); settling != nil {
+				// A connection just dialed whose SETTINGS are not applied
+				// yet (reserve skips it): wait for them rather than dial.
+				p.mu.Unlock()
+				if timeout == nil {
+					if wait <= 0 {
+						return nil, nil
+					}
+					t := time.NewTimer(wait)
+					defer t.Stop()
+					timeout = t.C
+				}
+				select {
+				case <-settling:
+					continue
+				case <-timeout:
+				case <-ctx.Done():
+				}
+				return nil, nil
+			}
 			d = &Dial{p: p, key: key, done: make(chan struct{})}
 			if p.dials == nil {
 				p.dials = map[string]*Dial{}
@@ -170,6 +190,18 @@ func (p *Pool) ReserveOrDial(ctx context.Context, key string, idleOK bool, wait 
 			return nil, nil
 		}
 	}
+}
+
+// settling returns the Settled channel of a connection made with key
+// whose server's SETTINGS are not applied yet, nil when there is none.
+// p.mu is held.
+func (p *Pool) settling(key string) <-chan struct{} {
+	for _, e := range p.conns {
+		if e.key == key && !e.g.isSettled() {
+			return e.g.Settled()
+		}
+	}
+	return nil
 }
 
 // waitDial waits for d to end and its connection's SETTINGS to be

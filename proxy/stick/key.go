@@ -135,7 +135,35 @@ func (t *Table) appendKey(dst []byte, k Key) []byte {
 		}
 		return dst
 	}
-	return append(dst, k.s...)
+	return appendText(dst, k.s)
+}
+
+// appendText appends a string key as HAProxy's show table writes it
+// (dump_text, src/tools.c): up to its first NUL, printable ASCII as is
+// but for the space, '=' and '\\' (escaped with a backslash, as tab, CR,
+// LF and ESC: \t \r \n \e), any other byte as \xNN.
+func appendText(dst []byte, s string) []byte {
+	const hexUpper = "0123456789ABCDEF"
+	for i := 0; i < len(s) && s[i] != 0; i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '=' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c == '\t':
+			dst = append(dst, '\\', 't')
+		case c == '\n':
+			dst = append(dst, '\\', 'n')
+		case c == '\r':
+			dst = append(dst, '\\', 'r')
+		case c == 0x1b:
+			dst = append(dst, '\\', 'e')
+		case c > ' ' && c < 0x7f:
+			dst = append(dst, c)
+		default:
+			dst = append(dst, '\\', 'x', hexUpper[c>>4], hexUpper[c&0xf])
+		}
+	}
+	return dst
 }
 
 // less orders keys as `show table` lists them: addresses and integers by
