@@ -209,3 +209,69 @@ address = "%s"
 	}
 	wantEntry(t, p.Table("www"), "127.0.0.1", []stick.DataType{stick.GPC0Rate, stick.GPC1Rate}, 4, 1)
 }
+
+// http_err_cnt counts what HAProxy 2.6 counts as the client's errors
+// (measured side by side): a deny whatever its status, a failed
+// authentication, a 4xx from the server; not a return rule's answer,
+// whatever its status. intercepted counts the frontend's return,
+// redirect and auth answers, not its denies. A fresh-user trial saw
+// fulcrum count by status.
+func TestHTTPErrCntByAction(t *testing.T) {
+	web := newUpstream(t, "web")
+	web.handler = func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/missing" {
+			w.WriteHeader(404)
+		}
+	}
+	p, _ := clockedProxy(t, `
+[[userlist]]
+name = "L"
+user = [{ name = "u", insecure_password = "p" }]
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+default_backend = "web"
+stick_table = { type = "ip", size = 100, store = ["http_err_cnt"] }
+http_request = [
+  "track-sc0 src",
+  "deny deny_status 503 if { path /d503 }",
+  "deny deny_status 200 if { path /d200 }",
+  "return status 404 content-type text/plain string nope if { path /r404 }",
+  "redirect location /x if { path /redir }",
+  "auth realm A if { path /auth } !{ http_auth(L) }",
+]
+[[backend]]
+name = "web"
+[[backend.server]]
+name = "s1"
+address = "%s"
+`, web.addr())
+	addr := "http://" + p.Frontends[0].Addrs()[0].String()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	ds := []stick.DataType{stick.HTTPErrCnt}
+	for _, c := range []struct {
+		path      string
+		status    int
+		err       int64
+		intercept int64
+	}{
+		{"/d503", 503, 1, 0},
+		{"/d200", 200, 2, 0},
+		{"/r404", 404, 2, 1},
+		{"/redir", 302, 2, 2},
+		{"/missing", 404, 3, 2},
+		{"/auth", 401, 4, 3},
+		{"/ok", 200, 4, 3},
+	} {
+		resp, err := client.Get(addr + c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.status {
+			t.Fatalf("%s: %d, want %d", c.path, resp.StatusCode, c.status)
+		}
+		wantEntry(t, p.Table("www"), "127.0.0.1", ds, c.err)
+		waitFor(t, 5e9, "intercepted", func() bool { return p.Snapshot().Frontends[0].Obs.Intercepted == c.intercept })
+	}
+}

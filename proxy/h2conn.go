@@ -142,7 +142,7 @@ func (x h2stream) Free() {
 	}
 	ref.prev, ref.next = nil, nil
 	cc.h2mu.Unlock()
-	x.trk.end(-1, 0, 0)
+	x.trk.end(false, 0, 0)
 	*x.Stream = Stream{edits: x.edits, ans: x.ans[:0]}
 	streamPool.Put(x.Stream)
 }

@@ -241,7 +241,7 @@ func (cc *clientConn) Done() {
 // releaseStream gives back the connection's Stream, whose request ended
 // without its log line, with the entries that request tracked.
 func (cc *clientConn) releaseStream() {
-	cc.x.trk.end(-1, 0, 0)
+	cc.x.trk.end(false, 0, 0)
 	cc.x.h1End()
 	*cc.x = Stream{edits: cc.x.edits, ans: cc.x.ans[:0]}
 	streamPool.Put(cc.x)

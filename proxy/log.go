@@ -340,8 +340,10 @@ func (x *Stream) closeLog(o stream.Outcome, tw int64) {
 		total = now.Sub(x.idleStart)
 	}
 	x.recordTimings(total)
-	if x.local || (x.be == nil && x.status >= 300 && x.status < 400) {
-		x.fe.Counters.obs.intercepted.Add(1) // the stats page, a redirect
+	if x.local || x.be == nil && o == stream.Answered {
+		// The stats page, or a return, redirect or auth rule of the
+		// frontend, as HAProxy's intercepted_req (not a deny).
+		x.fe.Counters.obs.intercepted.Add(1)
 	}
 	e := &x.lg
 	// Null (option dontlognull): nothing received, on a TCP session, an

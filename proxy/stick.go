@@ -442,10 +442,11 @@ func (tr *tracker) request() {
 
 // end closes a request's tracking: bytes and errors counted on every
 // tracked entry, then the request's own entries get conn_cur decremented
-// and are released; the connection's stay (see release). status is the
-// response's (-1: none). A TCP connection ends its tracking with end then
-// release. A nil tracker (a connection no rule tracked) has nothing to end.
-func (tr *tracker) end(status int, in, out int64) {
+// and are released; the connection's stay (see release). clientErr counts
+// the request in http_err_*. A TCP connection ends its tracking with end
+// then release. A nil tracker (a connection no rule tracked) has nothing
+// to end.
+func (tr *tracker) end(clientErr bool, in, out int64) {
 	if tr == nil {
 		return
 	}
@@ -455,7 +456,7 @@ func (tr *tracker) end(status int, in, out int64) {
 			continue
 		}
 		t, e := sc.t, sc.e
-		if status >= 400 && status < 500 {
+		if clientErr {
 			t.Update(e, stick.HTTPErrCnt, stick.HTTPErrRate)
 		}
 		if in > 0 {
@@ -581,13 +582,13 @@ func (x *Stream) persist(be *Backend) *Server {
 // stickEnd ends the request for the stick tables: the store rules get the
 // server that answered (tr >= 0: a response came from it), and the
 // tracked entries are released.
-func (x *Stream) stickEnd(srv *Server, status int, bytesOut, tr int64) {
+func (x *Stream) stickEnd(srv *Server, clientErr bool, bytesOut, tr int64) {
 	if srv != nil && tr >= 0 {
 		x.stickStore(srv)
 	}
 	x.trk.stores = x.trk.stores[:0]
 	if x.trk.sc[0].e != nil || x.trk.sc[1].e != nil || x.trk.sc[2].e != nil {
-		x.trk.end(status, x.bytesIn, bytesOut)
+		x.trk.end(clientErr, x.bytesIn, bytesOut)
 	}
 }
 

@@ -88,6 +88,7 @@ type Stream struct {
 	ck     cookieState // cookie persistence (cookie.go)
 	pin    *Server     // the server persistence pinned the request to
 	ans    []byte      // scratch for a rule's answer (redirect)
+	authed bool        // answered by an auth rule's 401 (a failed authentication)
 	lg     logEntry    // the access log line's and histograms' accounting (log.go)
 	grpc   string      // the response's grpc-status, for the log ("" none)
 	h2ref  h2ref       // ref of an HTTP/2 stream (h2conn.go)
@@ -273,6 +274,7 @@ func (x *Stream) answer(rule *acl.Rule, be *Backend) stream.Route {
 	case acl.ActAuth:
 		x.ans = http1.AppendAuthResponse(x.ans[:0], rule.Realm())
 		rt.Answer = x.ans
+		x.authed = true
 	}
 	closes := rt.Deny && (rule.Status == 400 || rule.Status == 408)
 	rt.Keep = !closes && !x.req.HasBody && !x.req.ConnClose && !x.fe.stoppingForGood(x.cc)
@@ -766,6 +768,20 @@ func (x *Stream) release(last bool) {
 func (x *Stream) logLine(o stream.Outcome) {
 	tw := x.tw
 	x.tw = 0
-	x.stickEnd(x.srv, x.status, x.bytesOut, x.tr)
+	// An error of the client's in HAProxy's http_err_cnt (configuration
+	// 7.x "http_err_cnt"): a deny whatever its status, a failed
+	// authentication, else a 4xx answer; never a return or redirect
+	// (measured beside HAProxy 2.6).
+	var clientErr bool
+	switch o {
+	case stream.Denied:
+		clientErr = true
+	case stream.Answered:
+		clientErr = x.authed
+	default:
+		clientErr = x.status >= 400 && x.status < 500
+	}
+	x.authed = false
+	x.stickEnd(x.srv, clientErr, x.bytesOut, x.tr)
 	x.closeLog(o, tw) // log.go: the line, the histograms
 }

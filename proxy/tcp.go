@@ -50,7 +50,7 @@ func (fe *Frontend) serveTCP(cc *clientConn) {
 	defer x.Unbind()
 	in, out := fe.p.relayTCP(cc.c, sc, fe.timeoutClient, be.Conf.TimeoutServer)
 	x.relayedTCP(in.N, out.N)
-	cc.st.end(-1, in.N, out.N) // bytes on the entries tracked at connection (released on return)
+	cc.st.end(false, in.N, out.N) // bytes on the entries tracked at connection (released on return)
 	x.End(tcpOutcome(in, out))
 }
 
