@@ -12,6 +12,7 @@ import (
 
 	"github.com/fulcrum-proxy/fulcrum/internal/suggest"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
+	"github.com/fulcrum-proxy/fulcrum/proxy/stick"
 )
 
 // both returns the section's frontend and backend tables that exist (one
@@ -344,7 +345,17 @@ func convStickTable(x *ctx) {
 		case "store":
 			v, _ := next()
 			list, _ := in.vals["store"].([]string)
-			in.set("store", append(list, splitStore(v)...))
+			for _, d := range splitStore(v) {
+				if _, err := stick.ParseStore([]string{d}); err != nil {
+					// The rest of the table still converts: dropping it
+					// whole dropped the rules tracking in it (a fresh-user
+					// trial lost a rate limit to an http_fail_cnt).
+					x.part(Unsupported, fmt.Sprintf("store %s: %v", d, err))
+					continue
+				}
+				list = append(list, d)
+			}
+			in.set("store", list)
 		case "peers":
 			v, _ := next()
 			if line, removed := x.c.removedPeers[v]; removed {

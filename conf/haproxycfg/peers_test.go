@@ -181,3 +181,32 @@ func TestImportTuneH2(t *testing.T) {
 		t.Errorf("H2MaxStreams %d, want 50", c.Global.H2MaxStreams)
 	}
 }
+
+// TestImportStoreUnknownType: a stored type fulcrum lacks is left out of
+// the table, noted, and the table with the rest and the rules tracking in
+// it are kept (a fresh-user trial saw one http_fail_cnt drop the whole
+// table, then its track-sc0: the rate limit reading it was silently gone).
+func TestImportStoreUnknownType(t *testing.T) {
+	const cfg = "defaults\n    mode http\nfrontend f\n    bind :80\n" +
+		"    stick-table type ip size 1k store http_req_rate(10s),http_fail_cnt,gpc0\n" +
+		"    http-request track-sc0 src\n    http-request deny deny_status 429 if { sc_http_req_rate(0) gt 5 }\n" +
+		"    default_backend b\nbackend b\n    server s 10.0.0.1:80\n"
+	r, err := Import([]byte(cfg), Options{Name: "h.cfg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(r.TOML), `stick_table = { type = "ip", size = 1024, store = ["http_req_rate(10s)", "gpc0"] }`) {
+		t.Errorf("TOML:\n%s", r.TOML)
+	}
+	notes := notesText("h.cfg", r)
+	if strings.Count(notes, "\n") != 1 || !strings.Contains(notes, "h.cfg:5: stick-table: not supported: store http_fail_cnt: unknown data type 'http_fail_cnt'") {
+		t.Errorf("notes:\n%s", notes)
+	}
+	c, err := conf.Parse("h.toml", r.TOML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(c.Frontends[0].Rules.HTTPRules()); n != 2 {
+		t.Errorf("%d http_request rules, want 2", n)
+	}
+}
