@@ -95,6 +95,7 @@ func Import(data []byte, opt Options) (*Result, error) {
 					notes = append(notes, n)
 				}
 			}
+			notes = append(notes, f.orphanedCounters(notes)...)
 			slices.SortStableFunc(notes, func(a, b Note) int { return a.Line - b.Line })
 			return &Result{TOML: []byte(text), Notes: notes, NoFrontend: len(cfg.Frontends) == 0}, nil
 		}

@@ -210,3 +210,31 @@ func TestImportStoreUnknownType(t *testing.T) {
 		t.Errorf("%d http_request rules, want 2", n)
 	}
 }
+
+// TestImportOrphanedCounters: a converted rule reading a tracking counter
+// that only a line not converted tracked is noted (it never sees an
+// entry); rules on counters tracked by converted lines are not.
+func TestImportOrphanedCounters(t *testing.T) {
+	const cfg = "defaults\n    mode http\nfrontend f\n    bind :80\n" +
+		"    stick-table type ip size 1k store http_req_rate(10s),gpc0\n" +
+		"    http-request track-sc1 url32+src\n" + // line 6: not supported
+		"    http-request track-sc0 src\n" +
+		"    http-request sc-inc-gpc0(0) if { sc_http_req_rate(1) eq 1 }\n" + // 8: reads 1
+		"    http-request deny if { sc1_http_req_rate gt 5 }\n" + // 9: reads 1
+		"    http-request deny if { sc_get_gpc0(0) gt 3 }\n" + // 10: reads 0, tracked
+		"    default_backend b\nbackend b\n    server s 10.0.0.1:80\n"
+	r, err := Import([]byte(cfg), Options{Name: "h.cfg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := notesText("h.cfg", r)
+	const why = "http-request: converted, differs: reads tracking counter 1, which only line 6 tracks, not converted: this rule never sees an entry"
+	for _, want := range []string{"h.cfg:8: " + why, "h.cfg:9: " + why} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+	if strings.Count(notes, "\n") != 3 {
+		t.Errorf("notes: want 3 (lines 6, 8, 9):\n%s", notes)
+	}
+}
