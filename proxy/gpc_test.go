@@ -45,15 +45,7 @@ address = "%s"
 `, web.addr())
 	addr := "http://" + p.Frontends[0].Addrs()[0].String()
 	tbl := p.Table("www")
-	get := func(path string) int {
-		t.Helper()
-		resp, err := http.Get(addr + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	get := func(path string) int { return statusOf(t, http.DefaultClient, addr+path) }
 	ds := []stick.DataType{stick.GPT0, stick.GPC0, stick.GPC0Rate, stick.GPC1}
 	if got := get("/tag"); got != 200 {
 		t.Fatalf("/tag: %d", got)
@@ -116,15 +108,7 @@ name = "s1"
 address = "%s"
 `, web.addr())
 	addr := "http://" + p.Frontends[0].Addrs()[0].String()
-	get := func(path string) int {
-		t.Helper()
-		resp, err := http.Get(addr + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	get := func(path string) int { return statusOf(t, http.DefaultClient, addr+path) }
 	abuse := p.Table("abuse")
 	// /count: http_req_cnt of the frontend's own table, 1, 2, 3, then 4.
 	for i, want := range []int{200, 200, 200, 410} {
@@ -190,22 +174,12 @@ address = "%s"
 `, web.addr())
 	addr := "http://" + p.Frontends[0].Addrs()[0].String()
 	for i, want := range []int{200, 200, 403} {
-		resp, err := http.Get(addr + "/")
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Fatalf("request %d: %d, want %d", i+1, resp.StatusCode, want)
+		if got := statusOf(t, http.DefaultClient, addr+"/"); got != want {
+			t.Fatalf("request %d: %d, want %d", i+1, got, want)
 		}
 	}
-	resp, err := http.Get(addr + "/src")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 429 {
-		t.Fatalf("/src: %d, want 429 (src_inc_gpc1 on a table storing its rate only)", resp.StatusCode)
+	if got := statusOf(t, http.DefaultClient, addr+"/src"); got != 429 {
+		t.Fatalf("/src: %d, want 429 (src_inc_gpc1 on a table storing its rate only)", got)
 	}
 	wantEntry(t, p.Table("www"), "127.0.0.1", []stick.DataType{stick.GPC0Rate, stick.GPC1Rate}, 4, 1)
 }
@@ -263,15 +237,21 @@ address = "%s"
 		{"/auth", 401, 4, 3},
 		{"/ok", 200, 4, 3},
 	} {
-		resp, err := client.Get(addr + c.path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != c.status {
-			t.Fatalf("%s: %d, want %d", c.path, resp.StatusCode, c.status)
+		if got := statusOf(t, client, addr+c.path); got != c.status {
+			t.Fatalf("%s: %d, want %d", c.path, got, c.status)
 		}
 		wantEntry(t, p.Table("www"), "127.0.0.1", ds, c.err)
 		waitFor(t, 5e9, "intercepted", func() bool { return p.Snapshot().Frontends[0].Obs.Intercepted == c.intercept })
 	}
+}
+
+// statusOf sends GET url with client and returns the response's status.
+func statusOf(t *testing.T, client *http.Client, url string) int {
+	t.Helper()
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -249,14 +249,24 @@ func (rule *Rule) track(r *Request) {
 	}
 }
 
+// scSlot returns the tracking counter an sc_* fetch reads (its name's,
+// else its argument's); false when the request has no tracker or the
+// fetch gave its value already.
+func scSlot(r *Request, f *fetch, it *iter) (int, bool) {
+	if r.Tracker == nil || it.n > 0 {
+		return 0, false
+	}
+	if f.def.slot < 0 {
+		return f.occ, true
+	}
+	return int(f.def.slot), true
+}
+
 // fetchSC reads a data type of the entry tracked in the fetch's slot.
 func fetchSC(r *Request, f *fetch, it *iter) (sample, bool) {
-	if r.Tracker == nil || it.n > 0 {
+	slot, ok := scSlot(r, f, it)
+	if !ok {
 		return sample{}, false
-	}
-	slot := int(f.def.slot)
-	if slot < 0 {
-		slot = f.occ
 	}
 	v, ok := r.Tracker.Tracked(slot, f.def.dt)
 	if !ok {
@@ -336,15 +346,11 @@ func (rule *Rule) applyGPC(r *Request) {
 // fetchGPC is sc_inc_gpcN (increments, then gives the new value) and
 // sc_clr_gpcN (clears, gives the old value).
 func fetchGPC(r *Request, f *fetch, it *iter) (sample, bool) {
-	if r.Tracker == nil || it.n > 0 {
+	slot, ok := scSlot(r, f, it)
+	if !ok {
 		return sample{}, false
 	}
-	slot := int(f.def.slot)
-	if slot < 0 {
-		slot = f.occ
-	}
 	var v int64
-	var ok bool
 	if f.def.clr {
 		v, ok = r.Tracker.Swap(slot, f.def.dt, 0)
 	} else {

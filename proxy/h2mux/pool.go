@@ -141,6 +141,24 @@ func (p *Pool) reserve(key string, idleOK bool) *http2.ClientConn {
 // connect timeout) passed.
 func (p *Pool) ReserveOrDial(ctx context.Context, key string, idleOK bool, wait time.Duration) (*http2.ClientConn, *Dial) {
 	var timeout <-chan time.Time
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	// arm starts the bound on the waits below, once: false when there is
+	// none to wait (wait <= 0).
+	arm := func() bool {
+		if timeout == nil {
+			if wait <= 0 {
+				return false
+			}
+			timer = time.NewTimer(wait)
+			timeout = timer.C
+		}
+		return true
+	}
 	for {
 		p.mu.Lock()
 		if cc := p.reserve(key, idleOK); cc != nil {
@@ -153,13 +171,8 @@ func (p *Pool) ReserveOrDial(ctx context.Context, key string, idleOK bool, wait 
 				// A connection just dialed whose SETTINGS are not applied
 				// yet (reserve skips it): wait for them rather than dial.
 				p.mu.Unlock()
-				if timeout == nil {
-					if wait <= 0 {
-						return nil, nil
-					}
-					t := time.NewTimer(wait)
-					defer t.Stop()
-					timeout = t.C
+				if !arm() {
+					return nil, nil
 				}
 				select {
 				case <-settling:
@@ -178,13 +191,8 @@ func (p *Pool) ReserveOrDial(ctx context.Context, key string, idleOK bool, wait 
 			return nil, d
 		}
 		p.mu.Unlock()
-		if timeout == nil {
-			if wait <= 0 {
-				return nil, nil
-			}
-			t := time.NewTimer(wait)
-			defer t.Stop()
-			timeout = t.C
+		if !arm() {
+			return nil, nil
 		}
 		if !p.waitDial(ctx, d, timeout) {
 			return nil, nil
