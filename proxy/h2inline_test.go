@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -409,5 +410,77 @@ func TestH2ShutdownSessions(t *testing.T) {
 	}
 	if n := requests.Load(); n != 3 {
 		t.Errorf("the server got %d requests, want 3 (no retry of the killed one)", n)
+	}
+}
+
+// TestH2InlineAnswered: a rule's answer (a deny under a flood) is written
+// by the connection's reader itself when it fits without waiting, the
+// answers of one read leaving together; one that does not fit the
+// stream's send window goes to a worker, which waits for the client's
+// credit (the reader must not: only it reads the WINDOW_UPDATE). Every
+// stream gets its 429, logged and counted as before. (A fresh-user trial
+// measured an HTTP/2 flood of denies at 27.5k requests/s against
+// HAProxy's 160k: a worker and a write per answer.)
+func TestH2InlineAnswered(t *testing.T) {
+	up := newUpstream(t, "s1")
+	cfg := loadConfig(t, t.TempDir(), fmt.Sprintf(`
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0 proto h2"]
+default_backend = "web"
+http_request = ["deny deny_status 429"]
+[[backend]]
+name = "web"
+[[backend.server]]
+name = "s1"
+address = "%s"
+`, up.addr()))
+	p, addr, logs := startLogged(t, cfg)
+	in := inlineOf(t, p)
+	h := dialH2(t, addr)
+	// Ten streams in one write: answered by the reader.
+	var batch bytes.Buffer
+	bf := http2.NewFramer(&batch, nil)
+	for id := uint32(1); id < 20; id += 2 {
+		bf.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: h.headers("/x"), EndStream: true, EndHeaders: true})
+	}
+	h.c.Write(batch.Bytes())
+	for id := uint32(1); id < 20; id += 2 {
+		if a := h.answer(t, id); a.fields[":status"] != "429" || !strings.Contains(a.body, "429 Too Many Requests") {
+			t.Fatalf("stream %d: %v %q", id, a.fields, a.body)
+		}
+	}
+	if n := in.Answered.Load(); n != 10 {
+		t.Errorf("answered by the reader: %d, want 10", n)
+	}
+	// A client whose streams may receive 8 bytes at a time: the page
+	// does not fit, a worker writes it as credit comes.
+	h2 := dialH2(t, addr)
+	h2.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 8})
+	h2.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: h2.headers("/y"), EndStream: true, EndHeaders: true})
+	var body []byte
+	for {
+		fr, err := h2.fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := fr.(*http2.DataFrame); ok && d.StreamID == 1 {
+			body = append(body, d.Data()...)
+			if d.StreamEnded() {
+				break
+			}
+			h2.fr.WriteWindowUpdate(1, uint32(len(d.Data())))
+			h2.fr.WriteWindowUpdate(0, uint32(len(d.Data())))
+		}
+	}
+	if !strings.Contains(string(body), "429 Too Many Requests") {
+		t.Errorf("small window: body %q", body)
+	}
+	if n := in.Answered.Load(); n != 10 {
+		t.Errorf("answered by the reader: %d, want still 10 (the small window's went to a worker)", n)
+	}
+	waitFor(t, 5e9, "eleven log lines", func() bool { return len(logLines(t, logs)) == 11 })
+	if n := p.Snapshot().Frontends[0].CounterValues.Dreq; n != 11 {
+		t.Errorf("dreq %d, want 11", n)
 	}
 }

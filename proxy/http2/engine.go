@@ -181,6 +181,11 @@ type estream struct {
 	// woken: a parked stream handed to a worker (parkWaker.Wake), counted
 	// in c.running from then.
 	woken bool
+	// byReader: the stream is run by the connection's reader itself (a
+	// rule's answer, inline.go): its writes leave their flush to the
+	// reader's next wait, so that the answers of one read go out in one
+	// write.
+	byReader bool
 
 	// Under c.mu.
 	sendWin    int64
@@ -1208,6 +1213,13 @@ func (c *econn) reserve(es *estream, want int, wait bool) (int, error) {
 			c.mu.Unlock()
 			return 0, nil
 		}
+		if es.byReader {
+			// The reader cannot wait for credit: only it reads the
+			// WINDOW_UPDATE that would bring it (answerFits checked there
+			// was enough; other streams took it meanwhile).
+			c.mu.Unlock()
+			return 0, errStreamGone
+		}
 		// The client grants more once it read what was sent.
 		c.mu.Unlock()
 		c.lockW()
@@ -1298,7 +1310,11 @@ func (w *respWriter) Write(p []byte) (int, error) {
 		if k > 0 {
 			c.wfr.WriteData(es.id, false, p[:k])
 		}
-		if err := c.unlockW(flushIfWanted); err != nil {
+		mode := flushIfWanted
+		if es.byReader {
+			mode = deferFlush
+		}
+		if err := c.unlockW(mode); err != nil {
 			return n, err
 		}
 		p = p[k:]
@@ -1375,7 +1391,7 @@ func (w *respWriter) finish(aborted bool) {
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
-	if c.running.Load() > 1 && c.pending.Load() == 0 {
+	if c.running.Load() > 1 && c.pending.Load() == 0 && !es.byReader {
 		// Other streams of the connection may have their responses
 		// ready to write: let them write first (this writer, counted in
 		// pending, then flushes for all), rather than a write each. One
@@ -1397,6 +1413,10 @@ func (w *respWriter) finish(aborted bool) {
 	if tr {
 		// Encoded after the head: the HPACK tables follow the wire order.
 		c.writeBlock(es.id, true, w.trailers())
+	}
+	if es.byReader {
+		c.unlockW(deferFlush) // the reader flushes before its next wait
+		return
 	}
 	c.unlockW(flushNow)
 }

@@ -33,6 +33,9 @@ import (
 type InlineCounters struct {
 	Parked atomic.Int64
 	Handed atomic.Int64
+	// Answered counts the streams a rule answered that the reader ran
+	// itself (answerFits).
+	Answered atomic.Int64
 }
 
 // SetInline lets the connections' readers begin bodiless streams (the
@@ -93,12 +96,41 @@ func (w *parkWaker) Wake() {
 // body, on the reader, and reports whether it parked (a worker runs it
 // once its response comes); false: a worker is to run it now, from where
 // it stands.
+// answerFits reports whether an answer of about n bytes (HTTP/1, head
+// included) can be written by the reader without waiting: no writer
+// holds or waits for the connection's writer, its buffer has room for it
+// whole (no write to the socket), and the connection's and the stream's
+// send windows take its body.
+func (c *econn) answerFits(es *estream, n int) bool {
+	if c.pending.Load() != 0 || !c.wmu.TryLock() {
+		return false
+	}
+	room := c.bw.Available()
+	c.wmu.Unlock()
+	if room < 2*n+256 {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sendWin >= int64(n) && es.sendWin >= int64(n) && !c.closed
+}
+
 func (c *econn) begin(es *estream) bool {
 	st := es.st
 	c.open(es)
 	st.start()
 	x := st.x
 	in := c.srv.inline
+	if st.rt.Kind == stream.RouteAnswer && c.answerFits(es, len(st.rt.Answer)) {
+		// A rule's answer (a deny under a flood): the reader writes it
+		// without a worker, and the answers of one read leave in one
+		// write (the reader flushes before it waits for the client).
+		st.setClock(time.Time{})
+		in.Answered.Add(1)
+		es.byReader = true
+		c.run(es)
+		return true
+	}
 	if st.rt.Kind != stream.RouteBackend || !x.TryTake() {
 		st.setClock(time.Time{})
 		in.Handed.Add(1)
