@@ -345,13 +345,7 @@ func (tr *tracker) Inc(slot int, ds ...stick.DataType) (int64, bool) {
 // value: 0 when t stores ds[0] not (a gpc0_rate without gpc0 still
 // counts, as HAProxy's); ok is false when it stores none of ds.
 func incStored(t *stick.Table, e *stick.Entry, ds []stick.DataType) (int64, bool) {
-	stored := false
-	for _, d := range ds {
-		if _, ok := t.Value(e, d); ok {
-			stored = true
-		}
-	}
-	if !stored {
+	if !slices.ContainsFunc(ds, t.Stores) {
 		return 0, false
 	}
 	t.Update(e, ds...)
@@ -382,11 +376,7 @@ func (tr *tracker) Src(table string, src netip.Addr, op acl.SrcOp, d, rate stick
 	if op == acl.SrcRead {
 		return t.Peek(k, d)
 	}
-	_, stored := t.Peek(k, d)
-	if rate != 0 && !stored {
-		_, stored = t.Peek(k, rate)
-	}
-	if !stored {
+	if !t.Stores(d) && (rate == 0 || !t.Stores(rate)) {
 		return 0, false // not stored: no entry made for nothing
 	}
 	e := t.Get(k)

@@ -77,6 +77,21 @@ func (c *Call) Interim(trace *httptrace.ClientTrace) {
 	c.ctx = httptrace.WithClientTrace(c.ctx, trace)
 }
 
+// MaxInterims bounds the interim heads relayed for one request (x/net
+// leaves the limit to the caller once it gives them).
+const MaxInterims = 16
+
+// RelayInterim reports whether a server's interim head of status goes on
+// to the client, counting it in *n: not 100 Continue (the proxy answered
+// the client's itself) nor 101, and at most MaxInterims per request.
+func RelayInterim(status int, n *int) bool {
+	if status == 100 || status == 101 || *n >= MaxInterims {
+		return false
+	}
+	*n++
+	return true
+}
+
 // Touch re-arms the inactivity timeout: data moved.
 func (c *Call) Touch() {
 	if c.timer != nil && !c.timedOut.Load() {

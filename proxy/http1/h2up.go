@@ -476,19 +476,14 @@ func (s *session) relayH2(call *h2mux.Call, resp *http.Response, reqBody *counti
 // response (res.ver).
 var version2 = []byte("HTTP/2.0")
 
-// maxInterims bounds the interim heads relayed for one request (x/net
-// leaves the limit to the caller once it gives them).
-const maxInterims = 16
-
 // interimH2 relays an HTTP/2 server's interim head (103 Early Hints) to
-// the client before the final one, as HAProxy 2.6 does; 100 Continue is
-// not (the proxy answered the client's itself). It runs on x/net's read
-// loop while the session waits in RoundTrip.
+// the client before the final one, as HAProxy 2.6 does (h2mux.RelayInterim
+// says which). It runs on x/net's read loop while the session waits in
+// RoundTrip.
 func (s *session) interimH2(code int, h textproto.MIMEHeader) error {
-	if code == 100 || code == 101 || s.interims >= maxInterims {
+	if !h2mux.RelayInterim(code, &s.interims) {
 		return nil
 	}
-	s.interims++
 	w := s.bw
 	w.WriteString("HTTP/1.1 ")
 	w.WriteString(strconv.Itoa(code))

@@ -1101,45 +1101,34 @@ type interimWriter interface {
 	WriteInterim(status int, h http.Header) error
 }
 
-// relayInterim passes an interim head of the server (103 Early Hints) on
-// to the client before the final one, as HAProxy 2.6 does; its fields
-// travel as they came (hop-by-hop ones aside).
-func (st *h2stream) relayInterim(status int, fields func(fn func(name, value []byte))) {
-	iw, ok := st.w.(interimWriter)
-	if !ok || st.interims >= maxInterims {
-		return
+// sendInterim passes a server's interim head (103 Early Hints) on to the
+// client before the final one, as HAProxy 2.6 does (h2mux.RelayInterim
+// says which).
+func (st *h2stream) sendInterim(status int, h http.Header) {
+	if iw, ok := st.w.(interimWriter); ok && h2mux.RelayInterim(status, &st.interims) {
+		iw.WriteInterim(status, h)
 	}
-	st.interims++
-	h := http.Header{}
-	fields(func(name, value []byte) {
-		if k := string(name); !h2mux.HopByHop(k) {
-			h[k] = append(h[k], string(value))
-		}
-	})
-	iw.WriteInterim(status, h)
 }
 
-// maxInterims bounds the interim heads relayed for one stream (x/net
-// leaves the limit to the caller once it gives them).
-const maxInterims = 16
+// relayInterim is sendInterim for an HTTP/1 server's interim head
+// (http1.Exchange.Interim: its fields are the end-to-end ones).
+func (st *h2stream) relayInterim(status int, fields func(fn func(name, value []byte))) {
+	h := http.Header{}
+	fields(func(name, value []byte) {
+		h[string(name)] = append(h[string(name)], string(value))
+	})
+	st.sendInterim(status, h)
+}
 
-// interimH2 relays an HTTP/2 server's interim head (103 Early Hints) to
-// the client, as relayInterim; 100 Continue is not (answered by the
-// proxy). It runs on x/net's read loop while the stream waits in
-// RoundTrip.
+// interimH2 is sendInterim for an HTTP/2 server's interim head, given by
+// x/net's read loop while the stream waits in RoundTrip.
 func (st *h2stream) interimH2(code int, h textproto.MIMEHeader) error {
-	if code == 100 || code == 101 || st.interims >= maxInterims {
-		return nil
-	}
-	st.interims++
-	if iw, ok := st.w.(interimWriter); ok {
-		out := http.Header{}
-		for k, vv := range h {
-			if !h2mux.HopByHop(k) {
-				out[k] = vv
-			}
+	out := http.Header{}
+	for k, vv := range h {
+		if !h2mux.HopByHop(k) {
+			out[k] = vv
 		}
-		iw.WriteInterim(code, out)
 	}
+	st.sendInterim(code, out)
 	return nil
 }
