@@ -54,6 +54,7 @@ func FuzzH2Response(f *testing.F) {
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-T\r\n\r\n2\r\nok\r\n0\r\nX-T: 1\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nCONNECTION: keep-alive\r\nKeep-Alive: timeout=5\r\nX-A: 1\r\nx-a: 2\r\nX-Empty:\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\nbody until close",
 		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\nConnection: x\r\n\r\nHTTP/1.1 103 Early Hints\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
 		"HTTP/1.1 200 OK\r\nX-Long: " + strings.Repeat("v", 5000) + "\r\nContent-Length: 0\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nBad Name: x\r\nX-Ctl: a\x01b\r\nContent-Length: 0\r\n\r\n",
 		"HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n",
