@@ -297,7 +297,8 @@ func (e *Exchange) Flush() error {
 }
 
 // ReadHead reads the server's final response head; interim 1xx responses
-// go to Interim (100 Continue aside), or are skipped. Errors: a timeout
+// (100 Continue too: the caller counts it and decides what to relay) go
+// to Interim, or are skipped. Errors: a timeout
 // (timeout_server), a malformed head (ErrBadResponse), or the server gone.
 func (e *Exchange) ReadHead() error {
 	for {
@@ -317,8 +318,7 @@ func (e *Exchange) ReadHead() error {
 		if e.resp.status == 101 {
 			return ErrBadResponse // nobody asked for a switch
 		}
-		if e.resp.status != 100 && e.Interim != nil {
-			// (100 Continue: the client's was answered by the proxy)
+		if e.Interim != nil {
 			e.Interim(e.resp.status, e.Fields)
 		}
 	}

@@ -481,6 +481,7 @@ var version2 = []byte("HTTP/2.0")
 // says which). It runs on x/net's read loop while the session waits in
 // RoundTrip.
 func (s *session) interimH2(code int, h textproto.MIMEHeader) error {
+	s.x.Interim(code)
 	if !h2mux.RelayInterim(code, &s.interims) {
 		return nil
 	}

@@ -1101,10 +1101,12 @@ type interimWriter interface {
 	WriteInterim(status int, h http.Header) error
 }
 
-// sendInterim passes a server's interim head (103 Early Hints) on to the
-// client before the final one, as HAProxy 2.6 does (h2mux.RelayInterim
-// says which).
+// sendInterim counts a server's interim head in its hrsp_1xx, 100
+// Continue included, and passes it (103 Early Hints) on to the client
+// before the final one, as HAProxy 2.6 does (h2mux.RelayInterim says
+// which).
 func (st *h2stream) sendInterim(status int, h http.Header) {
+	st.x.Interim(status)
 	if iw, ok := st.w.(interimWriter); ok && h2mux.RelayInterim(status, &st.interims) {
 		iw.WriteInterim(status, h)
 	}
