@@ -2,6 +2,7 @@ package netio
 
 import (
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -45,14 +46,42 @@ type CopyEnd struct {
 // (srcIdle) and dst's writes (dstIdle), 0 = none. With n >= 0 an early EOF
 // is a source error (io.ErrUnexpectedEOF).
 func Pipe(dst, src net.Conn, n int64, dstIdle, srcIdle time.Duration, bulk bool) CopyEnd {
-	return pipe(dst, src, n, dstIdle, srcIdle, bulk, nil)
+	return pipe(dst, src, n, dstIdle, srcIdle, bulk, nil, nil)
+}
+
+// writeMarks are a Relay's records of when bytes were last written to each
+// of its two sockets (Unix ns): a socket written to is not idle, and its
+// read timeout starts again, as HAProxy refreshes both the write and the
+// read timeout of a socket it sends on (configuration.txt, "option
+// independent-streams", which 2.6 leaves off by default). A pipe reads src
+// and writes dst: src is the socket its reads wait on, dst the one it
+// marks.
+type writeMarks struct{ src, dst *atomic.Int64 }
+
+// readIdleUntil returns when src's reads time out, given the pipe's own
+// last progress (Unix ns) and the other direction's last write to src.
+func (m *writeMarks) readIdleUntil(last int64, srcIdle time.Duration) int64 {
+	if m != nil {
+		last = max(last, m.src.Load())
+	}
+	return last + int64(srcIdle)
+}
+
+func (m *writeMarks) wrote(now int64) {
+	if m != nil {
+		m.dst.Store(now)
+	}
 }
 
 // pipe is Pipe, ended early once over (nil: never) is set: Relay sets it,
 // and expires both connections' deadlines, when the other direction
 // failed. A deadline is armed before over is looked at, so that either the
 // copy sees over or Relay's expired deadline overrides the one it armed.
-func pipe(dst, src net.Conn, n int64, dstIdle, srcIdle time.Duration, bulk bool, over *atomic.Bool) CopyEnd {
+//
+// marks (nil: none) are the Relay's write records: a read that times out
+// while the other direction wrote to src within srcIdle waits on, until
+// srcIdle after that write.
+func pipe(dst, src net.Conn, n int64, dstIdle, srcIdle time.Duration, bulk bool, over *atomic.Bool, marks *writeMarks) CopyEnd {
 	var e CopyEnd
 	if !bulk {
 		// The copy buffer is only held while bytes flow: a direction
@@ -68,9 +97,15 @@ func pipe(dst, src net.Conn, n int64, dstIdle, srcIdle time.Duration, bulk bool,
 			}
 		}()
 		var sdl, ddl Deadlines
+		var last int64   // the last read's end (Unix ns)
+		rearmed := false // the read deadline was moved by the other direction's writes
 		for !bulk && (n < 0 || e.N < n) {
 			now := time.Now()
-			sdl.ArmRead(src, now, srcIdle)
+			if !rearmed {
+				sdl.ArmRead(src, now, srcIdle)
+				last = now.UnixNano()
+			}
+			rearmed = false
 			if over != nil && over.Load() {
 				return e
 			}
@@ -87,12 +122,22 @@ func pipe(dst, src net.Conn, n int64, dstIdle, srcIdle time.Duration, bulk bool,
 				ddl.ArmWrite(dst, now, dstIdle)
 				w, werr := dst.Write(buf[:m])
 				e.N += int64(w)
+				if w > 0 && marks != nil {
+					marks.wrote(time.Now().UnixNano())
+				}
 				if werr != nil {
 					e.DstErr = werr
 					return e
 				}
 			}
 			if err != nil {
+				if marks != nil && srcIdle > 0 && IsTimeout(err) && !over.Load() {
+					if until := marks.readIdleUntil(last, srcIdle); until > time.Now().UnixNano() {
+						sdl.SetRead(src, time.Unix(0, until))
+						rearmed = true
+						continue
+					}
+				}
 				return endOf(e, err, n)
 			}
 			switch {
@@ -112,13 +157,22 @@ func pipe(dst, src net.Conn, n int64, dstIdle, srcIdle time.Duration, bulk bool,
 	// Bulk: splice. A deadline that expires while bytes were still moving
 	// in its window is re-armed: the connection is only cut after a whole
 	// window of idleness, between one and two timeouts after the last byte.
+	// In a Relay a window lasts at most half the other direction's read
+	// timeout on dst (dstIdle), so that its writes are marked in time.
+	last := time.Now().UnixNano() // the last window with progress
 	for n < 0 || e.N < n {
 		now := time.Now()
-		if srcIdle > 0 {
-			src.SetReadDeadline(now.Add(srcIdle))
+		win := srcIdle
+		if marks != nil && dstIdle > 0 && (win <= 0 || dstIdle/2 < win) {
+			win = dstIdle / 2
 		}
+		if win > 0 {
+			src.SetReadDeadline(now.Add(win))
+		}
+		writeDL := int64(0)
 		if dstIdle > 0 {
 			dst.SetWriteDeadline(now.Add(dstIdle))
+			writeDL = now.Add(dstIdle).UnixNano()
 		}
 		want := int64(spliceWindow)
 		if n >= 0 && n-e.N < want {
@@ -129,10 +183,23 @@ func pipe(dst, src net.Conn, n int64, dstIdle, srcIdle time.Duration, bulk bool,
 		}
 		m, err := io.CopyN(dst, src, want)
 		e.N += m
+		if m > 0 {
+			last = time.Now().UnixNano()
+			marks.wrote(last)
+		}
 		switch {
 		case err == nil:
 		case IsTimeout(err) && m > 0 && (over == nil || !over.Load()):
 			// progress was made in this window: not idle
+		case marks != nil && IsTimeout(err) && !over.Load() && (writeDL == 0 || time.Now().UnixNano() < writeDL):
+			// The read window ended, not the write deadline (a splice
+			// reports either as "readfrom"): a short window, or the other
+			// direction wrote to src, waits on; else src was idle.
+			if srcIdle <= 0 || marks.readIdleUntil(last, srcIdle) > time.Now().UnixNano() {
+				continue
+			}
+			e.SrcErr = asRead(err)
+			return e
 		case IsWriteErr(err):
 			e.DstErr = err
 			return e
@@ -141,6 +208,18 @@ func pipe(dst, src net.Conn, n int64, dstIdle, srcIdle time.Duration, bulk bool,
 		}
 	}
 	return e
+}
+
+// asRead is a splice's timeout as the read's it was ("read", not
+// "readfrom": not a write error).
+func asRead(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		r := *op
+		r.Op = "read"
+		return &r
+	}
+	return err
 }
 
 // endOf records a read error that ended a copy; EOF is clean when the copy
@@ -166,7 +245,8 @@ func endOf(e CopyEnd, err error, n int64) CopyEnd {
 // peer's doing).
 func Relay(client, server net.Conn, clientIdle, serverIdle time.Duration) (in, out CopyEnd) {
 	var over atomic.Bool
-	var first atomic.Int32 // 1: in failed first, 2: out did
+	var toClient, toServer atomic.Int64 // writeMarks
+	var first atomic.Int32              // 1: in failed first, 2: out did
 	abort := func(dir int32) {
 		first.CompareAndSwap(0, dir)
 		over.Store(true)
@@ -178,14 +258,14 @@ func Relay(client, server net.Conn, clientIdle, serverIdle time.Duration) (in, o
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		in = pipe(server, client, -1, serverIdle, clientIdle, false, &over)
+		in = pipe(server, client, -1, serverIdle, clientIdle, false, &over, &writeMarks{src: &toClient, dst: &toServer})
 		CloseWrite(server)
 		if in.SrcErr != nil || in.DstErr != nil {
 			CloseRead(client)
 			abort(1)
 		}
 	}()
-	out = pipe(client, server, -1, clientIdle, serverIdle, false, &over)
+	out = pipe(client, server, -1, clientIdle, serverIdle, false, &over, &writeMarks{src: &toServer, dst: &toClient})
 	CloseWrite(client)
 	if out.SrcErr != nil || out.DstErr != nil {
 		CloseRead(server)

@@ -206,3 +206,70 @@ func TestRelayAbortsBlockedDirection(t *testing.T) {
 		t.Fatal("the relay still runs 10 s after the client's reset (idle timeouts 20 s)")
 	}
 }
+
+// Bytes written to a socket refresh its read timeout, as HAProxy's
+// default ("option independent-streams" off): a side that only sends
+// keeps the silent side's timeout from firing, small messages or a bulk
+// flow spliced; once both are quiet, the silent side's timeout ends it.
+func TestRelayOneWayKeepsSilentSide(t *testing.T) {
+	const short, long = 150 * time.Millisecond, 20 * time.Second
+	for _, tc := range []struct {
+		name       string
+		fromClient bool
+		chunk      int
+	}{{"client sends", true, 1}, {"server sends", false, 1}, {"client sends bulk", true, 64 << 10}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl, pc := pair(t)
+			ps, srv := pair(t)
+			clientIdle, serverIdle := long, short
+			sender, receiver := cl, srv
+			if !tc.fromClient {
+				clientIdle, serverIdle = short, long
+				sender, receiver = srv, cl
+			}
+			type result struct{ in, out CopyEnd }
+			done := make(chan result, 1)
+			go func() {
+				in, out := Relay(pc, ps, clientIdle, serverIdle)
+				done <- result{in, out}
+			}()
+			go io.Copy(io.Discard, receiver)
+			buf := make([]byte, tc.chunk)
+			var last time.Time
+			var sent int64
+			for range 12 { // 12 x 40 ms: over three timeouts
+				last = time.Now()
+				sender.SetWriteDeadline(time.Now().Add(5 * time.Second))
+				n, err := sender.Write(buf)
+				sent += int64(n)
+				if err != nil {
+					t.Fatalf("write: %v", err)
+				}
+				select {
+				case r := <-done:
+					t.Fatalf("the relay ended while one side sent: in %+v, out %+v", r.in, r.out)
+				case <-time.After(40 * time.Millisecond):
+				}
+			}
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the relay still runs 10 s after both sides went quiet")
+			}
+			if idle := time.Since(last); idle < short {
+				t.Errorf("ended %v after the last byte, before the timeout %v", idle, short)
+			}
+			silent, busy := r.out, r.in
+			if !tc.fromClient {
+				silent, busy = r.in, r.out
+			}
+			if !IsTimeout(silent.SrcErr) || silent.DstErr != nil || silent.N != 0 {
+				t.Errorf("silent direction %+v: want its source's read timed out", silent)
+			}
+			if busy.SrcErr != nil || busy.DstErr != nil || busy.N != sent {
+				t.Errorf("busy direction %+v: want %d bytes, no error", busy, sent)
+			}
+		})
+	}
+}

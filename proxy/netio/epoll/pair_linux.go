@@ -426,8 +426,12 @@ func (p *Pair) failWith(d int, src bool, err error) {
 }
 
 // deadline returns when direction d times out (0: it cannot): its source
-// srcIdle after its last progress while nothing is pending, its
-// destination dstIdle after it while bytes are.
+// srcIdle after the last progress on that socket while nothing is
+// pending, its destination dstIdle after the direction's last progress
+// while bytes are. Bytes written to a socket refresh its read timeout,
+// as HAProxy's default (configuration.txt, "option independent-streams"):
+// the other direction's progress counts for the source, so a client that
+// only sends keeps a silent server's side alive.
 func (p *Pair) deadline(d int) int64 {
 	dir := &p.dirs[d]
 	switch {
@@ -436,7 +440,7 @@ func (p *Pair) deadline(d int) int64 {
 			return dir.last + dir.dstIdle
 		}
 	case !dir.eof && dir.srcIdle > 0:
-		return dir.last + dir.srcIdle
+		return max(dir.last, p.dirs[1-d].last) + dir.srcIdle
 	}
 	return 0
 }

@@ -288,6 +288,50 @@ func TestPairIdleTimeout(t *testing.T) {
 			t.Errorf("in %+v: want nothing, no error", in)
 		}
 	})
+	// Bytes written to a socket refresh its read timeout (HAProxy's
+	// default, "option independent-streams" off): a side that only sends
+	// keeps the silent side's timeout from firing, for many timeouts; once
+	// both are quiet the silent side's timeout ends the pair.
+	for _, fromClient := range []bool{true, false} {
+		t.Run(map[bool]string{true: "one way from client", false: "one way from server"}[fromClient], func(t *testing.T) {
+			g := newGroup(t, 1)
+			var r *relayed
+			var sender, receiver net.Conn
+			if fromClient {
+				r = startRelayed(t, g, long, short, true) // the silent server's timeout is short
+				sender, receiver = r.cl, r.srv
+			} else {
+				r = startRelayed(t, g, short, long, true)
+				sender, receiver = r.srv, r.cl
+			}
+			var last time.Time
+			for range 12 { // 12 x 40 ms: over three timeouts
+				last = time.Now()
+				sender.Write([]byte("x"))
+				readN(t, receiver, 1)
+				select {
+				case <-r.p.Done():
+					in, out := r.p.Wait()
+					t.Fatalf("the pair ended while one side sent: in %+v, out %+v", in, out)
+				case <-time.After(40 * time.Millisecond):
+				}
+			}
+			in, out := r.wait(t)
+			if idle := time.Since(last); idle < short {
+				t.Errorf("ended %v after the last byte, before the timeout %v", idle, short)
+			}
+			silent, busy := out, in // the server's reads timed out
+			if !fromClient {
+				silent, busy = in, out
+			}
+			if !netio.IsTimeout(silent.SrcErr) || silent.DstErr != nil || silent.N != 0 {
+				t.Errorf("silent direction %+v: want its source's read timed out", silent)
+			}
+			if busy != (netio.CopyEnd{N: 12}) {
+				t.Errorf("busy direction %+v: want 12 bytes, no error", busy)
+			}
+		})
+	}
 	t.Run("write", func(t *testing.T) {
 		// The client stops reading (it still sends, within clientIdle):
 		// the server's bytes wait in the pair, and the write to the

@@ -590,7 +590,9 @@ func (r *Relay) scan() {
 					r.failWith(i, d, false, opErr("write", os.ErrDeadlineExceeded))
 					break
 				}
-			} else if !dir.eof && dir.srcIdle > 0 && idle >= dir.srcIdle {
+			} else if !dir.eof && dir.srcIdle > 0 && r.now-max(dir.last, p.dirs[1-d].last) >= dir.srcIdle {
+				// (bytes written to the source refresh its read timeout,
+				// as epoll.Pair and netio.Relay: HAProxy's default)
 				r.failWith(i, d, true, opErr("read", os.ErrDeadlineExceeded))
 				break
 			}

@@ -101,6 +101,36 @@ func TestSessionTimeouts(t *testing.T) {
 	}
 }
 
+// A client that only sends keeps a silent server's side alive (bytes
+// written to a socket refresh its read timeout, HAProxy's default, as
+// netio.Relay and epoll.Pair); once it stops, the server's timeout ends
+// the session.
+func TestSessionOneWay(t *testing.T) {
+	r := newRelay(t, RelayConfig{})
+	up := startServer(t, func(c net.Conn) { io.Copy(io.Discard, c) })
+	const short = 150 * time.Millisecond
+	s := r.Session(time.Minute, short)
+	c, _ := sessionThrough(t, r, s, up)
+	var last time.Time
+	for range 12 { // 12 x 40 ms: over three timeouts
+		last = time.Now()
+		c.Write([]byte("x"))
+		select {
+		case <-s.Done():
+			in, out := s.Wait()
+			t.Fatalf("the session ended while the client sent: %+v %+v", in, out)
+		case <-time.After(40 * time.Millisecond):
+		}
+	}
+	in, out := s.Wait()
+	if d := time.Since(last); d < short {
+		t.Errorf("ended %v after the last byte, before the timeout %v", d, short)
+	}
+	if !errors.Is(out.SrcErr, os.ErrDeadlineExceeded) || in.SrcErr != nil || in.N != 12 {
+		t.Errorf("ends %+v %+v: want 12 bytes in, then the server's read timed out", in, out)
+	}
+}
+
 // Abort before Start ends the session at once without relaying; during
 // the relay it ends the pair (the client sees the end) with net.ErrClosed
 // as in's source error.
