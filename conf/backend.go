@@ -135,6 +135,14 @@ type backendSection struct {
 	// [defaults]; default "30s".
 	TimeoutServer *Duration `toml:"timeout_server"`
 
+	// TimeoutTunnel, when set, replaces timeout_client and timeout_server
+	// once the connection is a tunnel: a mode tcp session once
+	// connected, an HTTP/1 connection after a 101 (WebSocket), which ends
+	// only after that long without bytes either way (HAProxy's "timeout
+	// tunnel"). "0s": unset, the client and server timeouts apply.
+	// Inherited from [defaults]; default "0s".
+	TimeoutTunnel *Duration `toml:"timeout_tunnel"`
+
 	// TimeoutQueue is how long a request may wait for a free server slot
 	// before it gets a 503. "0s" means use timeout_connect, as HAProxy.
 	// Inherited from [defaults]; default "0s".
@@ -191,6 +199,7 @@ func (b *backendSection) setDefaults(d *defaultsSection) {
 	inherit(&b.HTTPReuse, d.HTTPReuse)
 	inherit(&b.TimeoutConnect, d.TimeoutConnect)
 	inherit(&b.TimeoutServer, d.TimeoutServer)
+	inherit(&b.TimeoutTunnel, d.TimeoutTunnel)
 	inherit(&b.TimeoutQueue, d.TimeoutQueue)
 	inherit(&b.TimeoutCheck, d.TimeoutCheck)
 	inherit(&b.Retries, d.Retries)

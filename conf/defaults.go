@@ -55,6 +55,11 @@ type defaultsSection struct {
 	// Default "30s".
 	TimeoutServer *Duration `toml:"timeout_server"`
 
+	// TimeoutTunnel replaces timeout_client and timeout_server in
+	// tunnels (backends: mode tcp sessions, HTTP/1 after a 101), as
+	// HAProxy's "timeout tunnel". Default "0s": unset.
+	TimeoutTunnel *Duration `toml:"timeout_tunnel"`
+
 	// TimeoutQueue is how long a request may wait in a queue for a free
 	// server slot before it gets a 503 (backends). "0s" means use
 	// timeout_connect, as HAProxy. Default "0s".
@@ -138,6 +143,7 @@ func (d *defaultsSection) setDefaults() {
 	orDefault(&d.TimeoutConnect, Duration(5*time.Second))
 	orDefault(&d.TimeoutClient, Duration(30*time.Second))
 	orDefault(&d.TimeoutServer, Duration(30*time.Second))
+	orDefault(&d.TimeoutTunnel, Duration(0))
 	orDefault(&d.TimeoutQueue, 0)
 	orDefault(&d.TimeoutHTTPRequest, Duration(10*time.Second))
 	orDefault(&d.TimeoutHTTPKeepAlive, 0)

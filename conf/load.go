@@ -361,6 +361,7 @@ func (f *fileSection) model(c *checker) *Config {
 			HTTPReuse:         *be.HTTPReuse,
 			TimeoutConnect:    be.TimeoutConnect.Std(),
 			TimeoutServer:     be.TimeoutServer.Std(),
+			TimeoutTunnel:     optDuration(be.TimeoutTunnel),
 			TimeoutQueue:      be.TimeoutQueue.Std(),
 			TimeoutCheck:      be.TimeoutCheck.Std(),
 			Check:             be.checkModel(),

@@ -172,6 +172,7 @@ type Backend struct {
 	HTTPReuse         string // never | safe | aggressive | always
 	TimeoutConnect    time.Duration
 	TimeoutServer     time.Duration
+	TimeoutTunnel     time.Duration // 0: unset (the client and server timeouts apply)
 	TimeoutQueue      time.Duration
 	TimeoutCheck      time.Duration // 0 = each check is bounded by its inter
 	Check             *Check        // never nil: the defaults without [backend.check]

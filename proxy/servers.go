@@ -121,6 +121,7 @@ func (b *Backend) newServer(sc *conf.Server, id, slot int, dynamic bool, now tim
 	s.lb.Name = sc.Name
 	s.up.Pool.Configure(sc.PoolMaxConn, sc.PoolLowConn, sc.PoolPurgeDelay)
 	s.up.Reuse, s.up.TimeoutServer = http1.ParseReuse(b.Conf.HTTPReuse), b.Conf.TimeoutServer
+	s.up.TimeoutTunnel = b.Conf.TimeoutTunnel
 	s.up.TimeoutConnect = b.Conf.TimeoutConnect
 	s.up.H1 = &b.H1
 	s.setupTLS()

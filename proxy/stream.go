@@ -624,6 +624,25 @@ func (x *Stream) Relayed(status int, n int64) {
 	x.srv.Counters.response(status)
 }
 
+// Tunneled counts the bytes a tunnel moved after its 101 (in: client to
+// server, out: server to client) as the request's: the frontend's,
+// backend's and server's bin and bout, the log's bytes and the tracked
+// entries' byte counts, as HAProxy counts a WebSocket's bytes in its
+// stream's.
+func (x *Stream) Tunneled(in, out int64) {
+	x.BodySent(in)
+	if out <= 0 {
+		return
+	}
+	x.bytesOut += out
+	x.fe.Counters.Bout.Add(out)
+	x.be.Counters.Bout.Add(out)
+	x.srv.Counters.Bout.Add(out)
+	if x.srvH1() {
+		x.be.H1.BytesIn.Add(out)
+	}
+}
+
 // Interim counts an interim (1xx) response head from the server in the
 // server's hrsp_1xx, as HAProxy 2.6 counts every response head it reads
 // there (its frontend and backend count the final status only).

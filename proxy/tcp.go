@@ -48,7 +48,13 @@ func (fe *Frontend) serveTCP(cc *clientConn) {
 	}
 	x.Connected(sc, false)
 	defer x.Unbind()
-	in, out := fe.p.relayTCP(cc.c, sc, fe.timeoutClient, be.Conf.TimeoutServer)
+	clientIdle, serverIdle := fe.timeoutClient, be.Conf.TimeoutServer
+	if t := be.Conf.TimeoutTunnel; t > 0 {
+		// HAProxy's timeout tunnel: in tcp mode once no analyzer is left
+		// (connected, here), for both sides.
+		clientIdle, serverIdle = t, t
+	}
+	in, out := fe.p.relayTCP(cc.c, sc, clientIdle, serverIdle)
 	x.relayedTCP(in.N, out.N)
 	cc.st.end(false, in.N, out.N) // bytes on the entries tracked at connection (released on return)
 	x.End(tcpOutcome(in, out))
@@ -58,22 +64,14 @@ func (fe *Frontend) serveTCP(cc *clientConn) {
 // directions ended (in: client to server; out: server to client): who
 // ended it (client, server; or their timeout) in the data phase.
 func tcpOutcome(in, out netio.CopyEnd) stream.Outcome {
-	clientErr := in.SrcErr
-	if clientErr == nil {
-		clientErr = out.DstErr
-	}
-	serverErr := out.SrcErr
-	if serverErr == nil {
-		serverErr = in.DstErr
-	}
-	switch {
-	case clientErr == nil && serverErr == nil:
+	switch netio.EndedBy(in, out) {
+	case netio.EndClean:
 		return stream.TCPDone
-	case in.SrcErr != nil && netio.IsTimeout(in.SrcErr):
+	case netio.EndClientTimeout:
 		return stream.TCPClientTimeout
-	case out.SrcErr != nil && netio.IsTimeout(out.SrcErr):
+	case netio.EndServerTimeout:
 		return stream.TCPServerTimeout
-	case clientErr != nil:
+	case netio.EndClient:
 		return stream.TCPClientAbort
 	default:
 		return stream.TCPServerAbort

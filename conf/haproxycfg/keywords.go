@@ -61,7 +61,7 @@ var proxyRows = []keyword{
 	{name: "timeout client", side: sideFront, dflt: true, conv: convTime("timeout_client")},
 	{name: "timeout http-request", side: sideFront, dflt: true, conv: convTime("timeout_http_request")},
 	{name: "timeout http-keep-alive", side: sideFront, dflt: true, conv: convTime("timeout_http_keep_alive")},
-	{name: "timeout tunnel", kind: Unsupported, why: "a separate timeout for tunnels (WebSocket, CONNECT): timeout_client and timeout_server apply"},
+	{name: "timeout tunnel", side: sideBack, dflt: true, conv: convTime("timeout_tunnel")},
 	{name: "timeout client-fin", kind: Unsupported, why: "half-closed connection timeouts"},
 	{name: "timeout server-fin", kind: Unsupported, why: "half-closed connection timeouts"},
 	{name: "timeout tarpit", kind: Unsupported, why: "tarpit"},

@@ -121,6 +121,9 @@ type Stream interface {
 	// Spliced records n response body bytes copied socket to socket
 	// (the h1 statistics' spliced bytes).
 	Spliced(n int64)
+	// Tunneled counts the bytes an HTTP/1 tunnel (after a 101) moved
+	// each way: in from the client, out from the server.
+	Tunneled(in, out int64)
 	// Interim records an interim (1xx) response head from the server.
 	Interim(status int)
 	// BodySent counts request body bytes that went out after Sent (a
@@ -165,6 +168,7 @@ type Upstream struct {
 	Pool          Pool
 	Reuse         Reuse         // the backend's http_reuse
 	TimeoutServer time.Duration // the backend's timeout_server
+	TimeoutTunnel time.Duration // the backend's timeout_tunnel (0: unset)
 	// TimeoutConnect is the backend's timeout_connect: how long a request
 	// waits for a dial to an HTTP/2 server under way (ReserveOrDialH2).
 	TimeoutConnect time.Duration

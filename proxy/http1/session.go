@@ -1046,11 +1046,14 @@ func (s *session) relayEnd(uc *upConn, berr error, upgrade, closeAfter bool) boo
 		x.End(o)
 		return false
 	}
-	x.End(stream.Served)
 	if upgrade {
-		s.tunnel(uc)
+		in, out := s.tunnel(uc)
+		x.SetClock(time.Time{}) // the tunnel's end is read anew: Ta and Tt cover it
+		x.Tunneled(in.N, out.N)
+		x.End(tunnelOutcome(in, out))
 		return false
 	}
+	x.End(stream.Served)
 	return !closeAfter
 }
 
@@ -1459,18 +1462,26 @@ func (s *session) copyUntilClose(uc *upConn) (int64, error) {
 }
 
 // tunnel relays bytes both ways after a 101 Switching Protocols (WebSocket
-// and other upgrades) until both sides have closed.
-func (s *session) tunnel(uc *upConn) {
+// and other upgrades) until both sides have closed, or one failed or was
+// idle past its timeout (the backend's timeout_tunnel when set, for both
+// sides, else timeout_client and timeout_server); it returns each
+// direction's end (in: from the client), bytes passed on before the relay
+// started included.
+func (s *session) tunnel(uc *upConn) (in, out netio.CopyEnd) {
 	defer uc.close()
 	// Bytes the client sent after its request head belong to the tunnel.
+	var early [2]int64
 	if n := s.br.Buffered(); n > 0 {
 		p, _ := s.br.Peek(n)
-		uc.c.Write(p)
+		w, _ := uc.c.Write(p)
+		early[0] = int64(w)
 	}
 	if n := uc.br.Buffered(); n > 0 {
 		p, _ := uc.br.Peek(n)
-		s.c.Write(p)
+		w, _ := s.c.Write(p)
+		early[1] = int64(w)
 	}
+	defer func() { in.N, out.N = in.N+early[0], out.N+early[1] }()
 	// The relay has buffers of its own: both sides' readers and writers
 	// (4 x netio.BufSize, all drained or flushed) go back to their pools
 	// for the tunnel's life (a WebSocket may stay open for hours).
@@ -1484,5 +1495,26 @@ func (s *session) tunnel(uc *upConn) {
 	if s.set.Relay != nil {
 		relay = s.set.Relay
 	}
-	relay(s.c, uc.c, s.set.TimeoutClient, uc.up.TimeoutServer)
+	clientIdle, serverIdle := s.set.TimeoutClient, uc.up.TimeoutServer
+	if t := uc.up.TimeoutTunnel; t > 0 {
+		clientIdle, serverIdle = t, t // HAProxy's timeout tunnel
+	}
+	return relay(s.c, uc.c, clientIdle, serverIdle)
+}
+
+// tunnelOutcome is how an HTTP/1 tunnel's end reads in the log and the
+// counters: who ended it, as a mode tcp session's.
+func tunnelOutcome(in, out netio.CopyEnd) stream.Outcome {
+	switch netio.EndedBy(in, out) {
+	case netio.EndClean:
+		return stream.Served
+	case netio.EndClientTimeout:
+		return stream.TunnelClientTimeout
+	case netio.EndServerTimeout:
+		return stream.TunnelServerTimeout
+	case netio.EndClient:
+		return stream.TunnelClientAbort
+	default:
+		return stream.TunnelServerAbort
+	}
 }

@@ -281,6 +281,43 @@ func Relay(client, server net.Conn, clientIdle, serverIdle time.Duration) (in, o
 	return
 }
 
+// Ender says which side ended a relay, and how (EndedBy).
+type Ender int
+
+// The ends of a relay.
+const (
+	EndClean         Ender = iota // both directions ended cleanly
+	EndClient                     // the client's side failed (a reset, a close mid-write)
+	EndClientTimeout              // the client's side was idle past its timeout
+	EndServer                     // the server's side failed
+	EndServerTimeout              // the server's side was idle past its timeout
+)
+
+// EndedBy says who ended a relay from how its two directions ended (in:
+// client to server; out: server to client, as Relay returns them).
+func EndedBy(in, out CopyEnd) Ender {
+	clientErr := in.SrcErr
+	if clientErr == nil {
+		clientErr = out.DstErr
+	}
+	serverErr := out.SrcErr
+	if serverErr == nil {
+		serverErr = in.DstErr
+	}
+	switch {
+	case clientErr == nil && serverErr == nil:
+		return EndClean
+	case in.SrcErr != nil && IsTimeout(in.SrcErr):
+		return EndClientTimeout
+	case out.SrcErr != nil && IsTimeout(out.SrcErr):
+		return EndServerTimeout
+	case clientErr != nil:
+		return EndClient
+	default:
+		return EndServer
+	}
+}
+
 // aborted is how a direction ended by Relay's abort reports: the bytes it
 // moved, without the timeout the abort's expired deadlines gave it.
 func aborted(e CopyEnd) CopyEnd {

@@ -120,6 +120,18 @@ const (
 	KilledConnect
 	KilledRequest
 	KilledUpload
+	// TunnelClientAbort, TunnelClientTimeout, TunnelServerAbort,
+	// TunnelServerTimeout: an HTTP/1 tunnel (after a 101: a WebSocket)
+	// ended by a side's failure or by its idle timeout (timeout_tunnel,
+	// else the client's or server's). The log keeps the 101 and its
+	// flags say who ended it (HAProxy 2.6: "101 ... cD--" for an idle
+	// WebSocket); the counters are mode tcp's, as HAProxy ends both in
+	// the same place once its HTTP analyzers are gone. A clean end of
+	// the tunnel is Served.
+	TunnelClientAbort
+	TunnelClientTimeout
+	TunnelServerAbort
+	TunnelServerTimeout
 
 	numOutcomes
 )
@@ -228,6 +240,10 @@ var Outcomes = [numOutcomes]Row{
 	KilledConnect:       {Name: "killed (connect)", Flags: "KC", Timed: true},
 	KilledRequest:       {Name: "killed (request)", Flags: "KR"},
 	KilledUpload:        {Name: "killed (upload)", Flags: "KD", Counts: BeSrvAbrt | SrvSrvAbrt, Timed: true},
+	TunnelClientAbort:   {Name: "tunnel client abort", Flags: "CD", Counts: BeCliAbrt | SrvCliAbrt, Relayed: true, Timed: true},
+	TunnelClientTimeout: {Name: "tunnel client timeout", Flags: "cD", Counts: BeCliAbrt | SrvCliAbrt, Relayed: true, Timed: true},
+	TunnelServerAbort:   {Name: "tunnel server abort", Flags: "SD", Counts: BeSrvAbrt | SrvSrvAbrt, Relayed: true, Timed: true},
+	TunnelServerTimeout: {Name: "tunnel server timeout", Flags: "sD", Counts: BeSrvAbrt | SrvSrvAbrt, Relayed: true, Timed: true},
 }
 
 // AsKilled is how an outcome reads when the stream was killed (Killed):
@@ -236,7 +252,8 @@ var Outcomes = [numOutcomes]Row{
 // the others (the stream had ended, or answered) stay.
 func (o Outcome) AsKilled() Outcome {
 	switch o {
-	case ClientAbortData, ClientTimeoutData, ServerAbortData, ServerTimeoutData:
+	case ClientAbortData, ClientTimeoutData, ServerAbortData, ServerTimeoutData,
+		TunnelClientAbort, TunnelClientTimeout, TunnelServerAbort, TunnelServerTimeout:
 		return KilledData
 	case TCPClientAbort, TCPClientTimeout, TCPServerAbort, TCPServerTimeout:
 		return KilledTCP
