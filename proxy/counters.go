@@ -171,9 +171,12 @@ func (f *FreqCtr) Rate(now time.Time) int64 {
 	}
 }
 
-// SlidingAvg is HAProxy's swrate: a running average over the last
-// timeSamples values (fewer while fewer have been seen), kept as a sum of
-// timeSamples×average so that updating it is one CAS.
+// SlidingAvg is HAProxy's swrate as its stream_update_time_stats uses it
+// (swrate_add_dynamic): the plain mean of the values while at most
+// timeSamples have been seen, then a running average over the last
+// timeSamples, kept as a sum of timeSamples×average so that updating it
+// is one CAS. (It decayed from the second value on: two responses of
+// 3,005 ms averaged 2,253, where HAProxy shows 3,005; a trial saw it.)
 type SlidingAvg struct {
 	sum atomic.Int64
 	n   atomic.Int64
@@ -182,14 +185,15 @@ type SlidingAvg struct {
 // Add records one value.
 func (a *SlidingAvg) Add(v int64) {
 	n := a.n.Add(1)
-	if n > timeSamples {
-		n = timeSamples
-		a.n.Store(timeSamples)
+	if n <= timeSamples {
+		a.sum.Add(v)
+		return
 	}
+	a.n.Store(timeSamples)
 	for {
 		old := a.sum.Load()
-		// sum' = sum - sum/n + v keeps sum ≈ n × average.
-		if a.sum.CompareAndSwap(old, old-old/n+v) {
+		// sum' = sum - ceil(sum/N) + v keeps sum ≈ N × average.
+		if a.sum.CompareAndSwap(old, old-(old+timeSamples-1)/timeSamples+v) {
 			return
 		}
 	}
