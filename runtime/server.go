@@ -344,8 +344,8 @@ func setServerAddr(c *Context, b *proxy.Backend, s *proxy.Server, args []string)
 	if addr == "" {
 		return reply("set server <b>/<s> addr requires an address and optionally a port.")
 	}
-	port := ""
-	if arg(args, 1) == "port" {
+	port, hasPort := "", arg(args, 1) == "port"
+	if hasPort {
 		port = arg(args, 2)
 	}
 	curHost, curPort, err := net.SplitHostPort(s.Addr())
@@ -358,17 +358,23 @@ func setServerAddr(c *Context, b *proxy.Backend, s *proxy.Server, args []string)
 	switch {
 	case perr != nil || ip.Zone() != "":
 		msg.WriteString("Invalid addr '" + addr + "'")
-		port = "" // HAProxy stops at a bad address
+		port, hasPort = "", false // HAProxy stops at a bad address
 	case sameIP(curHost, ip):
 		msg.WriteString("no need to change the addr")
 	default:
 		newHost = ip.String()
 		msg.WriteString("IP changed from '" + curHost + "' to '" + addr + "'")
 	}
-	if port != "" {
+	if hasPort {
 		msg.WriteString(", ")
 		v, _, ok := strtol(port)
 		switch {
+		case port != "" && (port[0] == '+' || port[0] == '-'):
+			// HAProxy reads a signed port as a port map (the client's
+			// port plus an offset), which 2.6 refuses to a server
+			// without a dedicated check port (measured beside 2.6.12,
+			// checks or not); fulcrum's servers never map ports.
+			msg.WriteString("can't change <port> to port map because it is incompatible with current health check port configuration (use 'port' statement from the 'server' directive.")
 		case !ok || v < 0 || v > 65535:
 			msg.WriteString("problem converting port '" + port + "' to an int")
 		case strconv.FormatInt(v, 10) == curPort:
