@@ -243,7 +243,14 @@ func TestFaultServerNeverAnswers(t *testing.T) {
 		faultCounts{Hrsp5xx: 1},
 		faultCounts{Eresp: 1, Hrsp5xx: 1},
 		faultCounts{Eresp: 1})
-	wantFlags(t, waitLogLine(t, logs, 504), "sH")
+	line := waitLogLine(t, logs, 504)
+	wantFlags(t, line, "sH")
+	// The proxy's 504 counts in the server's bout too, as HAProxy adds
+	// a stream's bytes to its target server's (trials E and H).
+	fe, srv := p.Frontends[0].Counters.Bout.Load(), p.Backends[0].Servers()[0].Counters.Bout.Load()
+	if fe == 0 || srv != fe || float64(srv) != line["bytes_read"] {
+		t.Errorf("bout frontend %d server %d, log %v: want the 504's bytes on both", fe, srv, line["bytes_read"])
+	}
 	wantServed(t, addr)
 }
 

@@ -650,7 +650,9 @@ func (x *Stream) Interim(status int) { x.srv.Counters.response(status) }
 
 // Replied counts a response of n bytes with status that the proxy made
 // (an error page, a rule's answer): on the frontend, and on the backend
-// once one routed the request; not on the server, which sent no status
+// once one routed the request; its bytes on the server too once one was
+// assigned (HAProxy's stream_process_counters adds a stream's bytes to
+// its target server's, a 502 or 504 page included), but not its status
 // (HAProxy counts a server's hrsp_* only for what it relays).
 func (x *Stream) Replied(status int, n int64) {
 	x.status, x.bytesOut = status, n
@@ -659,6 +661,9 @@ func (x *Stream) Replied(status int, n int64) {
 	if x.be != nil {
 		x.be.Counters.Bout.Add(n)
 		x.be.Counters.response(status)
+	}
+	if x.srv != nil {
+		x.srv.Counters.Bout.Add(n)
 	}
 }
 
