@@ -73,7 +73,7 @@ func (fe *Frontend) setEdge(addr string, i int) {
 // figures are the process's, as in HAProxy.
 type sslCounters struct {
 	Cur        atomic.Int64 // TLS client connections open (handshaking or established)
-	Cum        atomic.Int64 // TLS client connections since start
+	Cum        atomic.Int64 // TLS connections since start: clients', and to servers (health checks aside)
 	Rate       FreqCtr      // TLS connections accepted per second
 	RateMax    atomic.Int64
 	KeyRate    FreqCtr // full handshakes (no session resumed) per second
@@ -199,7 +199,7 @@ func (fe *Frontend) edgeOf(cc *clientConn) *edge { return fe.edgeAt[*cc.bind] }
 // names them.
 type SSLSnapshot struct {
 	CurrConns       int64 // CurrSslConns: TLS client connections open
-	CumConns        int64 // CumSslConns: since start
+	CumConns        int64 // CumSslConns: TLS connections since start, to servers too
 	Rate, RateMax   int64 // SslRate, MaxSslRate: TLS connections accepted per second
 	KeyRate         int64 // SslFrontendKeyRate: full handshakes per second
 	KeyRateMax      int64 // SslFrontendMaxKeyRate

@@ -164,6 +164,7 @@ func (x *Stream) prepare(srv *Server, c net.Conn) (net.Conn, error) {
 		cfg.NextProtos = withoutH2(cfg.NextProtos)
 	}
 	tc := tls.Client(c, cfg)
+	x.fe.p.ssl.Cum.Add(1) // CumSslConns counts server connections too (HAProxy's ssl_sock_init)
 	if err := tc.Handshake(); err != nil {
 		srv.SSL.handshake(false, false)
 		be.SSL.handshake(false, false)

@@ -239,6 +239,12 @@ crt = "client.pem"
 	if got := p.ssl.BeKeyRateMax.Load(); got < 1 {
 		t.Fatalf("SslBackendMaxKeyRate: got %d, want at least 1", got)
 	}
+	// CumSslConns counts the five TLS connections to servers (the
+	// frontend is plaintext), failed handshakes included, as HAProxy's
+	// totalsslconns (a trial saw it not move for server connections).
+	if got := p.ssl.Cum.Load(); got != 5 {
+		t.Errorf("CumSslConns: got %d, want 5", got)
+	}
 }
 
 // TestServerTLSPoolBySNI (issue 18, point 2): under http_reuse always,
