@@ -2,6 +2,7 @@ package haproxycfg
 
 import (
 	"fmt"
+	"strings"
 )
 
 // ctx is the conversion of one line into a proxy's tables.
@@ -164,5 +165,22 @@ func (x *ctx) put(t *table, key string, v any) *entry {
 
 // push appends v to the array at key in t, from this line.
 func (x *ctx) push(t *table, key string, v any) *entry {
+	if s, ok := v.(string); ok {
+		v = sampleAliases(s)
+	}
 	return t.add(key, &elem{v: v, src: x.ln.num, lead: x.lead(), trail: x.trail()})
+}
+
+// hexSamples are HAProxy's binary fetches fulcrum gives as the upper-case
+// hex their ",hex" conversion makes (proxy/acl: no binary samples).
+var hexSamples = []string{"ssl_c_serial"}
+
+// sampleAliases rewrites, in a rule or a format, what HAProxy spells with
+// a converter fulcrum's fetch already gives: "ssl_c_serial,hex" is
+// fulcrum's "ssl_c_serial".
+func sampleAliases(s string) string {
+	for _, f := range hexSamples {
+		s = strings.ReplaceAll(s, f+",hex", f)
+	}
+	return s
 }

@@ -123,7 +123,7 @@ func convLogFormat(x *ctx) {
 		x.skip(Unsupported, "log-format expects one argument: quote the format (HAProxy 2.6 refuses it too)")
 		return
 	}
-	x.put(x.side(sideFront), "log_format", x.arg(0))
+	x.put(x.side(sideFront), "log_format", sampleAliases(x.arg(0)))
 }
 
 // convHTTPLog: option httplog [clf], option httpslog and option tcplog
