@@ -19,6 +19,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -163,6 +164,11 @@ func handshakeReason(err error) string {
 		return "Connection closed during SSL handshake"
 	case netio.IsConnReset(err) || errors.Is(err, net.ErrClosed):
 		return "Connection error during SSL handshake"
+	case errors.As(err, new(*tls.CertificateVerificationError)):
+		// The client's certificate failed verification (HAProxy's
+		// CO_ER_SSL_CRT_FAIL; its CA_FAIL for a failure deeper in the
+		// chain is not told apart).
+		return "SSL client certificate not trusted"
 	}
 	return "SSL handshake failure"
 }
