@@ -19,6 +19,11 @@ type Bind struct {
 	cfg   *BindConfig
 	base  *tls.Config // the bind's settings; per-line configs are clones
 	table atomic.Pointer[sniTable]
+	// noCert serves a handshake strict-sni refuses: a config without
+	// certificates, which crypto/tls refuses with the unrecognized_name
+	// alert HAProxy sends (an error from GetConfigForClient would be
+	// internal_error).
+	noCert *tls.Config
 }
 
 // Config returns the bind's configuration.
@@ -35,7 +40,7 @@ func (b *Bind) Server(c net.Conn) *tls.Conn { return tls.Server(c, b.base) }
 func (b *Bind) configFor(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	ctx := b.table.Load().lookup(hello)
 	if ctx == nil {
-		return nil, errNoCert
+		return b.noCert, nil
 	}
 	if p, ok := hello.Context().Value(servedKey{}).(**Cert); ok {
 		*p = ctx.cert

@@ -22,7 +22,6 @@ package tlsx
 
 import (
 	"crypto/tls"
-	"errors"
 	"slices"
 	"strings"
 )
@@ -48,9 +47,6 @@ type sniTable struct {
 	def    *sniCtx
 	strict bool
 }
-
-// errNoCert fails a handshake under strict-sni when no certificate matches.
-var errNoCert = errors.New("no certificate for this server name (strict-sni)")
 
 // add indexes ctx under names (lower-case), skipping a name the same
 // line already gave (a common name repeated as a subject alternative name).

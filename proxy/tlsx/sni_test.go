@@ -2,6 +2,7 @@ package tlsx
 
 import (
 	"crypto/tls"
+	"strings"
 	"testing"
 
 	"github.com/fulcrum-proxy/fulcrum/internal/testcert"
@@ -89,8 +90,13 @@ func TestStrictSNI(t *testing.T) {
 	for _, sni := range []string{"b.test", ""} {
 		cfg := f.client(sni)
 		cfg.InsecureSkipVerify = true
-		if _, err := handshake(t, b, cfg); err == nil {
+		_, err := handshake(t, b, cfg)
+		if err == nil {
 			t.Fatalf("%q: handshake succeeded under strict-sni", sni)
+		}
+		// HAProxy's alert (112, measured by a trial), not internal_error.
+		if !strings.Contains(err.Error(), "remote error: tls: unrecognized name") {
+			t.Errorf("%q: %v, want the unrecognized_name alert", sni, err)
 		}
 	}
 }

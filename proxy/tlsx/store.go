@@ -108,6 +108,7 @@ func NewStore(l *Loader, prev *Store) *Store {
 func (s *Store) NewBind(bc *BindConfig) *Bind {
 	b := &Bind{store: s, cfg: bc}
 	b.base = &tls.Config{GetConfigForClient: b.configFor}
+	b.noCert = &tls.Config{}
 	bc.Settings.apply(b.base)
 	b.http1(b.base)
 	b.base.SetSessionTicketKeys(s.tickets)
