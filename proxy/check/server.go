@@ -482,7 +482,12 @@ func (cs *Server) syncLocked() {
 			Msgf("%s is leaving forced maintenance, DOWN until its checks pass.", cs.serverName())
 		return
 	}
-	cs.health.health = cs.health.rise
+	if cs.health.configured && cs.health.enabled {
+		// Checks start from rise; a server without checks keeps the 0
+		// maintenance gave it, as HAProxy 2.6 (srv_check_health 0 after
+		// MAINT then READY, measured by a trial).
+		cs.health.health = cs.health.rise
+	}
 	if cs.srv.Op() != proxy.OpUp && (!cs.agent.enabled || cs.agent.health >= cs.agent.rise) {
 		cs.be.SetOp(cs.srv, proxy.OpUp)
 		cs.endDowntimeLocked()
