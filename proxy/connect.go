@@ -5,11 +5,13 @@ package proxy
 // (src/backend.c, include/haproxy/stream.h) do them.
 
 import (
+	"errors"
 	"net"
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/proxy/lb"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
+	"github.com/fulcrum-proxy/fulcrum/proxy/tlsx"
 )
 
 // connectServer connects to srv with the backend's timeout_connect,
@@ -63,6 +65,14 @@ func connectServer(be *Backend, srv *Server, view *lb.Request, direct bool, prep
 			d := time.Since(start)
 			lg.logConnected(srv, c, d) // log.go
 			return srv, c, d.Milliseconds(), nil
+		}
+		if n < retries && errors.Is(err, tlsx.ErrMismatchSNI) {
+			// HAProxy 2.6's back_handle_st_cer: a certificate for another
+			// name than the SNI sent is not retried, and the log shows
+			// the retries as spent.
+			for ; n < retries; n++ {
+				lg.logRetry(false, false)
+			}
 		}
 		if n >= retries {
 			srv.Counters.Econ.Add(1)

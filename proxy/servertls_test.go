@@ -341,3 +341,61 @@ sni = "ssl_fc_sni"
 	}
 	<-done
 }
+
+// A server certificate whose names do not match the SNI sent (no
+// verifyhost) is not retried, as HAProxy 2.6's back_handle_st_cer for
+// CO_ER_SSL_MISMATCH_SNI: the name may come from the client (sni
+// req.hdr(host)), who must not make the proxy hammer the server. The 503
+// comes after one attempt (HAProxy: 2 ms, where fulcrum took three
+// turn-around delays), with the retries shown as spent in the log. Other
+// handshake failures are retried as before.
+func TestServerTLSMismatchSNINotRetried(t *testing.T) {
+	e := newTLSEnv(t)
+	up := newTLSUpstream(t, e.a.TLS(), nil)
+	logs := &testutil.SyncBuffer{}
+	p := e.start(t, fmt.Sprintf(`
+[defaults]
+retries = 3
+timeout_connect = "200ms"
+[[frontend]]
+name = "www"
+bind = ["127.0.0.1:0"]
+default_backend = "good"
+[[backend]]
+name = "good"
+[[backend.server]]
+name = "s1"
+address = "%s"
+ssl = true
+ca_file = "ca.pem"
+sni = "req.hdr(host)"
+`, up.addr()), logs)
+	addr := p.Frontends[0].Addrs()[0].String()
+	if code, _ := getHost(t, addr, "c.test", "/"); code != 503 {
+		t.Fatalf("a name the certificate does not carry: got %d, want 503", code)
+	}
+	var line string
+	waitFor(t, 5*time.Second, "the access line", func() bool {
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, `"termination_state"`) {
+				line = l
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(line, `"retries":3`) || !strings.Contains(line, `"termination_state":"SC"`) {
+		t.Errorf("access line %s: want SC with retries 3", line)
+	}
+	if n := strings.Count(logs.String(), "SSL handshake failure with server"); n != 1 {
+		t.Errorf("%d handshakes failed, want 1 (no retry)", n)
+	}
+	sv := &p.Backends[0].Servers()[0].Counters
+	if sv.Wretr.Load() != 0 || sv.Econ.Load() != 1 {
+		t.Errorf("wretr %d econ %d, want 0 and 1", sv.Wretr.Load(), sv.Econ.Load())
+	}
+	// The right name still works.
+	if code, _ := getHost(t, addr, "a.test", "/"); code != 200 {
+		t.Fatalf("a.test: got %d", code)
+	}
+}

@@ -78,6 +78,12 @@ func (cl *Client) Config(sni string) *tls.Config {
 // certificate under verify required.
 var ErrNoServerCert = errors.New("the server presented no certificate")
 
+// ErrMismatchSNI marks a server certificate whose names do not match the
+// SNI sent (no verifyhost): HAProxy's CO_ER_SSL_MISMATCH_SNI, after
+// which it does not retry (the name may come from the client, who must
+// not make the proxy hammer the server).
+var ErrMismatchSNI = errors.New("certificate names do not match the SNI sent")
+
 // verifyServer checks a server's certificate chain against roots (nil:
 // the system's) and its names against the SNI sent, else against host
 // (none: names are not checked, as HAProxy without sni nor verifyhost).
@@ -95,6 +101,10 @@ func verifyServer(cs tls.ConnectionState, roots *x509.CertPool, host string) err
 		opts.Intermediates.AddCert(c)
 	}
 	if _, err := cs.PeerCertificates[0].Verify(opts); err != nil {
+		var he x509.HostnameError
+		if cs.ServerName != "" && host == "" && errors.As(err, &he) {
+			return fmt.Errorf("server certificate: %w (%w)", err, ErrMismatchSNI)
+		}
 		return fmt.Errorf("server certificate: %w", err)
 	}
 	return nil
