@@ -16,35 +16,20 @@ import (
 // tunnel's bytes, or only reads them when the path is /quiet.
 func wsServer(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(20 * time.Second))
-				br := bufio.NewReader(c)
-				req, err := http.ReadRequest(br)
-				if err != nil {
-					return
-				}
-				io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-				if req.URL.Path == "/quiet" {
-					io.Copy(io.Discard, br)
-					return
-				}
-				io.Copy(c, br)
-			}()
+	return tcpServer(t, func(c *net.TCPConn) {
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
 		}
-	}()
-	return l.Addr().String()
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		if req.URL.Path == "/quiet" {
+			io.Copy(io.Discard, br)
+			return
+		}
+		io.Copy(c, br)
+	})
 }
 
 // A WebSocket is one request for the log and the counters, from its
@@ -143,22 +128,9 @@ func TestWebSocketTunnelAccounted(t *testing.T) {
 // timeout_server once connected (HAProxy: "as soon as no analyzer
 // remains"): an idle session lasts the tunnel timeout.
 func TestTCPTimeoutTunnel(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); io.Copy(c, c) }()
-		}
-	}()
+	echo := tcpServer(t, func(c *net.TCPConn) { io.Copy(c, c) })
 	for _, tunnel := range []time.Duration{0, 400 * time.Millisecond} {
-		cfg := testConfig(conf.ModeTCP, []string{l.Addr().String()}, nil)
+		cfg := testConfig(conf.ModeTCP, []string{echo}, nil)
 		cfg.Frontends[0].TimeoutClient = 100 * time.Millisecond
 		cfg.Backends[0].TimeoutServer = 100 * time.Millisecond
 		cfg.Backends[0].TimeoutTunnel = tunnel
