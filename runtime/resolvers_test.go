@@ -260,7 +260,8 @@ address = "127.0.0.1:18081"
 	checkStatus(t, e, "name server down", 3)
 
 	// set server fqdn, as the capture ends: HAProxy's replies, and h1
-	// then resolves a2.svc.test (with the 0x40 admin bit, as HAProxy's).
+	// then resolves a2.svc.test, admin state 0 (HAProxy 2.6.12, measured
+	// beside dnsmasq: no 0x40 bit for a name set from the CLI).
 	dm.Start()
 	for _, cmd := range []string{"set server be_host/h1 fqdn a2.svc.test", "set server be_srv/srv1 fqdn a1.svc.test",
 		"set server be_host/plain fqdn a2.svc.test", "set server be_host/h1 fqdn"} {
@@ -272,7 +273,7 @@ address = "127.0.0.1:18081"
 		t.Errorf("same fqdn: got %q, want %q", got, want)
 	}
 	waitFor(t, 10*time.Second, "h1 on a2's address", func() bool {
-		return strings.Contains(e.run(t, LevelUser, "show servers state be_host"), " h1 127.0.0.2 2 64 ")
+		return strings.Contains(e.run(t, LevelUser, "show servers state be_host"), " h1 127.0.0.2 2 0 ")
 	})
 }
 

@@ -457,8 +457,10 @@ func (m *Manager) Stop() {
 
 // SetFQDN makes server s resolve fqdn from now on (`set server <b>/<s>
 // fqdn`, proxy.FQDNChanger): it keeps its address until the new name
-// resolves (at once when another server resolves it already), and shows
-// the 0x40 admin bit, as HAProxy's srv_update_fqdn.
+// resolves (at once when another server resolves it already), as
+// HAProxy's srv_update_fqdn. The 0x40 admin bit stays clear: HAProxy
+// 2.6.12 shows srv_admin_state 0 after it, resolved or not (measured
+// with dnsmasq; a fresh-user trial saw fulcrum keep 64).
 func (m *Manager) SetFQDN(s *proxy.Server, fqdn string) (string, error) {
 	sv := m.byServer[s]
 	switch {
@@ -479,7 +481,7 @@ func (m *Manager) SetFQDN(s *proxy.Server, fqdn string) (string, error) {
 		return old, proxy.ErrInvalidFQDN
 	}
 	r := sec.linkHost(sv, name)
-	sv.fqdn, sv.fqdnSet = name, true
+	sv.fqdn = name
 	sv.mark("")
 	if r.fresh(time.Now()) {
 		held := map[heldKey]int{}
