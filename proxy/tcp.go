@@ -57,23 +57,5 @@ func (fe *Frontend) serveTCP(cc *clientConn) {
 	in, out := fe.p.relayTCP(cc.c, sc, clientIdle, serverIdle)
 	x.relayedTCP(in.N, out.N)
 	cc.st.end(false, in.N, out.N) // bytes on the entries tracked at connection (released on return)
-	x.End(tcpOutcome(in, out))
-}
-
-// tcpOutcome derives how a finished TCP session ended from how its two
-// directions ended (in: client to server; out: server to client): who
-// ended it (client, server; or their timeout) in the data phase.
-func tcpOutcome(in, out netio.CopyEnd) stream.Outcome {
-	switch netio.EndedBy(in, out) {
-	case netio.EndClean:
-		return stream.TCPDone
-	case netio.EndClientTimeout:
-		return stream.TCPClientTimeout
-	case netio.EndServerTimeout:
-		return stream.TCPServerTimeout
-	case netio.EndClient:
-		return stream.TCPClientAbort
-	default:
-		return stream.TCPServerAbort
-	}
+	x.End(stream.RelayOutcome(in, out, false))
 }

@@ -1050,7 +1050,7 @@ func (s *session) relayEnd(uc *upConn, berr error, upgrade, closeAfter bool) boo
 		in, out := s.tunnel(uc)
 		x.SetClock(time.Time{}) // the tunnel's end is read anew: Ta and Tt cover it
 		x.Tunneled(in.N, out.N)
-		x.End(tunnelOutcome(in, out))
+		x.End(stream.RelayOutcome(in, out, true))
 		return false
 	}
 	x.End(stream.Served)
@@ -1500,21 +1500,4 @@ func (s *session) tunnel(uc *upConn) (in, out netio.CopyEnd) {
 		clientIdle, serverIdle = t, t // HAProxy's timeout tunnel
 	}
 	return relay(s.c, uc.c, clientIdle, serverIdle)
-}
-
-// tunnelOutcome is how an HTTP/1 tunnel's end reads in the log and the
-// counters: who ended it, as a mode tcp session's.
-func tunnelOutcome(in, out netio.CopyEnd) stream.Outcome {
-	switch netio.EndedBy(in, out) {
-	case netio.EndClean:
-		return stream.Served
-	case netio.EndClientTimeout:
-		return stream.TunnelClientTimeout
-	case netio.EndServerTimeout:
-		return stream.TunnelServerTimeout
-	case netio.EndClient:
-		return stream.TunnelClientAbort
-	default:
-		return stream.TunnelServerAbort
-	}
 }
