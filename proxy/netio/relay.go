@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,7 +57,10 @@ func Pipe(dst, src net.Conn, n int64, dstIdle, srcIdle time.Duration, bulk bool)
 // independent-streams", which 2.6 leaves off by default). A pipe reads src
 // and writes dst: src is the socket its reads wait on, dst the one it
 // marks.
-type writeMarks struct{ src, dst *atomic.Int64 }
+type writeMarks struct {
+	src, dst *atomic.Int64
+	read     *atomic.Int64 // nil, or where the pipe records its reads' ends (Unix ns)
+}
 
 // readIdleUntil returns when src's reads time out, given the pipe's own
 // last progress (Unix ns) and the other direction's last write to src.
@@ -118,6 +122,9 @@ func pipe(dst, src net.Conn, n int64, dstIdle, srcIdle time.Duration, bulk bool,
 				want = n - e.N
 			}
 			m, err := src.Read(buf[:want])
+			if m > 0 && marks != nil && marks.read != nil {
+				marks.read.Store(time.Now().UnixNano())
+			}
 			if m > 0 {
 				ddl.ArmWrite(dst, now, dstIdle)
 				w, werr := dst.Write(buf[:m])
@@ -245,8 +252,10 @@ func endOf(e CopyEnd, err error, n int64) CopyEnd {
 // peer's doing).
 func Relay(client, server net.Conn, clientIdle, serverIdle time.Duration) (in, out CopyEnd) {
 	var over atomic.Bool
-	var toClient, toServer atomic.Int64 // writeMarks
-	var first atomic.Int32              // 1: in failed first, 2: out did
+	var toClient, toServer, fromClient atomic.Int64 // writeMarks
+	var outEnded int64
+	start := time.Now().UnixNano()
+	var first atomic.Int32 // 1: in failed first, 2: out did
 	abort := func(dir int32) {
 		first.CompareAndSwap(0, dir)
 		over.Store(true)
@@ -258,7 +267,7 @@ func Relay(client, server net.Conn, clientIdle, serverIdle time.Duration) (in, o
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		in = pipe(server, client, -1, serverIdle, clientIdle, false, &over, &writeMarks{src: &toClient, dst: &toServer})
+		in = pipe(server, client, -1, serverIdle, clientIdle, false, &over, &writeMarks{src: &toClient, dst: &toServer, read: &fromClient})
 		CloseWrite(server)
 		if in.SrcErr != nil || in.DstErr != nil {
 			CloseRead(client)
@@ -266,12 +275,22 @@ func Relay(client, server net.Conn, clientIdle, serverIdle time.Duration) (in, o
 		}
 	}()
 	out = pipe(client, server, -1, clientIdle, serverIdle, false, &over, &writeMarks{src: &toServer, dst: &toClient})
+	outEnded = time.Now().UnixNano()
 	CloseWrite(client)
 	if out.SrcErr != nil || out.DstErr != nil {
 		CloseRead(server)
 		abort(2)
 	}
 	wg.Wait()
+	if first.Load() == 2 && clientIdle > 0 && IsTimeout(out.SrcErr) &&
+		max(start, fromClient.Load(), toClient.Load())+int64(clientIdle) <= outEnded {
+		// Both sides were idle past their timeouts when the server's
+		// fired first (a byte relayed marks both at once): HAProxy looks
+		// at the client's side first and blames it (cD), so does Relay.
+		in.SrcErr = &net.OpError{Op: "read", Net: "tcp", Source: client.LocalAddr(), Addr: client.RemoteAddr(), Err: os.ErrDeadlineExceeded}
+		out.SrcErr = nil
+		first.Store(1)
+	}
 	switch first.Load() {
 	case 1:
 		out = aborted(out)

@@ -273,3 +273,23 @@ func TestRelayOneWayKeepsSilentSide(t *testing.T) {
 		})
 	}
 }
+
+// TestRelayBothIdleBlamesClient: with equal timeouts and a byte relayed to
+// the server, both sides go idle at once and either read may time out
+// first; the end is the client's (HAProxy looks at the client side first),
+// every time.
+func TestRelayBothIdleBlamesClient(t *testing.T) {
+	const idle = 40 * time.Millisecond
+	for i := range 15 {
+		cl, pc := pair(t)
+		ps, srv := pair(t)
+		go io.Copy(io.Discard, srv)
+		if _, err := cl.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		in, out := Relay(pc, ps, idle, idle)
+		if got := EndedBy(in, out); got != EndClientTimeout {
+			t.Fatalf("round %d: ended by %v (in %+v, out %+v), want the client's timeout", i, got, in, out)
+		}
+	}
+}
