@@ -60,6 +60,12 @@ const H1InlineFirstEnv = "FULCRUM_H1INLINE_FIRST"
 // comes (http2.Server.SetInline), for comparison (bench/README.md).
 const H2InlineEnv = "FULCRUM_H2INLINE"
 
+// H2BatchEnv set to "0" hands each woken HTTP/2 stream to a worker of its
+// own, instead of running those whose responses are whole one after the
+// other on one worker of their connection (http2.Server.SetBatch), for
+// comparison (bench/README.md).
+const H2BatchEnv = "FULCRUM_H2BATCH"
+
 // netIOMode returns the layer cfg asks for, after NetIOEnv; an unset
 // tune_netio (a Config not made by conf.Parse) is conf.DefaultNetIO.
 func (p *Proxy) netIOMode() string {
@@ -102,6 +108,7 @@ func (p *Proxy) initNetIO(old *Proxy) {
 	p.h1inlineReq = p.h1inline && os.Getenv(H1InlineReqEnv) != "0"
 	p.h1inlineFirst = p.h1inlineReq && os.Getenv(H1InlineFirstEnv) != "0"
 	p.h2inline = p.epoll && os.Getenv(H2InlineEnv) != "0"
+	p.h2batch = p.h2inline && os.Getenv(H2BatchEnv) != "0"
 	if old != nil && old.group != nil && old.group.Ref() {
 		p.group = old.group
 	}

@@ -85,6 +85,7 @@ type Proxy struct {
 	// h2inline: HTTP/2 readers send bodiless requests and park their
 	// streams (http2.Server.SetInline; H2InlineEnv)
 	h2inline  bool
+	h2batch   bool // and run woken streams with whole responses in batches (H2BatchEnv)
 	uringMu   sync.Mutex
 	uring     atomic.Pointer[uring.Relay]
 	uringDown bool
@@ -280,6 +281,7 @@ func (p *Proxy) open(inherited map[string]net.Listener) error {
 		}
 		if fe.h2 != nil {
 			fe.h2.SetInline(p.h2inline)
+			fe.h2.SetBatch(p.h2batch)
 		}
 		if p.pairOn {
 			fe.h1set.Relay = relayTunnel // tunnels after a 101 (WebSocket)

@@ -41,6 +41,10 @@ type Exchange struct {
 	bodySrc   io.Reader
 	uploading bool
 	noPool    bool // the body's end failed: the connection is not pooled
+	// pre: TryWhole read a head (or met preErr), which ReadHead takes
+	// instead of reading.
+	pre    bool
+	preErr error
 	// Interim, when set, is given each interim head but 100 (103 Early
 	// Hints...): its status and its end-to-end fields (Fields: valid
 	// during the call only).
@@ -302,15 +306,26 @@ func (e *Exchange) Flush() error {
 // (timeout_server), a malformed head (ErrBadResponse), or the server gone.
 func (e *Exchange) ReadHead() error {
 	for {
-		e.uc.dl.ArmRead(e.uc.c, e.now(), e.timeout)
-		if !e.clk.IsZero() {
-			e.clk = time.Time{}
-		}
-		if err := e.resp.readHead(e.uc.br, true); err != nil {
-			return classify(err)
-		}
-		if err := e.resp.parse(true); err != nil {
-			return classify(err)
+		if e.pre {
+			// TryWhole's head: read and parsed, or its error.
+			e.pre = false
+			if !e.clk.IsZero() {
+				e.clk = time.Time{}
+			}
+			if e.preErr != nil {
+				return classify(e.preErr)
+			}
+		} else {
+			e.uc.dl.ArmRead(e.uc.c, e.now(), e.timeout)
+			if !e.clk.IsZero() {
+				e.clk = time.Time{}
+			}
+			if err := e.resp.readHead(e.uc.br, true); err != nil {
+				return classify(err)
+			}
+			if err := e.resp.parse(true); err != nil {
+				return classify(err)
+			}
 		}
 		if e.resp.status >= 200 {
 			return nil
@@ -564,6 +579,50 @@ func (e *Exchange) Park(w epoll.Waker) {
 // Readable reports whether a read of a parked exchange's connection would
 // not wait (a Wake may come late, for a wait already over: Await again).
 func (e *Exchange) Readable() bool { return e.uc.src.c.Readable() }
+
+// TryWhole reads what the server of a parked exchange sent, without
+// blocking (the epoll layer's reaper calls it once Readable), and reports
+// whether the final response is whole in the buffer: a head of status 200
+// or more (not 101) and its body, Content-Length bytes or none (isHead,
+// 204, 304). A head it finds whole is read and parsed, and ReadHead
+// takes it without reading (an interim head too, which ReadHead then
+// hands on as it would); a read or parse error is kept for ReadHead.
+// After TryWhole the exchange is read by ReadHead, as after Park.
+func (e *Exchange) TryWhole(isHead bool) bool {
+	uc := e.uc
+	if e.pre || uc.src.c == nil {
+		return false
+	}
+	uc.src.nb = true
+	p, err := uc.br.Peek(uc.br.Size())
+	uc.src.nb = false
+	switch err {
+	case nil, bufio.ErrBufferFull, epoll.ErrWouldBlock:
+	default:
+		uc.src.err = err // ReadHead's read meets it
+		return false
+	}
+	if headEnd(p) < 0 {
+		return false // ReadHead waits for the rest, or refuses a head too large
+	}
+	e.pre = true
+	if err := e.resp.readHead(uc.br, true); err != nil {
+		e.preErr = err
+		return false
+	}
+	if err := e.resp.parse(true); err != nil {
+		e.preErr = err
+		return false
+	}
+	r := &e.resp
+	if r.status < 200 || r.status == 101 {
+		return false
+	}
+	if isHead || r.status == 204 || r.status == 304 {
+		return true
+	}
+	return !r.chunked && r.contentLength >= 0 && int64(uc.br.Buffered()) >= r.contentLength
+}
 
 // Await waits again, as Park, with the deadline Park armed.
 func (e *Exchange) Await(w epoll.Waker) { e.uc.src.c.Await(w) }

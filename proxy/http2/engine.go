@@ -160,6 +160,11 @@ type econn struct {
 	workerIdle time.Duration   // how long they wait
 	idleTimer  *time.Timer     // ends those that waited workerIdle (expireWorkers)
 	idleArmed  bool            // idleTimer runs
+	// batching: a worker runs the woken streams whose responses are
+	// whole (inline.go, parkWaker.Wake), and batchQ those woken while it
+	// runs, in order.
+	batching bool
+	batchQ   []*estream
 
 	wg sync.WaitGroup // the streams' workers
 }
@@ -186,6 +191,10 @@ type estream struct {
 	// reader's next wait, so that the answers of one read go out in one
 	// write.
 	byReader bool
+	// batched: a woken stream whose response is whole, run by the
+	// connection's batching worker: its frames leave with the batch's
+	// last (the worker flushes once its queue is empty).
+	batched bool
 
 	// Under c.mu.
 	sendWin    int64
@@ -1311,7 +1320,7 @@ func (w *respWriter) Write(p []byte) (int, error) {
 			c.wfr.WriteData(es.id, false, p[:k])
 		}
 		mode := flushIfWanted
-		if es.byReader {
+		if es.byReader || es.batched {
 			mode = deferFlush
 		}
 		if err := c.unlockW(mode); err != nil {
@@ -1391,7 +1400,7 @@ func (w *respWriter) finish(aborted bool) {
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
-	if c.running.Load() > 1 && c.pending.Load() == 0 && !es.byReader {
+	if c.running.Load() > 1 && c.pending.Load() == 0 && !es.byReader && !es.batched {
 		// Other streams of the connection may have their responses
 		// ready to write: let them write first (this writer, counted in
 		// pending, then flushes for all), rather than a write each. One
@@ -1414,8 +1423,10 @@ func (w *respWriter) finish(aborted bool) {
 		// Encoded after the head: the HPACK tables follow the wire order.
 		c.writeBlock(es.id, true, w.trailers())
 	}
-	if es.byReader {
-		c.unlockW(deferFlush) // the reader flushes before its next wait
+	if es.byReader || es.batched {
+		// The reader flushes before its next wait, the batching worker
+		// once its queue is empty.
+		c.unlockW(deferFlush)
 		return
 	}
 	c.unlockW(flushNow)

@@ -1,6 +1,7 @@
 package http2
 
 import (
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +37,9 @@ type InlineCounters struct {
 	// Answered counts the streams a rule answered that the reader ran
 	// itself (answerFits).
 	Answered atomic.Int64
+	// Batched counts the parked streams whose responses were whole when
+	// they woke, run by their connection's batching worker.
+	Batched atomic.Int64
 }
 
 // SetInline lets the connections' readers begin bodiless streams (the
@@ -48,6 +52,12 @@ func (s *Server) SetInline(on bool) {
 		s.inline = nil
 	}
 }
+
+// SetBatch lets the woken streams whose responses are whole run one
+// after the other on one worker of their connection (parkWaker.Wake), with
+// one write for their frames; inline streams only (SetInline). Call it
+// before the server serves.
+func (s *Server) SetBatch(on bool) { s.batch = on }
 
 // Inline returns the counters of the streams the readers began, nil when
 // they begin none.
@@ -70,17 +80,34 @@ type parkWaker struct{ es *estream }
 // not block).
 func (w *parkWaker) Wake() {
 	es := w.es
-	if ex := es.st.ex; !ex.Readable() {
+	ex := es.st.ex
+	if !ex.Readable() {
 		ex.Await(w) // a late event or timer: wait again
 		return
 	}
 	c := es.c
+	// A response read whole already (the server's bytes are in, the
+	// reaper reads them without blocking) runs on the connection's
+	// batching worker, after those it runs: none of them waits for its
+	// server, and their frames leave in one write.
+	whole := c.srv.batch && ex.TryWhole(es.req.Method == http.MethodHead)
 	// Running from now: a worker that ends its response before this one
 	// runs lets it write first (respWriter.finish), so that the
 	// responses the reaper found together leave in one write.
 	c.running.Add(1)
 	es.woken = true
 	c.mu.Lock()
+	if whole {
+		es.batched = true
+		c.srv.inline.Batched.Add(1)
+		if c.batching {
+			c.batchQ = append(c.batchQ, es)
+			c.mu.Unlock()
+			c.wg.Done() // the batching worker's count covers es
+			return
+		}
+		c.batching = true
+	}
 	wk := c.takeWorker()
 	c.mu.Unlock()
 	// The park's count in c.wg passes to the worker that runs es.

@@ -69,6 +69,9 @@ type Server struct {
 	workerIdle time.Duration
 	// inline: the readers begin bodiless streams (inline.go), nil: not.
 	inline *InlineCounters
+	// batch: woken streams with whole responses run in batches
+	// (SetBatch).
+	batch bool
 }
 
 // Engines, the values of EngineEnv.

@@ -58,7 +58,13 @@ func (c *econn) work(es *estream) {
 	defer c.wg.Done()
 	var w *streamWorker
 	for es != nil {
+		batched := es.batched
 		c.run(es)
+		if batched {
+			if es = c.nextBatched(); es != nil {
+				continue
+			}
+		}
 		c.mu.Lock()
 		if c.closed || len(c.idleW) >= maxIdleWorkers {
 			c.mu.Unlock()
@@ -131,4 +137,26 @@ func (c *econn) stopWorkers() {
 	if c.idleTimer != nil {
 		c.idleTimer.Stop()
 	}
+}
+
+// nextBatched returns the next woken stream of the batching worker's
+// queue; when it is empty the worker stops batching and flushes the
+// frames its streams left (deferFlush), and nextBatched returns nil.
+func (c *econn) nextBatched() *estream {
+	c.mu.Lock()
+	if len(c.batchQ) > 0 {
+		es := c.batchQ[0]
+		c.batchQ[0] = nil
+		c.batchQ = c.batchQ[1:]
+		if len(c.batchQ) == 0 {
+			c.batchQ = c.batchQ[:0:0]
+		}
+		c.mu.Unlock()
+		return es
+	}
+	c.batching = false
+	c.mu.Unlock()
+	c.lockW()
+	c.unlockW(flushNow)
+	return nil
 }
