@@ -147,6 +147,41 @@ func TestH2InlineBatched(t *testing.T) {
 		t.Errorf("log of /bad: %v; want 502 PH", l)
 	}
 
+	// A client whose stream window (4 bytes) does not take the body whole:
+	// the stream parks but gets a worker of its own, which waits for the
+	// credit the client gives once it read the first 4 bytes.
+	small := dialH2(t, addr)
+	small.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 4})
+	if a := small.get(t, 1, "/204"); a.fields[":status"] != "204" {
+		t.Fatalf("small window, first request: %v", a.fields)
+	}
+	parked0, batched0 := in.Parked.Load(), in.Batched.Load()
+	small.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: small.headers("/whole"), EndStream: true, EndHeaders: true})
+	var body []byte
+	for len(body) < 5 {
+		fr, err := small.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("small window: %v (body so far %q)", err, body)
+		}
+		switch f := fr.(type) {
+		case *http2.HeadersFrame:
+			small.dec.DecodeFull(f.HeaderBlockFragment())
+		case *http2.DataFrame:
+			body = append(body, f.Data()...)
+			if len(body) == 4 {
+				small.fr.WriteWindowUpdate(3, 4)
+			}
+		case *http2.RSTStreamFrame, *http2.GoAwayFrame:
+			t.Fatalf("small window: %v", f)
+		}
+	}
+	if string(body) != "whole" {
+		t.Errorf("small window: body %q, want whole", body)
+	}
+	if parked, batched := in.Parked.Load()-parked0, in.Batched.Load()-batched0; parked != 1 || batched != 0 {
+		t.Errorf("small window: parked %d, batched %d; want 1 and 0", parked, batched)
+	}
+
 	// Ten idle pooled connections, then ten requests the server answers
 	// together: their streams wake in one batch of the reaper's.
 	next := uint32(17)
@@ -164,7 +199,7 @@ func TestH2InlineBatched(t *testing.T) {
 			t.Fatalf("warm-up stream %d: %v %q", id, a.fields, a.body)
 		}
 	}
-	parked0, batched0 := in.Parked.Load(), in.Batched.Load()
+	parked0, batched0 = in.Parked.Load(), in.Batched.Load()
 	for id, a := range round("/gate") {
 		if a.fields[":status"] != "200" || a.body != "gate" {
 			t.Errorf("gated stream %d: %v %q; want 200 gate", id, a.fields, a.body)

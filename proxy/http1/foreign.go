@@ -584,14 +584,14 @@ func (e *Exchange) Readable() bool { return e.uc.src.c.Readable() }
 // blocking (the epoll layer's reaper calls it once Readable), and reports
 // whether the final response is whole in the buffer: a head of status 200
 // or more (not 101) and its body, Content-Length bytes or none (isHead,
-// 204, 304). A head it finds whole is read and parsed, and ReadHead
+// 204, 304); n is then the body's length (0 for none). A head it finds whole is read and parsed, and ReadHead
 // takes it without reading (an interim head too, which ReadHead then
 // hands on as it would); a read or parse error is kept for ReadHead.
 // After TryWhole the exchange is read by ReadHead, as after Park.
-func (e *Exchange) TryWhole(isHead bool) bool {
+func (e *Exchange) TryWhole(isHead bool) (n int64, whole bool) {
 	uc := e.uc
 	if e.pre || uc.src.c == nil {
-		return false
+		return 0, false
 	}
 	uc.src.nb = true
 	p, err := uc.br.Peek(uc.br.Size())
@@ -600,28 +600,31 @@ func (e *Exchange) TryWhole(isHead bool) bool {
 	case nil, bufio.ErrBufferFull, epoll.ErrWouldBlock:
 	default:
 		uc.src.err = err // ReadHead's read meets it
-		return false
+		return 0, false
 	}
 	if headEnd(p) < 0 {
-		return false // ReadHead waits for the rest, or refuses a head too large
+		return 0, false // ReadHead waits for the rest, or refuses a head too large
 	}
 	e.pre = true
 	if err := e.resp.readHead(uc.br, true); err != nil {
 		e.preErr = err
-		return false
+		return 0, false
 	}
 	if err := e.resp.parse(true); err != nil {
 		e.preErr = err
-		return false
+		return 0, false
 	}
 	r := &e.resp
 	if r.status < 200 || r.status == 101 {
-		return false
+		return 0, false
 	}
 	if isHead || r.status == 204 || r.status == 304 {
-		return true
+		return 0, true
 	}
-	return !r.chunked && r.contentLength >= 0 && int64(uc.br.Buffered()) >= r.contentLength
+	if r.chunked || r.contentLength < 0 || int64(uc.br.Buffered()) < r.contentLength {
+		return 0, false
+	}
+	return r.contentLength, true
 }
 
 // Await waits again, as Park, with the deadline Park armed.

@@ -89,15 +89,21 @@ func (w *parkWaker) Wake() {
 	// A response read whole already (the server's bytes are in, the
 	// reaper reads them without blocking) runs on the connection's
 	// batching worker, after those it runs: none of them waits for its
-	// server, and their frames leave in one write.
-	whole := c.srv.batch && ex.TryWhole(es.req.Method == http.MethodHead)
+	// server, and their frames leave in one write. One whose body the
+	// client's windows do not take whole now gets its own worker: it may
+	// wait for credit, and would hold the batch back.
+	var n int64
+	whole := false
+	if c.srv.batch {
+		n, whole = ex.TryWhole(es.req.Method == http.MethodHead)
+	}
 	// Running from now: a worker that ends its response before this one
 	// runs lets it write first (respWriter.finish), so that the
 	// responses the reaper found together leave in one write.
 	c.running.Add(1)
 	es.woken = true
 	c.mu.Lock()
-	if whole {
+	if whole && (n == 0 || es.sendWin >= n && c.sendWin >= n) {
 		es.batched = true
 		c.srv.inline.Batched.Add(1)
 		if c.batching {
