@@ -52,45 +52,7 @@ func (h *h2conn) get(t *testing.T, id uint32, path string) h2answer {
 // answer reads frames until stream id ends.
 func (h *h2conn) answer(t *testing.T, id uint32) h2answer {
 	t.Helper()
-	a := h2answer{fields: map[string]string{}}
-	var body strings.Builder
-	for {
-		fr, err := h.fr.ReadFrame()
-		if err != nil {
-			t.Fatalf("stream %d: %v", id, err)
-		}
-		switch f := fr.(type) {
-		case *http2.HeadersFrame:
-			fields, err := h.dec.DecodeFull(f.HeaderBlockFragment())
-			if err != nil {
-				t.Fatalf("stream %d: %v", f.StreamID, err)
-			}
-			if f.StreamID == id {
-				for _, hf := range fields {
-					a.fields[hf.Name] = hf.Value
-				}
-				if f.StreamEnded() {
-					a.body = body.String()
-					return a
-				}
-			}
-		case *http2.DataFrame:
-			if f.StreamID == id {
-				body.Write(f.Data())
-				if f.StreamEnded() {
-					a.body = body.String()
-					return a
-				}
-			}
-		case *http2.RSTStreamFrame:
-			if f.StreamID == id {
-				a.reset, a.rst = true, f.ErrCode
-				return a
-			}
-		case *http2.GoAwayFrame:
-			t.Fatalf("stream %d: GOAWAY %v", id, f.ErrCode)
-		}
-	}
+	return h.answers(t, []uint32{id})[id]
 }
 
 // inlineOf returns the frontend's counters of streams begun by the
