@@ -95,11 +95,11 @@ func (p *Proxy) initNetIO(old *Proxy) {
 	p.uringOn = mode == "uring"
 	switch v := os.Getenv(TCPRelayEnv); v {
 	case "", "pair":
-		p.pairOn = mode == "epoll"
+		p.pairOn = p.epoll
 	case "goroutines":
 	default:
 		p.log.Warn().Str(TCPRelayEnv, v).Msg("unknown tcp relay in the environment (want pair or goroutines): pair applies")
-		p.pairOn = mode == "epoll"
+		p.pairOn = p.epoll
 	}
 	// Responses finished by the reapers write their access log lines
 	// there (a log writer that blocks stalls the poller's connections,
@@ -190,7 +190,8 @@ func serverConnOnEpoll(client net.Conn, srv *Server) func(net.Conn) net.Conn {
 // bytes are moved by the layer's pollers (epoll.Pair, tune_netio "epoll")
 // or by p's io_uring loop (tune_netio "uring": the session's goroutine
 // lends both sockets to uring.Relay, one per Proxy, started by the first
-// session); the session's goroutine waits for the pair to end. Closing
+// session; where io_uring is refused, by the pollers); the session's
+// goroutine waits for the pair to end. Closing
 // either connection meanwhile (shutdown session, a stop) aborts the pair;
 // the descriptors are closed by the connections' Close, once.
 func (p *Proxy) relayTCP(client, server net.Conn, clientIdle, serverIdle time.Duration) (in, out netio.CopyEnd) {

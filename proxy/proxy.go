@@ -73,7 +73,9 @@ type Proxy struct {
 	uringOn bool
 	// pairOn: mode tcp sessions between plaintext sockets of the epoll
 	// layer are relayed by the pollers themselves (epoll.Pair, tune_netio
-	// "epoll" unless TCPRelayEnv says "goroutines"; netiolayer.go).
+	// "epoll" unless TCPRelayEnv says "goroutines"; netiolayer.go), and
+	// so are HTTP/1 tunnels; under "uring", the tunnels and the sessions
+	// io_uring could not take.
 	pairOn   bool
 	h1inline bool // http1.Settings.Inline (H1InlineEnv)
 	// h1inlineReq: the reapers do the request phase too

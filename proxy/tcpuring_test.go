@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"runtime"
 	"testing"
@@ -194,4 +195,31 @@ func openFDs(t *testing.T) int {
 		t.Skipf("no /proc/self/fd: %v", err)
 	}
 	return len(ents)
+}
+
+// TestUringTunnelOnPollers: under tune_netio "uring" an HTTP/1 tunnel
+// (WebSocket, after its 101) is relayed by the epoll layer's pollers, as
+// under "epoll", not by a goroutine per direction.
+func TestUringTunnelOnPollers(t *testing.T) {
+	needUring(t)
+	t.Setenv(NetIOEnv, "")
+	t.Setenv(TCPRelayEnv, "")
+	cfg := testConfig(conf.ModeHTTP, []string{wsServer(t)}, nil)
+	cfg.Global.NetIO = "uring"
+	p, addr := startProxy(t, cfg)
+	rc := dialRaw(t, addr)
+	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(rc.c, "GET /echo HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+	resp, err := http.ReadResponse(rc.br, nil)
+	if err != nil || resp.StatusCode != 101 {
+		t.Fatalf("got %v %v, want 101", resp, err)
+	}
+	io.WriteString(rc.c, "ping")
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(rc.br, buf); err != nil || string(buf) != "ping" {
+		t.Fatalf("echo %q %v", buf, err)
+	}
+	waitFor(t, 5*time.Second, "the tunnel on a pollers' pair", func() bool { return p.group.Pairs() == 1 })
+	rc.c.Close()
+	waitFor(t, 5*time.Second, "the pair's end", func() bool { return p.group.Pairs() == 0 })
 }
