@@ -144,13 +144,13 @@ func (c *econn) stopWorkers() {
 // frames its streams left (deferFlush), and nextBatched returns nil.
 func (c *econn) nextBatched() *estream {
 	c.mu.Lock()
-	if len(c.batchQ) > 0 {
+	if n := len(c.batchQ); n > 0 {
+		// Shifted in place (a batch is a few streams): the queue keeps
+		// its array, and appends allocate only to grow it.
 		es := c.batchQ[0]
-		c.batchQ[0] = nil
-		c.batchQ = c.batchQ[1:]
-		if len(c.batchQ) == 0 {
-			c.batchQ = c.batchQ[:0:0]
-		}
+		copy(c.batchQ, c.batchQ[1:])
+		c.batchQ[n-1] = nil
+		c.batchQ = c.batchQ[:n-1]
 		c.mu.Unlock()
 		return es
 	}
