@@ -133,6 +133,9 @@ func (p *Proxy) dropNetIO() {
 	p.uringMu.Unlock()
 	if r != nil {
 		r.Close() // ends the sessions still relayed, if any (there are none)
+		if p.ringThread != nil {
+			p.ringThread(-1)
+		}
 	}
 	if p.group != nil {
 		p.group.Unref()
@@ -283,6 +286,19 @@ func (p *Proxy) tcpRing() *uring.Relay {
 		p.log.Warn().Err(err).Msg("tune_netio uring: io_uring unavailable, mode tcp sessions relayed on the epoll layer")
 		return nil
 	}
+	if p.ringThread != nil {
+		p.ringThread(+1)
+	}
 	p.uring.Store(r)
 	return r
 }
+
+// OnRingThread has fn told when p's io_uring relay (tune_netio "uring")
+// starts, with +1, and when it stops at p's end, with -1. The relay's loop
+// holds an OS thread of its own from its start to its stop and blocks in
+// io_uring_enter between turns; cmd/fulcrum gives that thread a P of its
+// own (GOMAXPROCS + 1, bench/README.md "The io_uring loop's thread"), as
+// with every P busy Go's sysmon takes the P from a thread blocked in a
+// system call after 20 µs, and hands it back when the call returns, at
+// each turn. Call it before Start; fn must not block.
+func (p *Proxy) OnRingThread(fn func(delta int)) { p.ringThread = fn }

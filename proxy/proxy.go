@@ -91,6 +91,9 @@ type Proxy struct {
 	uringMu   sync.Mutex
 	uring     atomic.Pointer[uring.Relay]
 	uringDown bool
+	// ringThread is told when the io_uring relay starts (+1) and stops
+	// (-1): OnRingThread.
+	ringThread func(delta int)
 }
 
 // New builds a proxy from a validated configuration. Nothing listens until

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
@@ -10,11 +11,14 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio/uring"
+	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 )
 
@@ -222,4 +226,57 @@ func TestUringTunnelOnPollers(t *testing.T) {
 	waitFor(t, 5*time.Second, "the tunnel on a pollers' pair", func() bool { return p.group.Pairs() == 1 })
 	rc.c.Close()
 	waitFor(t, 5*time.Second, "the pair's end", func() bool { return p.group.Pairs() == 0 })
+}
+
+// TestUringRingThread: OnRingThread's callback hears +1 when the first
+// mode tcp session starts the io_uring relay (not again for the next) and
+// -1 when the proxy stops; under "epoll" it hears nothing.
+func TestUringRingThread(t *testing.T) {
+	needUring(t)
+	srv := tcpServer(t, func(c *net.TCPConn) { io.Copy(c, c) })
+	for _, mode := range []string{"uring", "epoll"} {
+		t.Run(mode, func(t *testing.T) {
+			var mu sync.Mutex
+			var deltas []int
+			p, err := New(netioConfig(t, mode, []string{srv}), zerolog.Nop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.OnRingThread(func(d int) {
+				mu.Lock()
+				deltas = append(deltas, d)
+				mu.Unlock()
+			})
+			if err := p.Start(); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 2 {
+				c, err := net.Dial("tcp", p.Frontends[0].Addrs()[0].String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				buf := make([]byte, 4)
+				if _, err := io.WriteString(c, "ping"); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ping" {
+					t.Fatalf("session %d: echo %q %v", i, buf, err)
+				}
+				c.Close()
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			p.Shutdown(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			want := []int{+1, -1}
+			if mode == "epoll" {
+				want = nil
+			}
+			if !slices.Equal(deltas, want) {
+				t.Errorf("ring thread deltas %v, want %v", deltas, want)
+			}
+		})
+	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/fulcrum-proxy/fulcrum/cli"
 	"github.com/fulcrum-proxy/fulcrum/conf"
 	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio/uring"
 	"github.com/rs/zerolog"
 )
 
@@ -264,6 +265,56 @@ address = "127.0.0.1:1"
 			if info := showInfo(sock); !strings.Contains(info, want) {
 				t.Errorf("after a reload with %q: show info has no %q", step.global, strings.TrimSpace(want))
 			}
+		}
+	})
+	// Under tune_netio "uring" the io_uring relay, started by the first
+	// mode tcp session, has a thread of its own: one more.
+	t.Run("uring", func(t *testing.T) {
+		if r, err := uring.NewRelay(uring.RelayConfig{Buffers: 2, BufSize: 4096, Entries: 8}); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("io_uring: %v", err)
+			}
+			t.Skipf("io_uring refused: %v", err)
+		} else {
+			r.Close()
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				go func() { io.Copy(c, c); c.Close() }()
+			}
+		}()
+		sock := filepath.Join(t.TempDir(), "s.sock")
+		text := strings.Replace(config(`tune_netio = "uring"`, sock), "127.0.0.1:1", l.Addr().String(), 1)
+		d := startLimited(t, "unset GOMAXPROCS FULCRUM_TUNE_NETIO", writeFile(t, "t.toml", text))
+		base := defaultThreads(goruntime.NumCPU())
+		if info := showInfo(sock); !strings.Contains(info, fmt.Sprintf("Nbthread: %d\n", base)) {
+			t.Errorf("before a session: show info has no Nbthread: %d", base)
+		}
+		c, err := net.Dial("tcp", d.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		buf := make([]byte, 4)
+		if _, err := io.WriteString(c, "ping"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ping" {
+			t.Fatalf("echo %q %v", buf, err)
+		}
+		want := fmt.Sprintf("Nbthread: %d\n", base+1)
+		if info := showInfo(sock); !strings.Contains(info, want) {
+			t.Errorf("with the relay running: show info has no %q:\n%s", strings.TrimSpace(want), info)
 		}
 	})
 }

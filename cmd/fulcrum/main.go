@@ -293,7 +293,7 @@ func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serve
 	if cfg.File != "" && opts.load == nil { // the demo's is built in, not read
 		log.Info().Str("file", cfg.File).Msg("configuration read") // which file, when -c was left out
 	}
-	baseThreads := goruntime.GOMAXPROCS(0) // without nbthread: for reloads
+	threads := &threadCount{base: goruntime.GOMAXPROCS(0), nbthread: cfg.Global.NbThread} // base: for reloads
 	if n := cfg.Global.NbThread; n > 0 {
 		goruntime.GOMAXPROCS(n)
 	}
@@ -323,6 +323,7 @@ func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serve
 		return cli.Exit("fulcrum: "+err.Error(), 1)
 	}
 	p.LimitDescriptors(budget)
+	p.OnRingThread(func(delta int) { threads.ring(delta, log) })
 	saved := loadState(cfg, p, log)                          // state_file (statefile.go)
 	stopResolvers, err := startResolvers(p, log, saved, nil) // init_addr, then DNS (resolvers.go)
 	if err != nil {
@@ -330,7 +331,7 @@ func serveWith(ctx context.Context, cfg *conf.Config, logw io.Writer, opts serve
 	}
 	r := newReloader(cfg, p, logw, log)
 	r.fds = fds
-	r.baseThreads = baseThreads
+	r.threads = threads
 	r.stopResolvers = stopResolvers
 	defer func() { r.stopResolvers() }()
 	if opts.load != nil {

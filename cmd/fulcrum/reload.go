@@ -56,10 +56,9 @@ type reloader struct {
 	abortCtx    context.Context
 	abortRetire context.CancelFunc
 
-	// baseThreads is the process's thread count without nbthread (its
-	// default, or GOMAXPROCS from the environment): what a reload that
-	// removes nbthread returns to.
-	baseThreads int
+	// threads keeps the process's thread count: nbthread, or what a
+	// reload that removes it returns to, and the io_uring relays' own.
+	threads *threadCount
 }
 
 // errStopping is returned by a reload that arrives while the daemon stops.
@@ -67,7 +66,8 @@ var errStopping = errors.New("stopping: reload refused")
 
 // newReloader returns the reloader of p, which serves cfg and has started.
 func newReloader(cfg *conf.Config, p *proxy.Proxy, logw io.Writer, log zerolog.Logger) *reloader {
-	r := &reloader{path: cfg.File, logw: logw, log: log, cfg: cfg, stopChecks: func() {}, stopResolvers: func() {}, peers: &peersRunner{log: log}}
+	r := &reloader{path: cfg.File, logw: logw, log: log, cfg: cfg, stopChecks: func() {}, stopResolvers: func() {}, peers: &peersRunner{log: log},
+		threads: &threadCount{base: goruntime.GOMAXPROCS(0), nbthread: cfg.Global.NbThread}}
 	r.load = func() (*conf.Config, error) { return loadConfig(r.path, r.peers.local) }
 	r.abortCtx, r.abortRetire = context.WithCancel(context.Background())
 	r.cur.Store(p)
@@ -119,6 +119,7 @@ func (r *reloader) reload() error {
 		var stopResolvers func()
 		p, err = proxy.NewFrom(old, cfg, log)
 		if err == nil {
+			p.OnRingThread(func(delta int) { r.threads.ring(delta, log) })
 			setupStats(p, r.change, r.peers.status)
 			check.Inherit(p, old)
 			stopResolvers, err = startResolvers(p, log, nil, old)
@@ -181,18 +182,11 @@ func (r *reloader) reload() error {
 }
 
 // applyThreads makes the process run cfg's nbthread (or, without one,
-// baseThreads) after a reload, as a restart would: HAProxy's reload
-// starts a new process, which reads nbthread again. Go changes the count
-// of a running process (runtime.GOMAXPROCS).
+// the count it started with) after a reload, as a restart would:
+// HAProxy's reload starts a new process, which reads nbthread again. Go
+// changes the count of a running process (runtime.GOMAXPROCS).
 func (r *reloader) applyThreads(cfg *conf.Config, log zerolog.Logger) {
-	want := cfg.Global.NbThread
-	if want <= 0 {
-		want = r.baseThreads
-	}
-	if cur := goruntime.GOMAXPROCS(0); want > 0 && want != cur {
-		goruntime.GOMAXPROCS(want)
-		log.Info().Int("nbthread", want).Int("previous", cur).Msg("thread count changed")
-	}
+	r.threads.setNbthread(cfg.Global.NbThread, log)
 }
 
 // close refuses further reloads, stops the checker and returns the
