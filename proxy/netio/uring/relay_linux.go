@@ -244,8 +244,8 @@ type Relay struct {
 }
 
 // NewRelay starts a relay loop. It fails with the kernel's errno when
-// io_uring or a needed feature (provided buffer rings, Linux 5.19) is
-// missing.
+// io_uring or a needed feature (provided buffer rings, Linux 5.19;
+// multishot receive, Linux 6.0: probeRecvMultishot) is missing.
 func NewRelay(cfg RelayConfig) (*Relay, error) {
 	if cfg.Entries == 0 {
 		cfg.Entries = 1024
@@ -272,6 +272,75 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// probeRecvMultishot checks, on a socket pair, that this kernel runs the
+// relay's receive: multishot (IORING_RECV_MULTISHOT, Linux 6.0) into the
+// buffers of bufs (a kernel of 5.19 registers the buffer ring but fails
+// the receive with EINVAL). It leaves ring and bufs as they were, and
+// fails with the errno the receive got, or an error saying what was
+// wrong.
+func probeRecvMultishot(ring *Ring, bufs *BufRing) error {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socketpair: %w", err)
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	s := ring.GetSQE()
+	if s == nil {
+		return ErrSQFull
+	}
+	s.PrepRecvMultishot(fds[0], bufs.Group(), 1)
+	if _, err := unix.Write(fds[1], []byte{'p'}); err != nil {
+		return fmt.Errorf("probe write: %w", err)
+	}
+	var first CQE
+	if err := probeWait(ring, &first); err != nil {
+		return err
+	}
+	if id, ok := first.BufID(); ok {
+		bufs.Taken()
+		bufs.Recycle(id)
+	}
+	if err := first.Err(); err != nil {
+		return fmt.Errorf("multishot receive: %w", err)
+	}
+	if first.Res != 1 || !first.More() {
+		return fmt.Errorf("multishot receive: got %d bytes, armed %v; want 1, armed", first.Res, first.More())
+	}
+	// End it: the shutdown completes the receive without F_MORE.
+	unix.Shutdown(fds[0], unix.SHUT_RDWR)
+	for {
+		var c CQE
+		if err := probeWait(ring, &c); err != nil {
+			return err
+		}
+		if id, ok := c.BufID(); ok {
+			bufs.Taken()
+			bufs.Recycle(id)
+		}
+		if !c.More() {
+			return nil
+		}
+	}
+}
+
+// probeWait submits what is prepared and waits, at most a second, for
+// one completion, copied into c.
+func probeWait(ring *Ring, c *CQE) error {
+	one := make([]CQE, 1)
+	deadline := time.Now().Add(time.Second)
+	for ring.Reap(one) == 0 {
+		if time.Now().After(deadline) {
+			return errors.New("multishot receive: no completion within 1s")
+		}
+		if _, err := ring.SubmitAndWaitTimeout(1, 100*time.Millisecond); err != nil && !errors.Is(err, unix.ETIME) {
+			return fmt.Errorf("io_uring_enter: %w", err)
+		}
+	}
+	*c = one[0]
+	return nil
 }
 
 // Add hands a pair of connected sockets (client, server) to the relay,
@@ -355,6 +424,13 @@ func (r *Relay) loop(cfg RelayConfig, started chan<- error) {
 	}
 	wakeB, err := unix.Mmap(-1, 0, 8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
+		bufs.Close()
+		started <- err
+		return
+	}
+	if err := probeRecvMultishot(ring, bufs); err != nil {
+		ring.Close() // first: it ends a receive the probe left armed
+		unix.Munmap(wakeB)
 		bufs.Close()
 		started <- err
 		return

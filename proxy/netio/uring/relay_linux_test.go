@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -390,4 +391,44 @@ func BenchmarkRelayRoundTrip(b *testing.B) {
 	<-served
 	s := r.Stats()
 	b.ReportMetric(float64(s.Enters)/float64(b.N), "enters/op")
+}
+
+// TestProbeRecvMultishot: the start-up probe passes on this kernel and
+// leaves the buffers as it found them (the ring usable after it), and
+// fails, saying why, when the receive cannot take a buffer (here: none
+// left), as on a kernel without multishot receive (EINVAL).
+func TestProbeRecvMultishot(t *testing.T) {
+	r := newRing(t, 8)
+	br, err := r.NewBufRing(7, 2, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Close()
+	for range 2 {
+		if err := probeRecvMultishot(r, br); err != nil {
+			t.Fatalf("probe: %v", err)
+		}
+		if br.Out() != 0 || r.Ready() != 0 || r.Pending() != 0 {
+			t.Fatalf("after the probe: %d buffers out, %d completions, %d entries pending", br.Out(), r.Ready(), r.Pending())
+		}
+	}
+	// Take both buffers with a receive of our own, then probe.
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	r.GetSQE().PrepRecvMultishot(fds[0], br.Group(), 9)
+	for i := range 2 {
+		unix.Write(fds[1], []byte{'x'})
+		if c := waitOne(t, r); c.Res != 1 {
+			t.Fatalf("receive %d: %+v %v", i, c, c.Err())
+		}
+		br.Taken()
+	}
+	err = probeRecvMultishot(r, br)
+	if !errors.Is(err, unix.ENOBUFS) || !strings.Contains(err.Error(), "multishot receive") {
+		t.Fatalf("probe without buffers: %v, want multishot receive: ENOBUFS", err)
+	}
 }
