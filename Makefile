@@ -25,11 +25,12 @@ agents:
 
 # Every test, under the race detector; then the proxy's suite again on
 # the connection layer that is not the default on Linux (Go's poller,
-# tune_netio = "go"), and its mode tcp tests with tune_netio = "uring".
+# tune_netio = "go"), and its mode tcp tests with tune_netio = "epoll"
+# (the pollers' relay, where the default relays on io_uring).
 test:
 	$(GO) test -race -count=1 -timeout 8m ./...
 	FULCRUM_TUNE_NETIO=go $(GO) test -race -count=1 -timeout 8m ./proxy/
-	FULCRUM_TUNE_NETIO=uring $(GO) test -race -count=1 -timeout 8m -run 'TCP|Tcp' ./proxy/
+	FULCRUM_TUNE_NETIO=epoll $(GO) test -race -count=1 -timeout 8m -run 'TCP|Tcp' ./proxy/
 
 demo: build
 	./bin/fulcrum demo

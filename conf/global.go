@@ -103,12 +103,15 @@ type globalSection struct {
 	// a reload keeps the layer it was opened with. With "epoll", mode tcp
 	// sessions between plaintext client and server sockets are relayed by
 	// its pollers, which move the bytes themselves (epoll.Pair). No HAProxy
-	// equivalent. Default "epoll" on Linux, "go" elsewhere (DefaultNetIO).
-	// "uring" (opt-in, Linux 5.19 or later) is "epoll" plus mode tcp
-	// sessions between plaintext client and server sockets relayed by one
-	// io_uring loop (proxy/netio/uring): fewer system calls per message;
-	// where io_uring is refused (EPERM, ENOSYS) a warning is logged once
-	// and they are relayed as with "epoll".
+	// equivalent. "uring" is "epoll" plus mode tcp sessions between
+	// plaintext client and server sockets relayed by one io_uring loop
+	// (proxy/netio/uring; Linux 6.0 or later): fewer system calls and
+	// less CPU per message, but no splice for bulk transfers
+	// (bench/README.md); where io_uring is refused (EPERM: a container's
+	// seccomp profile, kernel.io_uring_disabled; ENOSYS, EINVAL: an older
+	// kernel) it is said once in the log (info) and they are relayed as
+	// with "epoll". Default "uring" on Linux, "go" elsewhere
+	// (DefaultNetIO).
 	TuneNetIO *string `toml:"tune_netio"`
 
 	// TuneSndbufClient, TuneRcvbufClient, TuneSndbufServer and

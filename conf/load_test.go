@@ -198,7 +198,7 @@ address = "127.0.0.1:50051"
 	}
 }
 
-// TestTuneNetIO: tune_netio defaults to DefaultNetIO ("epoll" on Linux), takes "go" and "epoll", and refuses
+// TestTuneNetIO: tune_netio defaults to DefaultNetIO ("uring" on Linux), takes "go", "epoll" and "uring", and refuses
 // anything else with the file and line.
 func TestTuneNetIO(t *testing.T) {
 	const rest = `

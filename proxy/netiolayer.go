@@ -1,8 +1,9 @@
 package proxy
 
 // The connection layer of HTTP/1, HTTP/2 and TCP binds, plaintext or TLS:
-// fulcrum's own epoll instances (tune_netio = "epoll", proxy/netio/epoll,
-// the default on Linux) or Go's netpoller (tune_netio = "go"). Only where
+// fulcrum's own epoll instances (tune_netio = "epoll", proxy/netio/epoll;
+// "uring", the default on Linux, relays mode tcp sessions on io_uring
+// besides) or Go's netpoller (tune_netio = "go"). Only where
 // the bytes are read and written changes (a TLS connection is crypto/tls
 // over the layer's net.Conn): the accepted and dialled connections are
 // net.Conns either way, and the rest of the path (rules, balancing,
@@ -10,8 +11,10 @@ package proxy
 
 import (
 	"crypto/tls"
+	"errors"
 	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
@@ -283,7 +286,11 @@ func (p *Proxy) tcpRing() *uring.Relay {
 	r, err := uring.NewRelay(uring.RelayConfig{})
 	if err != nil {
 		p.uringDown = true
-		p.log.Warn().Err(err).Msg("tune_netio uring: io_uring unavailable, mode tcp sessions relayed on the epoll layer")
+		ev := p.log.Warn()
+		if uringRefused(err) {
+			ev = p.log.Info() // the host's choice, not a fault: tune_netio's default
+		}
+		ev.Err(err).Msg("tune_netio uring: io_uring unavailable, mode tcp sessions relayed on the epoll layer")
 		return nil
 	}
 	if p.ringThread != nil {
@@ -291,6 +298,19 @@ func (p *Proxy) tcpRing() *uring.Relay {
 	}
 	p.uring.Store(r)
 	return r
+}
+
+// uringRefused reports whether err says the kernel refuses io_uring or
+// lacks a part the relay needs (EPERM: disabled by a seccomp profile or
+// kernel.io_uring_disabled; ENOSYS: absent; EINVAL, EOPNOTSUPP: an older
+// kernel), rather than a fault of the moment (ENOMEM, EMFILE).
+func uringRefused(err error) bool {
+	for _, e := range []error{syscall.EPERM, syscall.ENOSYS, syscall.EINVAL, syscall.EOPNOTSUPP} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // OnRingThread has fn told when p's io_uring relay (tune_netio "uring")

@@ -140,8 +140,9 @@ func TestNetIOEpollTCPHalfClose(t *testing.T) {
 
 // TestNetIOLayerChoice: tune_netio = "go" serves Go's connections with no
 // epoll group; an unset tune_netio, parsed or the zero value, serves the
-// clients on the epoll layer on Linux (conf.DefaultNetIO); the listening
-// sockets say the same (Frontend.NetIOs).
+// clients on the epoll layer on Linux (conf.DefaultNetIO, "uring": the
+// epoll layer, mode tcp relayed on io_uring); the listening sockets say
+// the same (Frontend.NetIOs).
 func TestNetIOLayerChoice(t *testing.T) {
 	t.Setenv(NetIOEnv, "")
 	u := newUpstream(t, "s1")
@@ -162,14 +163,18 @@ address = %q
 	}
 	goCfg := testConfig(conf.ModeHTTP, []string{u.addr()}, nil)
 	goCfg.Global.NetIO = "go"
+	defaultLayer := conf.DefaultNetIO
+	if defaultLayer == "uring" {
+		defaultLayer = "epoll"
+	}
 	for _, tc := range []struct {
 		name  string
 		cfg   *conf.Config
 		layer string
 	}{
 		{"go", goCfg, "go"},
-		{"parsed default", parsed, conf.DefaultNetIO},
-		{"zero value", testConfig(conf.ModeHTTP, []string{u.addr()}, nil), conf.DefaultNetIO},
+		{"parsed default", parsed, defaultLayer},
+		{"zero value", testConfig(conf.ModeHTTP, []string{u.addr()}, nil), defaultLayer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.layer == "epoll" && runtime.GOOS != "linux" {

@@ -230,12 +230,14 @@ func TestUringTunnelOnPollers(t *testing.T) {
 
 // TestUringRingThread: OnRingThread's callback hears +1 when the first
 // mode tcp session starts the io_uring relay (not again for the next) and
-// -1 when the proxy stops; under "epoll" it hears nothing.
+// -1 when the proxy stops, under "uring" and the default (tune_netio
+// unset: conf.DefaultNetIO, "uring" on Linux); under "epoll" it hears
+// nothing.
 func TestUringRingThread(t *testing.T) {
 	needUring(t)
 	srv := tcpServer(t, func(c *net.TCPConn) { io.Copy(c, c) })
-	for _, mode := range []string{"uring", "epoll"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []string{"uring", "", "epoll"} {
+		t.Run("netio="+mode, func(t *testing.T) {
 			var mu sync.Mutex
 			var deltas []int
 			p, err := New(netioConfig(t, mode, []string{srv}), zerolog.Nop())
