@@ -134,11 +134,9 @@ func (p *Proxy) dropNetIO() {
 	p.uringDown = true
 	r := p.uring.Swap(nil)
 	p.uringMu.Unlock()
+	p.ringThread.stop()
 	if r != nil {
 		r.Close() // ends the sessions still relayed, if any (there are none)
-		if p.ringThread != nil {
-			p.ringThread(-1)
-		}
 	}
 	if p.group != nil {
 		p.group.Unref()
@@ -261,6 +259,8 @@ func (p *Proxy) relayOnUring(client, server net.Conn, clientIdle, serverIdle tim
 		clientBack()
 		return false, in, out
 	}
+	p.ringThread.start()
+	defer p.ringThread.end()
 	if err := r.Start(s, cfd, sfd); err != nil {
 		serverBack()
 		clientBack()
@@ -293,9 +293,6 @@ func (p *Proxy) tcpRing() *uring.Relay {
 		ev.Err(err).Msg("tune_netio uring: io_uring unavailable, mode tcp sessions relayed on the epoll layer")
 		return nil
 	}
-	if p.ringThread != nil {
-		p.ringThread(+1)
-	}
 	p.uring.Store(r)
 	return r
 }
@@ -313,12 +310,14 @@ func uringRefused(err error) bool {
 	return false
 }
 
-// OnRingThread has fn told when p's io_uring relay (tune_netio "uring")
-// starts, with +1, and when it stops at p's end, with -1. The relay's loop
-// holds an OS thread of its own from its start to its stop and blocks in
-// io_uring_enter between turns; cmd/fulcrum gives that thread a P of its
-// own (GOMAXPROCS + 1, bench/README.md "The io_uring loop's thread"), as
-// with every P busy Go's sysmon takes the P from a thread blocked in a
-// system call after 20 µs, and hands it back when the call returns, at
-// each turn. Call it before Start; fn must not block.
-func (p *Proxy) OnRingThread(fn func(delta int)) { p.ringThread = fn }
+// OnRingThread has fn told, with +1, when p's io_uring relay (tune_netio
+// "uring") starts relaying a session while it had none for a second (or
+// ever), and with -1 when it has had none for a second since, or p
+// stops: the relay's loop holds an OS thread of its own and blocks in
+// io_uring_enter between turns, and while sessions flow cmd/fulcrum gives
+// that thread a P of its own (GOMAXPROCS + 1; ringThread says why). Call
+// it before Start; fn must not block and must not call back into p.
+func (p *Proxy) OnRingThread(fn func(delta int)) {
+	p.ringThread.fn = fn
+	p.ringThread.idleAfter = ringIdleAfter
+}

@@ -91,9 +91,9 @@ type Proxy struct {
 	uringMu   sync.Mutex
 	uring     atomic.Pointer[uring.Relay]
 	uringDown bool
-	// ringThread is told when the io_uring relay starts (+1) and stops
-	// (-1): OnRingThread.
-	ringThread func(delta int)
+	// ringThread lends the io_uring relay's thread a P while it relays
+	// sessions (OnRingThread).
+	ringThread ringThread
 }
 
 // New builds a proxy from a validated configuration. Nothing listens until

@@ -228,57 +228,96 @@ func TestUringTunnelOnPollers(t *testing.T) {
 	waitFor(t, 5*time.Second, "the pair's end", func() bool { return p.group.Pairs() == 0 })
 }
 
-// TestUringRingThread: OnRingThread's callback hears +1 when the first
-// mode tcp session starts the io_uring relay (not again for the next) and
-// -1 when the proxy stops, under "uring" and the default (tune_netio
-// unset: conf.DefaultNetIO, "uring" on Linux); under "epoll" it hears
-// nothing.
+// TestUringRingThread: OnRingThread's callback hears +1 when the io_uring
+// relay takes its first session (not again for the next, while the first
+// is open or within idleAfter) and -1 when the proxy stops, under "uring"
+// and the default (tune_netio unset: conf.DefaultNetIO, "uring" on
+// Linux); under "epoll" it hears nothing. With a short idleAfter it hears
+// -1 once the relay has had no session that long, and +1 again at the
+// next session.
 func TestUringRingThread(t *testing.T) {
 	needUring(t)
 	srv := tcpServer(t, func(c *net.TCPConn) { io.Copy(c, c) })
+	type run struct {
+		p      *Proxy
+		mu     sync.Mutex
+		deltas []int
+	}
+	start := func(t *testing.T, mode string, idleAfter time.Duration) *run {
+		r := &run{}
+		p, err := New(netioConfig(t, mode, []string{srv}), zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.OnRingThread(func(d int) {
+			r.mu.Lock()
+			r.deltas = append(r.deltas, d)
+			r.mu.Unlock()
+		})
+		p.ringThread.idleAfter = idleAfter
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r.p = p
+		return r
+	}
+	// session opens a session and checks an echo through it.
+	session := func(t *testing.T, r *run) net.Conn {
+		c, err := net.Dial("tcp", r.p.Frontends[0].Addrs()[0].String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		buf := make([]byte, 4)
+		if _, err := io.WriteString(c, "ping"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ping" {
+			t.Fatalf("echo %q %v", buf, err)
+		}
+		return c
+	}
+	stop := func(r *run) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		r.p.Shutdown(ctx)
+	}
+	got := func(r *run) []int {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return slices.Clone(r.deltas)
+	}
 	for _, mode := range []string{"uring", "", "epoll"} {
 		t.Run("netio="+mode, func(t *testing.T) {
-			var mu sync.Mutex
-			var deltas []int
-			p, err := New(netioConfig(t, mode, []string{srv}), zerolog.Nop())
-			if err != nil {
-				t.Fatal(err)
-			}
-			p.OnRingThread(func(d int) {
-				mu.Lock()
-				deltas = append(deltas, d)
-				mu.Unlock()
-			})
-			if err := p.Start(); err != nil {
-				t.Fatal(err)
-			}
-			for i := range 2 {
-				c, err := net.Dial("tcp", p.Frontends[0].Addrs()[0].String())
-				if err != nil {
-					t.Fatal(err)
-				}
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				buf := make([]byte, 4)
-				if _, err := io.WriteString(c, "ping"); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ping" {
-					t.Fatalf("session %d: echo %q %v", i, buf, err)
-				}
-				c.Close()
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			p.Shutdown(ctx)
-			mu.Lock()
-			defer mu.Unlock()
+			r := start(t, mode, time.Hour)
+			session(t, r).Close()
+			session(t, r).Close()
+			stop(r)
 			want := []int{+1, -1}
 			if mode == "epoll" {
 				want = nil
 			}
-			if !slices.Equal(deltas, want) {
-				t.Errorf("ring thread deltas %v, want %v", deltas, want)
+			if d := got(r); !slices.Equal(d, want) {
+				t.Errorf("ring thread deltas %v, want %v", d, want)
 			}
 		})
 	}
+	t.Run("idle", func(t *testing.T) {
+		r := start(t, "uring", 20*time.Millisecond)
+		c := session(t, r)
+		if d := got(r); !slices.Equal(d, []int{+1}) {
+			t.Errorf("a session open: deltas %v, want [1]", d)
+		}
+		c.Close()
+		waitFor(t, 5*time.Second, "the idle -1", func() bool { return slices.Equal(got(r), []int{+1, -1}) })
+		c = session(t, r)
+		if d := got(r); !slices.Equal(d, []int{+1, -1, +1}) {
+			t.Errorf("a session after idling: deltas %v, want [1 -1 1]", d)
+		}
+		c.Close()
+		stop(r)
+		if d := got(r); !slices.Equal(d, []int{+1, -1, +1, -1}) {
+			t.Errorf("after the stop: deltas %v, want [1 -1 1 -1]", d)
+		}
+	})
 }

@@ -9,9 +9,10 @@ import (
 
 // threadCount keeps the process's P count (runtime.GOMAXPROCS): nbthread,
 // or without one the base count (defaultThreads, or GOMAXPROCS from the
-// environment), plus one for each io_uring relay running (tune_netio
-// "uring": proxy.Proxy.OnRingThread), whose loop holds an OS thread of
-// its own and blocks in io_uring_enter between turns. Without a P to
+// environment), plus one for each io_uring relay relaying sessions
+// (tune_netio "uring": proxy.Proxy.OnRingThread, until a second after its
+// last session), whose loop holds an OS thread of its own and blocks in
+// io_uring_enter between turns. Without a P to
 // spare, Go's sysmon takes the P from a thread blocked in a system call
 // after 20 µs and the thread must win one back when the call returns, at
 // every turn: bench/README.md ("The io_uring loop's thread") measured 0.22
@@ -22,7 +23,7 @@ type threadCount struct {
 	mu       sync.Mutex
 	base     int // the count without nbthread
 	nbthread int // the configuration's nbthread; 0 = none
-	rings    int // io_uring relays running
+	rings    int // io_uring relays relaying sessions
 }
 
 // want is the P count for t's state.
@@ -53,7 +54,7 @@ func (t *threadCount) setNbthread(n int, log zerolog.Logger) {
 	t.apply(log, "nbthread")
 }
 
-// ring counts an io_uring relay starting (+1) or stopping (-1): the
+// ring counts an io_uring relay taking sessions (+1) or idle (-1): the
 // callback proxy.Proxy.OnRingThread wants.
 func (t *threadCount) ring(delta int, log zerolog.Logger) {
 	t.mu.Lock()
