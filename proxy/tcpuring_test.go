@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-proxy/fulcrum/conf"
+	"github.com/fulcrum-proxy/fulcrum/internal/testutil"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio/uring"
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
@@ -237,7 +238,7 @@ func TestUringTunnelOnPollers(t *testing.T) {
 // next session.
 func TestUringRingThread(t *testing.T) {
 	needUring(t)
-	srv := tcpServer(t, func(c *net.TCPConn) { io.Copy(c, c) })
+	srv := testutil.EchoServer(t)
 	type run struct {
 		p      *Proxy
 		mu     sync.Mutex
@@ -263,19 +264,7 @@ func TestUringRingThread(t *testing.T) {
 	}
 	// session opens a session and checks an echo through it.
 	session := func(t *testing.T, r *run) net.Conn {
-		c, err := net.Dial("tcp", r.p.Frontends[0].Addrs()[0].String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.SetDeadline(time.Now().Add(10 * time.Second))
-		buf := make([]byte, 4)
-		if _, err := io.WriteString(c, "ping"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ping" {
-			t.Fatalf("echo %q %v", buf, err)
-		}
-		return c
+		return testutil.DialEcho(t, r.p.Frontends[0].Addrs()[0].String())
 	}
 	stop := func(r *run) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

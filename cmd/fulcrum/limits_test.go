@@ -278,40 +278,15 @@ address = "127.0.0.1:1"
 		} else {
 			r.Close()
 		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				go func() { io.Copy(c, c); c.Close() }()
-			}
-		}()
 		sock := filepath.Join(t.TempDir(), "s.sock")
-		text := strings.Replace(config(`tune_netio = "uring"`, sock), "127.0.0.1:1", l.Addr().String(), 1)
+		text := strings.Replace(config(`tune_netio = "uring"`, sock), "127.0.0.1:1", testutil.EchoServer(t), 1)
 		d := startLimited(t, "unset GOMAXPROCS FULCRUM_TUNE_NETIO", writeFile(t, "t.toml", text))
 		base := defaultThreads(goruntime.NumCPU())
 		if info := showInfo(sock); !strings.Contains(info, fmt.Sprintf("Nbthread: %d\n", base)) {
 			t.Errorf("before a session: show info has no Nbthread: %d", base)
 		}
-		c, err := net.Dial("tcp", d.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := testutil.DialEcho(t, d.addr)
 		defer c.Close()
-		c.SetDeadline(time.Now().Add(10 * time.Second))
-		buf := make([]byte, 4)
-		if _, err := io.WriteString(c, "ping"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ping" {
-			t.Fatalf("echo %q %v", buf, err)
-		}
 		want := fmt.Sprintf("Nbthread: %d\n", base+1)
 		if info := showInfo(sock); !strings.Contains(info, want) {
 			t.Errorf("with a session on the relay: show info has no %q:\n%s", strings.TrimSpace(want), info)

@@ -36,12 +36,18 @@ func (t *threadCount) want() int {
 }
 
 // apply sets GOMAXPROCS to t's count when it differs, and logs the change
-// with why (the configuration's nbthread or an io_uring relay).
+// with why: at info level for the configuration's nbthread, at debug
+// level for an io_uring relay (which changes it at each burst of mode tcp
+// sessions after a quiet second).
 func (t *threadCount) apply(log zerolog.Logger, why string) {
 	want := t.want()
 	if cur := goruntime.GOMAXPROCS(0); want > 0 && want != cur {
 		goruntime.GOMAXPROCS(want)
-		log.Info().Int("nbthread", want).Int("previous", cur).Str("reason", why).Msg("thread count changed")
+		ev := log.Info()
+		if why != "nbthread" {
+			ev = log.Debug()
+		}
+		ev.Int("nbthread", want).Int("previous", cur).Str("reason", why).Msg("thread count changed")
 	}
 }
 

@@ -83,3 +83,45 @@ func PingPong(b *testing.B, c net.Conn, size int) {
 	}
 	b.StopTimer()
 }
+
+// EchoServer listens on 127.0.0.1:0 and sends back whatever each
+// connection sends, until the test ends; it returns the address.
+func EchoServer(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// DialEcho connects to addr (an echo behind a relay), checks that "ping"
+// comes back, and returns the open connection (10 s deadline set).
+func DialEcho(t testing.TB, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 4)
+	if _, err := io.WriteString(c, "ping"); err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ping" {
+		c.Close()
+		t.Fatalf("echo through %s: %q %v", addr, buf, err)
+	}
+	return c
+}

@@ -295,13 +295,9 @@ func probeRecvMultishot(ring *Ring, bufs *BufRing) error {
 	if _, err := unix.Write(fds[1], []byte{'p'}); err != nil {
 		return fmt.Errorf("probe write: %w", err)
 	}
-	var first CQE
-	if err := probeWait(ring, &first); err != nil {
+	first, err := probeNext(ring, bufs)
+	if err != nil {
 		return err
-	}
-	if id, ok := first.BufID(); ok {
-		bufs.Taken()
-		bufs.Recycle(id)
 	}
 	if err := first.Err(); err != nil {
 		return fmt.Errorf("multishot receive: %w", err)
@@ -312,13 +308,9 @@ func probeRecvMultishot(ring *Ring, bufs *BufRing) error {
 	// End it: the shutdown completes the receive without F_MORE.
 	unix.Shutdown(fds[0], unix.SHUT_RDWR)
 	for {
-		var c CQE
-		if err := probeWait(ring, &c); err != nil {
+		c, err := probeNext(ring, bufs)
+		if err != nil {
 			return err
-		}
-		if id, ok := c.BufID(); ok {
-			bufs.Taken()
-			bufs.Recycle(id)
 		}
 		if !c.More() {
 			return nil
@@ -326,21 +318,24 @@ func probeRecvMultishot(ring *Ring, bufs *BufRing) error {
 	}
 }
 
-// probeWait submits what is prepared and waits, at most a second, for
-// one completion, copied into c.
-func probeWait(ring *Ring, c *CQE) error {
+// probeNext submits what is prepared and waits, at most a second, for
+// one completion, whose buffer, if it has one, goes back to bufs.
+func probeNext(ring *Ring, bufs *BufRing) (CQE, error) {
 	one := make([]CQE, 1)
 	deadline := time.Now().Add(time.Second)
 	for ring.Reap(one) == 0 {
 		if time.Now().After(deadline) {
-			return errors.New("multishot receive: no completion within 1s")
+			return CQE{}, errors.New("multishot receive: no completion within 1s")
 		}
 		if _, err := ring.SubmitAndWaitTimeout(1, 100*time.Millisecond); err != nil && !errors.Is(err, unix.ETIME) {
-			return fmt.Errorf("io_uring_enter: %w", err)
+			return CQE{}, fmt.Errorf("io_uring_enter: %w", err)
 		}
 	}
-	*c = one[0]
-	return nil
+	if id, ok := one[0].BufID(); ok {
+		bufs.Taken()
+		bufs.Recycle(id)
+	}
+	return one[0], nil
 }
 
 // Add hands a pair of connected sockets (client, server) to the relay,
