@@ -109,8 +109,8 @@ type globalSection struct {
 	// less CPU per message, but no splice for bulk transfers
 	// (bench/README.md); where io_uring is refused (EPERM: a container's
 	// seccomp profile, kernel.io_uring_disabled; ENOSYS, EINVAL: an older
-	// kernel) it is said once in the log (info) and they are relayed as
-	// with "epoll". Default "uring" on Linux, "go" elsewhere
+	// kernel) it is said once in the log at start (info) and they are
+	// relayed as with "epoll". Default "uring" on Linux, "go" elsewhere
 	// (DefaultNetIO).
 	TuneNetIO *string `toml:"tune_netio"`
 

@@ -273,15 +273,21 @@ func (fe *Frontend) Addrs() []net.Addr {
 
 // NetIOs returns, for each address of Addrs (same order), the connection
 // layer that accepts on it: "epoll" (proxy/netio/epoll) or "go" (Go's
-// poller; tune_netio).
+// poller; tune_netio), or "uring" for a plaintext bind of a mode tcp
+// frontend whose sessions the proxy's io_uring relay takes (the epoll
+// layer accepts them).
 func (fe *Frontend) NetIOs() []string {
 	fe.mu.Lock()
 	defer fe.mu.Unlock()
 	var out []string
+	ring := fe.Conf.Mode == conf.ModeTCP && fe.p.uring.Load() != nil
 	for _, a := range fe.listeners {
 		layer := "go"
 		if _, ok := a.l.(*epoll.Listener); ok {
 			layer = "epoll"
+			if e := fe.edgeAt[a.addr]; ring && (e == nil || e.tls == nil) {
+				layer = "uring" // its sessions are relayed on io_uring
+			}
 		}
 		out = append(out, layer)
 	}

@@ -115,16 +115,27 @@ func (p *Proxy) initNetIO(old *Proxy) {
 	if old != nil && old.group != nil && old.group.Ref() {
 		p.group = old.group
 	}
-	if !p.epoll || p.group != nil {
-		return
+	if p.epoll && p.group == nil {
+		g, err := epoll.NewGroup(0)
+		if err != nil {
+			p.log.Warn().Err(err).Msg("tune_netio epoll unavailable, using Go's poller")
+			p.epoll = false
+			p.uringOn = false
+			return
+		}
+		p.group = g
 	}
-	g, err := epoll.NewGroup(0)
-	if err != nil {
-		p.log.Warn().Err(err).Msg("tune_netio epoll unavailable, using Go's poller")
-		p.epoll = false
-		return
+	// The io_uring relay starts with a proxy that has mode tcp frontends,
+	// so that the listening lines can say which relay their sessions get
+	// and a host that refuses io_uring is told at start.
+	if p.uringOn {
+		for _, fe := range p.Frontends {
+			if fe.Conf.Mode == conf.ModeTCP {
+				p.tcpRing()
+				break
+			}
+		}
 	}
-	p.group = g
 }
 
 // dropNetIO releases p's reference on the epoll group, once p's

@@ -310,3 +310,27 @@ func TestUringRingThread(t *testing.T) {
 		}
 	})
 }
+
+// TestUringListeningLayer: a proxy with a mode tcp frontend starts its
+// io_uring relay with it, before any session, and that frontend's
+// plaintext binds say "uring" (the listening log line's netio); under
+// "epoll" they say "epoll" and no relay starts.
+func TestUringListeningLayer(t *testing.T) {
+	needUring(t)
+	srv := testutil.EchoServer(t)
+	for _, mode := range []string{"uring", "", "epoll"} {
+		t.Run("netio="+mode, func(t *testing.T) {
+			p, _ := startProxy(t, netioConfig(t, mode, []string{srv}))
+			want, running := "uring", true
+			if mode == "epoll" {
+				want, running = "epoll", false
+			}
+			if got := p.uring.Load() != nil; got != running {
+				t.Errorf("relay running before any session: %v, want %v", got, running)
+			}
+			if got := p.Frontends[0].NetIOs(); len(got) != 1 || got[0] != want {
+				t.Errorf("NetIOs %v, want [%s]", got, want)
+			}
+		})
+	}
+}
