@@ -295,8 +295,8 @@ var columns = append([]Column{
 	{Name: "intercepted", Kinds: kFB, typ: tU64, tags: "MCP", prom: "intercepted_requests_total", promKinds: kF,
 		Desc: "Total number of HTTP requests intercepted on the frontend (redirects/stats/services) since the worker process started",
 		get: func(r *row) value {
-			if r.kind != KindFrontend {
-				return value{} // requests a backend answers itself are not counted apart
+			if r.kind != KindFrontend || r.mode != "http" {
+				return value{} // requests a backend answers itself are not counted apart; none in mode tcp (HAProxy 2.6: empty)
 			}
 			return num(r.c.Obs.Intercepted)
 		}},
@@ -317,10 +317,10 @@ var columns = append([]Column{
 		get:  counter(func(c *cv) int64 { return c.Obs.Reuse })},
 	{Name: "cache_lookups", Kinds: kFB, typ: tU64, tags: "MCP", prom: "http_cache_lookups_total", promKinds: kFB,
 		Desc: "Total number of HTTP requests looked up in the cache on this frontend/backend since the worker process started",
-		get:  zero}, // no cache
+		get:  httpZero}, // no cache
 	{Name: "cache_hits", Kinds: kFB, typ: tU64, tags: "MCP", prom: "http_cache_hits_total", promKinds: kFB,
 		Desc: "Total number of HTTP requests not found in the cache on this frontend/backend since the worker process started",
-		get:  zero}, // no cache
+		get:  httpZero}, // no cache
 	{Name: "srv_icur", Kinds: kS, typ: tU32, tags: "MGP", prom: "idle_connections_current", promKinds: kS,
 		Desc: "Current number of idle connections available for reuse on this server",
 		get:  func(r *row) value { return num(int64(r.sv.Obs.Idle)) }},
@@ -580,6 +580,15 @@ func (c *Column) tagsFor(k Kind) string {
 
 func zero(*row) value  { return num(0) }
 func empty(*row) value { return value{} }
+
+// httpZero is 0 in HTTP mode and empty otherwise, as HAProxy 2.6 prints
+// the cache columns (measured: empty on mode tcp frontends and backends).
+func httpZero(r *row) value {
+	if r.mode != "http" {
+		return value{}
+	}
+	return num(0)
+}
 
 // counter reads one of the row's counters.
 func counter(f func(c *cv) int64) func(*row) value {
