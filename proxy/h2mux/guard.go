@@ -36,7 +36,9 @@ import (
 //     its buffer. The guard decodes each header block with an HPACK
 //     decoder of its own, fed in step with the http2 server's, counting
 //     sizes without keeping fields; the connection is failed before the
-//     server decodes the block.
+//     server decodes the block. (Only where Limits.MaxHeaderList is set:
+//     fulcrum's own HTTP/2 engine makes this check as it decodes each
+//     block once, proxy/http2/hblock.go, and sets it to 0.)
 //   - SETTINGS and PING floods: a peer that sends more SETTINGS and PING
 //     frames (acknowledgements aside) than MaxControl plus ten per frame
 //     of real work (HEADERS and DATA received, DATA sent) gets

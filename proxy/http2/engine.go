@@ -71,8 +71,8 @@ const (
 	// maxFrameSize is SETTINGS_MAX_FRAME_SIZE announced (HAProxy's
 	// tune.h2.max-frame-size default).
 	maxFrameSize = 16 << 10
-	// maxHeaderList is SETTINGS_MAX_HEADER_LIST_SIZE announced; the guard
-	// refuses a larger list first (COMPRESSION_ERROR).
+	// maxHeaderList is SETTINGS_MAX_HEADER_LIST_SIZE announced; a larger
+	// list is refused as it decodes (COMPRESSION_ERROR, hblock.go).
 	maxHeaderList = 64 << 10
 	// writeBufSize is the connection's write buffer.
 	writeBufSize = 8 << 10
@@ -244,10 +244,9 @@ func serveOwn(cl Client, srv *Server, raw net.Conn, br *bufio.Reader, g *h2mux.G
 	c.rfr = xh2.NewFramer(nil, frameReader{c})
 	c.rfr.SetMaxReadFrameSize(maxFrameSize)
 	c.rfr.SetReuseFrames() // DATA is copied into the stream's body at once
-	// Header blocks are decoded by the reader (hblock.go). The guard
-	// decodes every block with a decoder of its own (4096-byte table):
-	// this one follows the same blocks.
-	c.blk = newHblock()
+	// Header blocks are decoded by the reader (hblock.go), which also
+	// refuses HPACK bombs (the guard does not decode them: Serve).
+	c.blk = newHblock(&cl.Counters().HeaderFlood)
 
 	srv.mu.Lock()
 	if srv.conns == nil {

@@ -3,6 +3,7 @@ package http2
 import (
 	"errors"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/net/http/httpguts"
 	xh2 "golang.org/x/net/http2"
@@ -24,9 +25,18 @@ import (
 // CONTINUATION frames follow their HEADERS (RFC 9113 6.10).
 
 // maxListSize is the decoded list size accepted, as the Framer's
-// MaxHeaderListSize was: above the guard's limit, which refuses a larger
-// list first.
+// MaxHeaderListSize was: above maxHeaderList, which refuses a larger
+// list first (a bomb, below).
 const maxListSize = maxHeaderList + 1024
+
+// Oversized header lists and HPACK bombs (h2mux.Guard's protection, made
+// here for the engine: the guard's own decoder of every block would
+// decode each block a second time): a header list larger than
+// maxHeaderList once decoded (RFC 9113 sizes: name, value and 32 bytes a
+// field, every field counted, malformed ones too), or a string longer
+// than that, fails the connection with COMPRESSION_ERROR and counts a
+// header flood, as HAProxy 2.6 answers a list that does not fit its
+// buffer. The block is refused as it decodes, before its stream opens.
 
 // hblock is the header block being read, and once whole the request head
 // or trailers it carries (the reader's only).
@@ -37,6 +47,9 @@ type hblock struct {
 	open        bool // its HEADERS was read, its END_HEADERS not yet
 	end         bool // END_STREAM was on its HEADERS
 	fields      []hpack.HeaderField
+	list        uint64 // the decoded list's size so far (RFC 9113)
+	bomb        bool   // list went beyond maxHeaderList
+	flood       *atomic.Int64
 	truncated   bool
 	invalid     error // a malformed field (pseudo-header checks aside)
 	sawRegular  bool
@@ -50,10 +63,12 @@ var (
 	errBadPseudo          = errors.New("http2: invalid or duplicate pseudo header field")
 )
 
-func newHblock() *hblock {
-	b := &hblock{}
+// newHblock returns the block reader of a connection, counting the
+// header lists it refuses (bombs, oversized strings) in flood.
+func newHblock(flood *atomic.Int64) *hblock {
+	b := &hblock{flood: flood}
 	b.dec = hpack.NewDecoder(4096, b.field)
-	b.dec.SetMaxStringLength(maxListSize)
+	b.dec.SetMaxStringLength(maxHeaderList)
 	return b
 }
 
@@ -63,13 +78,23 @@ func (b *hblock) start(f *xh2.HeadersFrame) {
 	if cap(b.fields) > 256 {
 		b.fields = nil
 	}
-	*b = hblock{dec: b.dec, id: f.StreamID, open: true, end: f.StreamEnded(), fields: b.fields[:0],
+	*b = hblock{dec: b.dec, flood: b.flood, id: f.StreamID, open: true, end: f.StreamEnded(), fields: b.fields[:0],
 		headersLeft: maxListSize, trailerLeft: maxListSize}
 	b.dec.SetEmitEnabled(true)
 }
 
-// field takes one decoded field.
+// field takes one decoded field. Every field is counted in the list's
+// size; those after a malformed one or beyond the budget are not kept.
 func (b *hblock) field(hf hpack.HeaderField) {
+	b.list += uint64(hf.Size())
+	if b.list > maxHeaderList {
+		b.bomb = true
+		b.dec.SetEmitEnabled(false) // the connection fails at this fragment
+		return
+	}
+	if b.invalid != nil || b.truncated {
+		return
+	}
 	if !httpguts.ValidHeaderFieldValue(hf.Value) {
 		b.invalid = errBadField
 	}
@@ -84,7 +109,6 @@ func (b *hblock) field(hf hpack.HeaderField) {
 		}
 	}
 	if b.invalid != nil {
-		b.dec.SetEmitEnabled(false)
 		return
 	}
 	left, size := &b.headersLeft, hf.Size()
@@ -94,7 +118,6 @@ func (b *hblock) field(hf hpack.HeaderField) {
 		size = uint32(len(hf.Value)-n+1) + uint32(n)*hpack.HeaderField{}.Size()
 	}
 	if size > *left {
-		b.dec.SetEmitEnabled(false)
 		b.truncated = true
 		b.headersLeft, b.trailerLeft = 0, 0
 		return
@@ -127,7 +150,10 @@ func (b *hblock) fragment(frag []byte, whole bool) error {
 	if b.scan.feed(frag) != nil {
 		return connError(xh2.ErrCodeCompression)
 	}
-	if _, err := b.dec.Write(frag); err != nil {
+	if _, err := b.dec.Write(frag); err != nil || b.bomb {
+		if b.bomb || errors.Is(err, hpack.ErrStringLength) {
+			b.flood.Add(1)
+		}
 		return connError(xh2.ErrCodeCompression)
 	}
 	if !whole {

@@ -1,6 +1,7 @@
 package http2
 
 import (
+	"strings"
 	"testing"
 
 	xh2 "golang.org/x/net/http2"
@@ -103,4 +104,62 @@ func TestEngineHeaderBlocks(t *testing.T) {
 	early := append([]byte{0x3f, 0xe1, 0x1f, 0x20}, rc4.block(get...)...)
 	rc4.fr.WriteHeaders(xh2.HeadersFrameParam{StreamID: 1, BlockFragment: early, EndStream: true, EndHeaders: true})
 	rc4.whole(1, 2)
+}
+
+// TestEngineHeaderBombs: the engine's reader refuses a header list larger
+// than maxHeaderList once decoded, as the guard did when it decoded every
+// block a second time: an HPACK bomb (one 4 KB field referenced from the
+// dynamic table), the same after a malformed field (every field counts),
+// and a Huffman-coded string longer than the list may be, each ending the
+// connection with GOAWAY COMPRESSION_ERROR and counted as a header flood;
+// a list just within the limit is served.
+func TestEngineHeaderBombs(t *testing.T) {
+	e := startEngine(t, 0, 0, sizedHandler)
+	get := []string{":method", "GET", ":scheme", "http", ":authority", "x", ":path", "/2"}
+	big := strings.Repeat("b", 4000)
+	// 4 pseudo-headers (167 bytes with their 32 each), then n fields of
+	// 6+4000+32 = 4038 bytes each.
+	withBig := func(pre []string, n int) []string {
+		kv := append([]string(nil), pre...)
+		for range n {
+			kv = append(kv, "x-bomb", big)
+		}
+		return kv
+	}
+	for i, tc := range []struct {
+		kv     []string
+		bomb   bool
+		floods int64
+	}{
+		{withBig(get, 16), false, 0}, // 64,775 bytes: within 65,536
+		{withBig(get, 17), true, 1},  // 68,813 bytes
+		{withBig(append(append([]string{}, get...), "X-Upper", "v"), 17), true, 2},
+	} {
+		rc := dial(t, e.addr)
+		rc.handshake()
+		b := rc.block(tc.kv...)
+		rc.fr.WriteHeaders(xh2.HeadersFrameParam{StreamID: 1, BlockFragment: b, EndStream: true, EndHeaders: true})
+		if !tc.bomb {
+			rc.whole(1, 2)
+		} else if ga, ok := rc.next().(*xh2.GoAwayFrame); !ok || ga.ErrCode != xh2.ErrCodeCompression {
+			t.Fatalf("list %d: got %v, want GOAWAY COMPRESSION_ERROR", i, ga)
+		}
+		if n := e.cs.HeaderFlood.Load(); n != tc.floods {
+			t.Fatalf("list %d: header floods counted %d, want %d", i, n, tc.floods)
+		}
+	}
+	// A string longer than the whole list may be, Huffman-coded: 70,000
+	// 'a's (5 bits each) in 43,750 bytes on the wire.
+	rc := dial(t, e.addr)
+	rc.handshake()
+	b := rc.block(append(append([]string{}, get...), "x-long", strings.Repeat("a", 70000))...)
+	rc.fr.WriteHeaders(xh2.HeadersFrameParam{StreamID: 1, BlockFragment: b[:16000], EndStream: true})
+	rc.fr.WriteContinuation(1, false, b[16000:32000])
+	rc.fr.WriteContinuation(1, true, b[32000:])
+	if ga, ok := rc.next().(*xh2.GoAwayFrame); !ok || ga.ErrCode != xh2.ErrCodeCompression {
+		t.Fatalf("long string: got %v, want GOAWAY COMPRESSION_ERROR", ga)
+	}
+	if n := e.cs.HeaderFlood.Load(); n != 3 {
+		t.Fatalf("long string: header floods counted %d, want 3", n)
+	}
 }

@@ -105,8 +105,9 @@ func NewServer(maxStreams int, idle time.Duration, engine string) *Server {
 		},
 		// MaxHeaderBytes is SETTINGS_MAX_HEADER_LIST_SIZE; a decoded
 		// header list beyond it (an HPACK bomb) is refused by the guard
-		// first (h2mux.Limits.MaxHeaderList, COMPRESSION_ERROR), before
-		// the server builds it.
+		// first under this engine (h2mux.Limits.MaxHeaderList,
+		// COMPRESSION_ERROR), before the server builds it; by the own
+		// engine's reader as it decodes (hblock.go).
 		hs:         &http.Server{MaxHeaderBytes: 64 << 10, ErrorLog: quiet, IdleTimeout: idle},
 		maxStreams: maxStreams,
 		idle:       idle,
@@ -146,7 +147,14 @@ func Serve(cl Client) {
 	srv := cl.Server()
 	raw := cl.Conn()
 	bc := bufferedConn{Conn: raw, br: bufio.NewReaderSize(raw, readBufSize)}
-	g := h2mux.NewClientGuard(bc, cl.Counters(), h2mux.DefaultLimits(srv.maxStreams))
+	lim := h2mux.DefaultLimits(srv.maxStreams)
+	if !srv.xnet {
+		// The engine's reader refuses oversized header lists as it
+		// decodes each block (hblock.go): the guard need not decode
+		// every block a second time.
+		lim.MaxHeaderList = 0
+	}
+	g := h2mux.NewClientGuard(bc, cl.Counters(), lim)
 	if srv.xnet {
 		c := &conn{Guard: g, connBase: connBase{cl: cl, g: g, xff: xffOf(cl)}, srv: srv}
 		srv.h2.ServeConn(c, &http2.ServeConnOpts{Handler: c, BaseConfig: srv.hs})
