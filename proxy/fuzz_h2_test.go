@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,6 +174,18 @@ func h2Seeds() [][]byte {
 	})
 	build(func(fr *http2.Framer, enc func(...string) []byte) {
 		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: append(append([]byte(nil), static...), append([]byte{0x01, 7}, "example.com"...)...), EndStream: true, EndHeaders: true})
+	})
+	// Header lists near the limit the reader enforces as it decodes
+	// (http2/hblock.go): a served one, then an HPACK bomb (one 4 KB field
+	// referenced from the dynamic table 17 times) after a malformed field.
+	build(func(fr *http2.Framer, enc func(...string) []byte) {
+		kv := append([]string(nil), get...)
+		for range 16 {
+			kv = append(kv, "x-b", strings.Repeat("b", 4000))
+		}
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: enc(kv...), EndStream: true, EndHeaders: true})
+		kv = append(append(kv, "X-Upper", "v"), "x-b", strings.Repeat("b", 4000))
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: enc(kv...), EndStream: true, EndHeaders: true})
 	})
 	return seeds
 }
