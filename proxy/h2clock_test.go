@@ -20,7 +20,7 @@ import (
 //   - /slowhead: the server thinks before its head: Tr >= hold (a clock
 //     kept past the send would give Tr 0);
 //   - /slowbody: the server sends its head, then its body after hold:
-//     Ta - Tr >= hold (an end stamped with the head's time would not);
+//     Ta - Tr >= hold/2 (an end stamped with the head's time gives 0);
 //   - /queued: queued behind /hold at the server's maxconn 1 for hold:
 //     Tw >= hold and Tr < Tw (a clock kept through the queue would stamp
 //     the send with the stream's start: Tr >= Tw);
@@ -121,8 +121,12 @@ maxconn = 1
 	if v := timers["/slowhead"]; v[1] < ms || v[2] < v[1] {
 		t.Errorf("/slowhead: Tr %v, Ta %v: want Tr >= %v and Ta >= Tr", v[1], v[2], ms)
 	}
-	if v := timers["/slowbody"]; v[2]-v[1] < ms-2 {
-		t.Errorf("/slowbody: Tr %v, Ta %v: want Ta - Tr >= %v", v[1], v[2], ms-2)
+	// Half the hold, as below: a worker that reads the head a few ms
+	// after it came (a loaded machine: the whole suite at once) stamps
+	// Tr that much later, and an end stamped with the head's time gives
+	// 0 all the same.
+	if v := timers["/slowbody"]; v[2]-v[1] < ms/2 {
+		t.Errorf("/slowbody: Tr %v, Ta %v: want Ta - Tr >= %v", v[1], v[2], ms/2)
 	}
 	if v := timers["/queued"]; v[0] < ms/2 || v[1] >= v[0] {
 		t.Errorf("/queued: Tw %v, Tr %v: want Tw >= %v and Tr < Tw", v[0], v[1], ms/2)

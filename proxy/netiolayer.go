@@ -69,6 +69,13 @@ const H2InlineEnv = "FULCRUM_H2INLINE"
 // comparison (bench/README.md).
 const H2BatchEnv = "FULCRUM_H2BATCH"
 
+// H2SendBatchEnv set to "0" has HTTP/2's connection readers send each
+// request they begin at once, a system call each, instead of the requests
+// of one client read together in one io_uring_enter
+// (http2.Server.SetSendBatch; tune_netio "uring" only), for comparison
+// (bench/README.md).
+const H2SendBatchEnv = "FULCRUM_H2SENDBATCH"
+
 // netIOMode returns the layer cfg asks for, after NetIOEnv; an unset
 // tune_netio (a Config not made by conf.Parse) is conf.DefaultNetIO.
 func (p *Proxy) netIOMode() string {
@@ -112,6 +119,7 @@ func (p *Proxy) initNetIO(old *Proxy) {
 	p.h1inlineFirst = p.h1inlineReq && os.Getenv(H1InlineFirstEnv) != "0"
 	p.h2inline = p.epoll && os.Getenv(H2InlineEnv) != "0"
 	p.h2batch = p.h2inline && os.Getenv(H2BatchEnv) != "0"
+	p.h2sendBatch = p.h2inline && p.uringOn && os.Getenv(H2SendBatchEnv) != "0"
 	if old != nil && old.group != nil && old.group.Ref() {
 		p.group = old.group
 	}
@@ -121,6 +129,7 @@ func (p *Proxy) initNetIO(old *Proxy) {
 			p.log.Warn().Err(err).Msg("tune_netio epoll unavailable, using Go's poller")
 			p.epoll = false
 			p.uringOn = false
+			p.h2sendBatch = false
 			return
 		}
 		p.group = g

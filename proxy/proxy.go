@@ -86,11 +86,14 @@ type Proxy struct {
 	h1inlineFirst bool
 	// h2inline: HTTP/2 readers send bodiless requests and park their
 	// streams (http2.Server.SetInline; H2InlineEnv)
-	h2inline  bool
-	h2batch   bool // and run woken streams with whole responses in batches (H2BatchEnv)
-	uringMu   sync.Mutex
-	uring     atomic.Pointer[uring.Relay]
-	uringDown bool
+	h2inline bool
+	h2batch  bool // and run woken streams with whole responses in batches (H2BatchEnv)
+	// h2sendBatch: and send the requests of one client read together
+	// (H2SendBatchEnv; tune_netio "uring")
+	h2sendBatch bool
+	uringMu     sync.Mutex
+	uring       atomic.Pointer[uring.Relay]
+	uringDown   bool
 	// ringThread lends the io_uring relay's thread a P while it relays
 	// sessions (OnRingThread).
 	ringThread ringThread
@@ -287,6 +290,7 @@ func (p *Proxy) open(inherited map[string]net.Listener) error {
 		if fe.h2 != nil {
 			fe.h2.SetInline(p.h2inline)
 			fe.h2.SetBatch(p.h2batch)
+			fe.h2.SetSendBatch(p.h2sendBatch)
 		}
 		if p.pairOn {
 			fe.h1set.Relay = relayTunnel // tunnels after a 101 (WebSocket)

@@ -26,10 +26,12 @@ type Exchange struct {
 	uc     *upConn
 	resp   head
 	reused bool
-	body   io.Reader        // the decoded response body, set by Body
-	lr     io.LimitedReader // body's reader for a Content-Length
-	ck     *chunkReader
-	whole  bool // the response body was read to its end
+	// ahead: Park's wait reads the response ahead (epoll.Conn.AwaitRead).
+	ahead bool
+	body  io.Reader        // the decoded response body, set by Body
+	lr    io.LimitedReader // body's reader for a Content-Length
+	ck    *chunkReader
+	whole bool // the response body was read to its end
 	// timeout is the backend's timeout_server, re-armed before each read
 	// and write.
 	timeout time.Duration
@@ -558,6 +560,41 @@ func (e *Exchange) TrySend() (pending bool, err error) {
 	return len(uc.sink.pending) > 0, err
 }
 
+// QueueSend is TrySend for a batch of sends (epoll.SendBatch: several
+// connections' writes in one system call): the buffered request head is
+// queued on b instead of written, and ok is false when the exchange's
+// connection is not one of the epoll layer (TrySend then). After
+// b.Flush, SendDone takes the write's result. The write deadline is
+// armed as TrySend's; nothing else may use e in between.
+func (e *Exchange) QueueSend(b *epoll.SendBatch) (i int, ok bool) {
+	uc := e.uc
+	c, ok := uc.sink.c.(*epoll.Conn)
+	if !ok {
+		return 0, false
+	}
+	uc.dl.ArmWrite(uc.c, e.now(), e.timeout)
+	uc.sink.hold = true
+	uc.bw.Flush() // into pending: cannot fail
+	uc.sink.hold = false
+	return b.Add(c, uc.sink.pending), true
+}
+
+// SendDone takes the result of the write QueueSend queued (SendBatch's
+// Result): pending and err as TrySend's.
+func (e *Exchange) SendDone(n int, err error) (pending bool, _ error) {
+	s := &e.uc.sink
+	switch err {
+	case nil:
+		s.pending = s.pending[:0]
+		return false, nil
+	case epoll.ErrWouldBlock:
+		s.pending = s.pending[:copy(s.pending, s.pending[n:])]
+		return len(s.pending) > 0, nil
+	}
+	s.pending = s.pending[:0]
+	return false, err
+}
+
 // FlushPending writes what TrySend kept, blocking, under the write
 // deadline TrySend armed.
 func (e *Exchange) FlushPending() error { return e.uc.sink.flush() }
@@ -570,10 +607,16 @@ func (e *Exchange) FlushPending() error { return e.uc.sink.flush() }
 // The caller must not use e after Park until Wake runs, and must then
 // call SetClock with the park's time before ReadHead, so that the
 // deadline stays the same.
-func (e *Exchange) Park(w epoll.Waker) {
+//
+// With ahead, the response's first bytes are read by the epoll layer's
+// reaper as it wakes the exchange, with those of the other connections
+// its batch of events wakes, in one system call (epoll.Conn.AwaitRead);
+// the exchange's reads take them as if they came from the socket.
+func (e *Exchange) Park(w epoll.Waker, ahead bool) {
 	uc := e.uc
 	uc.dl.ArmRead(uc.c, e.now(), e.timeout)
-	uc.src.c.Await(w)
+	e.ahead = ahead
+	e.Await(w)
 }
 
 // Readable reports whether a read of a parked exchange's connection would
@@ -628,4 +671,10 @@ func (e *Exchange) TryWhole(isHead bool) (n int64, whole bool) {
 }
 
 // Await waits again, as Park, with the deadline Park armed.
-func (e *Exchange) Await(w epoll.Waker) { e.uc.src.c.Await(w) }
+func (e *Exchange) Await(w epoll.Waker) {
+	if c, ok := e.uc.src.c.(*epoll.Conn); ok && e.ahead {
+		c.AwaitRead(w)
+		return
+	}
+	e.uc.src.c.Await(w)
+}

@@ -209,11 +209,16 @@ func (uc *upConn) newReader() *bufio.Reader {
 type cliSink struct {
 	c       tryIO
 	nb      bool
+	hold    bool // every write is kept in pending (Exchange.QueueSend)
 	pending []byte
 }
 
 // Write implements io.Writer.
 func (w *cliSink) Write(p []byte) (int, error) {
+	if w.hold {
+		w.pending = append(w.pending, p...)
+		return len(p), nil
+	}
 	if !w.nb {
 		return w.c.Write(p)
 	}

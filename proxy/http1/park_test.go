@@ -75,7 +75,7 @@ func TestExchangeTrySend(t *testing.T) {
 			t.Fatalf("room %d: server got %d bytes (%q...), want the head whole (%d)", room, len(got), got[:min(len(got), 40)], len(want))
 		}
 		woken := 0
-		ex.Park(epoll.WakeFunc(func() { woken++ }))
+		ex.Park(epoll.WakeFunc(func() { woken++ }), false)
 		if woken != 1 || f.awaited != 1 || !ex.Readable() {
 			t.Fatalf("room %d: woken %d, awaited %d; want 1 and 1", room, woken, f.awaited)
 		}

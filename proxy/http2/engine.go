@@ -24,6 +24,7 @@ import (
 	"github.com/fulcrum-proxy/fulcrum/proxy/h2mux"
 	"github.com/fulcrum-proxy/fulcrum/proxy/http1"
 	"github.com/fulcrum-proxy/fulcrum/proxy/netio"
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio/epoll"
 	"github.com/fulcrum-proxy/fulcrum/proxy/stream"
 )
 
@@ -165,6 +166,10 @@ type econn struct {
 	// runs, in order.
 	batching bool
 	batchQ   []*estream
+	// The requests the reader begun and queued for one batch of sends
+	// (inline.go, flushSends): the reader's alone.
+	sends epoll.SendBatch
+	sendq []*estream
 
 	wg sync.WaitGroup // the streams' workers
 }
@@ -276,9 +281,14 @@ func (r frameReader) Read(p []byte) (int, error) {
 	// A writer holding the lock flushes what is wanted as it leaves: the
 	// reader does not wait for it (it may be blocked on a client that
 	// does not read).
-	if c := r.c; c.br.Buffered() == 0 && c.wmu.TryLock() {
-		c.pending.Add(1)
-		c.unlockW(flushIfWanted)
+	c := r.c
+	if c.br.Buffered() == 0 {
+		// The requests this read began go to their servers first.
+		c.flushSends()
+		if c.wmu.TryLock() {
+			c.pending.Add(1)
+			c.unlockW(flushIfWanted)
+		}
 	}
 	return r.c.g.Read(p)
 }
@@ -374,6 +384,9 @@ func (c *econn) serve(stopping bool) error {
 	if stopping {
 		c.goAway()
 	}
+	// The requests queued for sending when a frame ends the connection
+	// are sent all the same: their streams end with it as the others.
+	defer c.flushSends()
 	first := true
 	for {
 		f, err := c.rfr.ReadFrame()

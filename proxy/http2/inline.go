@@ -40,6 +40,10 @@ type InlineCounters struct {
 	// Batched counts the parked streams whose responses were whole when
 	// they woke, run by their connection's batching worker.
 	Batched atomic.Int64
+	// Queued counts the requests the readers queued to send together
+	// (SetSendBatch), RingSends those of them sent by io_uring, in
+	// RingEnters system calls (the others were written one by one).
+	Queued, RingSends, RingEnters atomic.Int64
 }
 
 // SetInline lets the connections' readers begin bodiless streams (the
@@ -58,6 +62,12 @@ func (s *Server) SetInline(on bool) {
 // one write for their frames; inline streams only (SetInline). Call it
 // before the server serves.
 func (s *Server) SetBatch(on bool) { s.batch = on }
+
+// SetSendBatch lets the connections' readers send the requests they
+// begin (SetInline) together, once per read of the client: several
+// servers' sends in one io_uring_enter (epoll.SendBatch), instead of a
+// system call each. Call it before the server serves.
+func (s *Server) SetSendBatch(on bool) { s.sendBatch = on }
 
 // Inline returns the counters of the streams the readers began, nil when
 // they begin none.
@@ -188,18 +198,71 @@ func (c *econn) begin(es *estream) bool {
 	st.watch(ex)
 	ex.SetClock(st.clk)
 	st.writeRequestHead(ex, 0)
+	if c.srv.sendBatch {
+		if _, ok := ex.QueueSend(&c.sends); ok {
+			// Sent with the other requests of this read (flushSends).
+			c.sendq = append(c.sendq, es)
+			if len(c.sendq) >= maxSendQueue {
+				c.flushSends()
+			}
+			return true
+		}
+	}
 	st.pending, st.sendErr = ex.TrySend()
+	return c.park(es)
+}
+
+// park parks es, a stream begun by the reader, once its request was
+// written (TrySend or a batch's send: st.pending and st.sendErr say how
+// it went), and reports whether it did; false: a worker is to run it now
+// (what the socket did not take, or the failed send, is the worker's).
+func (c *econn) park(es *estream) bool {
+	st := es.st
+	in := c.srv.inline
 	if st.sendErr != nil || st.pending {
 		st.setClock(time.Time{})
 		in.Handed.Add(1)
 		return false
 	}
-	x.Sent(0)
+	st.x.Sent(0)
 	st.parkAt = st.clk // Park arms the read deadline from it, and so will ReadHead
 	st.setClock(time.Time{})
 	in.Parked.Add(1)
 	c.wg.Add(1) // until a worker runs es (parkWaker.Wake)
 	es.pw.es = es
-	ex.Park(&es.pw)
+	st.ex.Park(&es.pw, c.srv.sendBatch)
 	return true
+}
+
+// maxSendQueue is how many requests the reader queues for one batch of
+// sends at most (a longer read sends them in several).
+const maxSendQueue = 64
+
+// flushSends sends the requests the reader queued (begin), all in one
+// system call where the epoll layer can (epoll.SendBatch), then parks
+// their streams, or hands them to workers as begin would have. The
+// reader calls it before it waits for the client, and before it leaves.
+func (c *econn) flushSends() {
+	if len(c.sendq) == 0 {
+		return
+	}
+	enters, sends := c.sends.Enters, c.sends.Sends
+	c.sends.Flush()
+	in := c.srv.inline
+	in.Queued.Add(int64(len(c.sendq)))
+	in.RingSends.Add(c.sends.Sends - sends)
+	in.RingEnters.Add(c.sends.Enters - enters)
+	for i, es := range c.sendq {
+		st := es.st
+		st.pending, st.sendErr = st.ex.SendDone(c.sends.Result(i))
+		if !c.park(es) {
+			c.mu.Lock()
+			w := c.takeWorker()
+			c.mu.Unlock()
+			c.startStream(w, es)
+		}
+		c.sendq[i] = nil
+	}
+	c.sendq = c.sendq[:0]
+	c.sends.Reset()
 }

@@ -72,6 +72,9 @@ type Server struct {
 	// batch: woken streams with whole responses run in batches
 	// (SetBatch).
 	batch bool
+	// sendBatch: the readers send the requests of a read together
+	// (SetSendBatch).
+	sendBatch bool
 }
 
 // Engines, the values of EngineEnv.

@@ -70,6 +70,12 @@ type Conn struct {
 	// short says the hibernation is an Await's (not counted in sleeping,
 	// its deadline on its runtime timer): written with wk.
 	short bool
+	// ahead says the Await is an AwaitRead's: the reaper may read c
+	// ahead as it wakes it (readahead_linux.go); written with wk, read
+	// by the reaper before it takes the hibernation.
+	ahead atomic.Bool
+	// pre is what the reaper read ahead, for the next read.
+	pre preRead
 }
 
 // Conn.reg's values.
@@ -392,6 +398,7 @@ func (c *Conn) Hibernate(w Waker) {
 	c.w.dropDeadline()
 	c.park()
 	c.wk, c.short = w, false
+	c.ahead.Store(false)
 	c.p.g.sleeping.Add(1)
 	c.r.hib.Store(c)
 	if c.r.lazy.Load() {
@@ -424,8 +431,12 @@ func (c *Conn) Hibernate(w Waker) {
 // each), and goes back to a runtime timer when the wait ends. The caller
 // must not use c after calling Await, until Wake runs; one read must not
 // be in progress. A spurious Wake is possible.
-func (c *Conn) Await(w Waker) {
+func (c *Conn) Await(w Waker) { c.await(w, false) }
+
+// await is Await, or AwaitRead when ahead.
+func (c *Conn) await(w Waker, ahead bool) {
 	c.wk, c.short = w, true
+	c.ahead.Store(ahead)
 	c.park()
 	c.p.g.awaiting.Add(1)
 	c.r.hib.Store(c)
@@ -460,7 +471,7 @@ func (c *Conn) TryWrite(b []byte) (int, error) { return c.write(b, false) }
 // its read deadline has passed, or c is closed. A hibernating connection
 // resumed by a late event or timer is not (Hibernate it again).
 func (c *Conn) Readable() bool {
-	return c.r.ready.Load() != 0 || c.state.Load()&closedBit != 0 || c.r.expired()
+	return c.r.ready.Load() != 0 || c.state.Load()&closedBit != 0 || c.r.expired() || c.pre.set.Load()
 }
 
 // Speculate marks c readable, so that its next read (TryRead, Read, or
@@ -707,6 +718,9 @@ func (c *Conn) read(b []byte, wait bool) (int, error) {
 		if c.r.expired() {
 			return 0, c.opErr("read", os.ErrDeadlineExceeded)
 		}
+		if c.pre.set.Load() {
+			return c.takePre(b), nil // read ahead (readahead_linux.go)
+		}
 		if c.r.ready.Swap(0) != 0 {
 			n, err := ignoringEINTR(func() (int, error) { return sysRead(c.fd, b) })
 			switch {
@@ -937,6 +951,9 @@ func (c *Conn) raw(s *side, op string, f func(fd uintptr) bool) error {
 // idle connections (a byte whose event the reaper has not collected yet
 // is not seen).
 func (c *Conn) Idle() bool {
+	if c.pre.set.Load() {
+		return false // bytes read ahead, not taken
+	}
 	if c.r.ready.Load() == 0 && c.reg.Load() != regNone {
 		return true
 	}
@@ -960,6 +977,9 @@ func (c *Conn) Idle() bool {
 // connections a request may take meanwhile). It makes a system call (one
 // non-blocking peek) only when an event came or the socket never waited.
 func (c *Conn) Quiet() bool {
+	if c.pre.set.Load() {
+		return false
+	}
 	if c.r.ready.Load() == 0 && c.reg.Load() != regNone {
 		return true
 	}

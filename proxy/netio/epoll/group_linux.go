@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fulcrum-proxy/fulcrum/proxy/netio/uring"
 )
 
 // maxEvents is how many events one epoll_wait returns at most.
@@ -35,6 +37,10 @@ type Group struct {
 	awaiting atomic.Int64
 	// pairs counts the Pairs relaying now (StartPair to their end).
 	pairs atomic.Int64
+	// aheadReads counts the reads ahead that found bytes, aheadEnters
+	// the io_uring_enter calls that made the reads ahead
+	// (readahead_linux.go).
+	aheadReads, aheadEnters atomic.Int64
 
 	// epoch is the origin of the pairs' clock (Pair: ns since epoch,
 	// monotonic).
@@ -43,6 +49,14 @@ type Group struct {
 	mu     sync.Mutex
 	refs   int  // users (Ref/Unref); the pollers close at 0
 	closed bool // Close was called
+	// The rings lent to SendBatch (sendbatch_linux.go), under rmu: those
+	// free, how many were made and not closed, whether io_uring was
+	// refused, whether Close closed them.
+	rmu         sync.Mutex
+	rings       []*uring.Ring
+	nrings      int
+	ringsOff    bool
+	ringsClosed bool
 }
 
 // NewGroup returns a group of n pollers (n <= 0: one per GOMAXPROCS), each
@@ -101,12 +115,16 @@ func (g *Group) Close() error {
 	}
 	g.closed = true
 	g.mu.Unlock()
+	g.closeRings()
 	for _, p := range g.polls {
 		p.file.Close() // wakes the reaper's wait with an error
 	}
 	for _, p := range g.polls {
 		if p.started.Load() {
 			<-p.done
+		}
+		if p.ring != nil {
+			p.ring.Close()
 		}
 	}
 	return nil
@@ -171,6 +189,14 @@ type poller struct {
 	// batch (stamped); the reaper's own.
 	stamp   int64
 	stamped bool
+
+	// Reads ahead (readahead_linux.go), the reaper's: the ring (made at
+	// the first; noRing once io_uring was refused or failed), the
+	// connections of the batch claimed, the completions' buffer.
+	ring    *uring.Ring
+	noRing  bool
+	claimed []claimed
+	cqes    []uring.CQE
 }
 
 // clock returns the reaper's stamp of its current batch of events. Only
@@ -233,8 +259,14 @@ func (p *poller) poll() {
 			return
 		}
 		p.stamped = false
+		claimed := p.claim(p.events[:n])
 		for i := range p.events[:n] {
-			p.dispatch(&p.events[i])
+			if p.events[i].Fd >= 0 {
+				p.dispatch(&p.events[i])
+			}
+		}
+		if claimed > 0 {
+			p.wakeClaimed()
 		}
 		if n < len(p.events) {
 			return
