@@ -25,6 +25,20 @@ func ringsOrSkip(t *testing.T, g *Group) {
 	t.Skip("io_uring refused here: SendBatch writes one by one")
 }
 
+// fill writes to c until its socket's buffer is full (a write would
+// block).
+func fill(t *testing.T, c *Conn) {
+	t.Helper()
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := c.TryWrite(chunk); errors.Is(err, ErrWouldBlock) {
+			return
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // The writes of a batch to many sockets are made in one io_uring_enter,
 // each socket getting exactly its bytes; batches longer than batchMax
 // take one enter per batchMax; a batch of one is a plain write.
@@ -83,15 +97,7 @@ func TestSendBatchFailures(t *testing.T) {
 	closed, _ := accepted(t, g)
 	reset, resetPeer := accepted(t, g)
 	fine, finePeer := accepted(t, g)
-	// Fill full's socket until a write blocks.
-	chunk := make([]byte, 64<<10)
-	for {
-		if _, err := full.TryWrite(chunk); errors.Is(err, ErrWouldBlock) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-	}
+	fill(t, full)
 	closed.Close()
 	resetPeer.(*net.TCPConn).SetLinger(0)
 	resetPeer.Close()
@@ -139,14 +145,7 @@ func TestSendBatchCancel(t *testing.T) {
 	ringsOrSkip(t, g)
 	full, _ := accepted(t, g)
 	fine, finePeer := accepted(t, g)
-	chunk := make([]byte, 64<<10)
-	for {
-		if _, err := full.TryWrite(chunk); errors.Is(err, ErrWouldBlock) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-	}
+	fill(t, full)
 	b := SendBatch{mayWait: true}
 	b.Add(full, []byte("waits"))
 	b.Add(fine, []byte("fine"))
