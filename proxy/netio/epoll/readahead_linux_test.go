@@ -141,3 +141,50 @@ func TestReadAheadRest(t *testing.T) {
 		t.Error("Hibernate keeps AwaitRead's read ahead")
 	}
 }
+
+// BenchmarkAwaitRead: ten connections wait for a response, their peers
+// answer, and each woken connection reads its answer (as HTTP/2's parked
+// streams): woken by Await and read with a system call each ("await"),
+// or woken by AwaitRead with the answers read ahead ("ahead").
+func BenchmarkAwaitRead(b *testing.B) {
+	g, err := NewGroup(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Unref()
+	const n = 10
+	conns := make([]*Conn, n)
+	peers := make([]net.Conn, n)
+	for i := range n {
+		conns[i], peers[i] = registered(b, g)
+	}
+	msg := bytes.Repeat([]byte("h"), 200) // about a response
+	for _, mode := range []string{"await", "ahead"} {
+		b.Run(mode, func(b *testing.B) {
+			woken := make(chan int, n)
+			bufs := make([][]byte, n)
+			for i := range bufs {
+				bufs[i] = make([]byte, 4096)
+			}
+			for range b.N {
+				for i, c := range conns {
+					w := WakeFunc(func() {
+						c.TryRead(bufs[i])
+						woken <- i
+					})
+					if mode == "ahead" {
+						c.AwaitRead(w)
+					} else {
+						c.Await(w)
+					}
+				}
+				for _, p := range peers {
+					p.Write(msg)
+				}
+				for range n {
+					<-woken
+				}
+			}
+		})
+	}
+}
