@@ -574,8 +574,13 @@ func (e *Exchange) QueueSend(b *epoll.SendBatch) (i int, ok bool) {
 	}
 	uc.dl.ArmWrite(uc.c, e.now(), e.timeout)
 	uc.sink.hold = true
-	uc.bw.Flush() // into pending: cannot fail
+	err := uc.bw.Flush() // into pending: fails only with an earlier write's error
 	uc.sink.hold = false
+	if err != nil {
+		// A head longer than the buffer was partly written through, and
+		// that write failed: TrySend reports it.
+		return 0, false
+	}
 	return b.Add(c, uc.sink.pending), true
 }
 

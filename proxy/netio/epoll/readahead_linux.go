@@ -43,7 +43,10 @@ type preRead struct {
 // events wakes (when the kernel lends io_uring; Await otherwise).
 func (c *Conn) AwaitRead(w Waker) { c.await(w, true) }
 
-// takePre takes the bytes read ahead into b (pre is set).
+// takePre takes the bytes read ahead into b (pre is set). Pair, Lend
+// and splice use the descriptor directly and do not look at pre: a
+// connection with bytes read ahead is not idle, so it is not pooled and
+// never handed to them.
 func (c *Conn) takePre(b []byte) int {
 	n := copy(b, c.pre.buf)
 	c.pre.buf = c.pre.buf[n:]
@@ -99,17 +102,15 @@ func (p *poller) claim(events []unix.EpollEvent) int {
 		if !c.r.hib.CompareAndSwap(c, nil) {
 			continue // woken meanwhile (its deadline, its close)
 		}
-		if !c.ahead.Load() || !c.short {
-			// Not an AwaitRead's after all (another wait began since
-			// the look above): given back, for dispatch's signal to end
-			// it (a wake that found it taken meanwhile is that one).
-			c.r.hib.Store(c)
-			continue
-		}
 		if ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 			c.hup.Store(true)
 		}
-		p.claimed = append(p.claimed, claimed{c: c, ev: ev.Events})
+		// Not an AwaitRead's after all (another wait began since the look
+		// above): woken by wakeClaimed as this event would have woken it,
+		// without a read ahead. (Giving the hibernation back for
+		// dispatch would lose the wake of a Close coming in between.)
+		plain := !c.ahead.Load() || !c.short
+		p.claimed = append(p.claimed, claimed{c: c, ev: ev.Events, plain: plain})
 		ev.Fd = -1
 	}
 	if len(p.claimed) == 0 {
@@ -129,6 +130,9 @@ type claimed struct {
 	buf   []byte
 	res   int32
 	fired bool // a read was submitted and completed
+	// plain: a hibernation that is not an AwaitRead's, woken without a
+	// read ahead.
+	plain bool
 }
 
 // readAhead reads each of cs into a pooled buffer, in one io_uring_enter.
@@ -141,7 +145,7 @@ func (p *poller) readAhead(cs []claimed) {
 	for i := range cs {
 		cl := &cs[i]
 		c := cl.c
-		if c.r.expired() || !c.incref() {
+		if cl.plain || c.r.expired() || !c.incref() {
 			continue
 		}
 		cl.buf = netio.GetBuf()
@@ -202,7 +206,9 @@ func (p *poller) readAhead(cs []claimed) {
 			c.pre.set.Store(true)
 			p.g.aheadReads.Add(1)
 		case n == -int(unix.EAGAIN):
-			netio.PutBuf(cl.buf) // an event for nothing: the wait goes on
+			// An event for nothing: woken all the same, the
+			// connection's user finds it not readable and waits again.
+			netio.PutBuf(cl.buf)
 		default:
 			// The end of the stream or an error: the connection's own
 			// read finds it again.
@@ -245,11 +251,18 @@ func (p *poller) wakeClaimed() {
 	for i := range p.claimed {
 		cl := &p.claimed[i]
 		c := cl.c
+		if cl.plain {
+			c.r.ready.Store(1) // as dispatch's signal
+		}
 		if cl.ev&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 			c.w.signal()
 		}
 		c.unpark()
-		c.p.g.awaiting.Add(-1)
+		if c.short {
+			c.p.g.awaiting.Add(-1)
+		} else {
+			c.p.g.sleeping.Add(-1)
+		}
 		c.wk.Wake()
 		cl.c = nil
 	}

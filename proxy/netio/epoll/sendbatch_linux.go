@@ -24,8 +24,9 @@ import (
 //
 // Each write is TryWrite's, except that a short one is not retried: its
 // Result says ErrWouldBlock with the count taken, as for a socket found
-// full. A SendBatch is used by one goroutine at a time; its zero value is
-// ready.
+// full. Queue one write per connection (two to one socket would
+// interleave after a short first). A SendBatch is used by one goroutine
+// at a time; its zero value is ready.
 type SendBatch struct {
 	reqs []sendReq
 	cqes []uring.CQE
@@ -98,7 +99,14 @@ func (b *SendBatch) Flush() {
 		start = end
 	}
 	if ring != nil {
-		g.putRing(ring)
+		if ring.Pending() != 0 {
+			// Entries never submitted (not expected: the kernel takes
+			// them all): the ring goes with them.
+			ring.Close()
+			g.lostRing()
+		} else {
+			g.putRing(ring)
+		}
 	}
 	for i := range b.reqs {
 		if r := &b.reqs[i]; !r.settled {
@@ -124,12 +132,17 @@ func (b *SendBatch) submit(ring *uring.Ring, start, end int) bool {
 			c.decref()
 			continue // TryWrite answers
 		}
+		sqe := ring.GetSQE()
+		if sqe == nil {
+			c.decref()
+			continue // TryWrite makes it
+		}
 		c.w.ready.Store(0)
 		flags := uint32(sendFlags)
 		if b.mayWait {
 			flags = unix.MSG_NOSIGNAL
 		}
-		ring.GetSQE().PrepSend(c.fd, unsafe.Pointer(unsafe.SliceData(r.p)), uint32(len(r.p)), flags, uint64(i))
+		sqe.PrepSend(c.fd, unsafe.Pointer(unsafe.SliceData(r.p)), uint32(len(r.p)), flags, uint64(i))
 		r.flying = true
 		flying++
 	}
@@ -154,7 +167,9 @@ func (b *SendBatch) submit(ring *uring.Ring, start, end int) bool {
 		// was full, for the caller).
 		for i := start; i < end; i++ {
 			if b.reqs[i].flying {
-				ring.GetSQE().PrepCancel(uint64(i), uint64(i)|cancelBit)
+				if sqe := ring.GetSQE(); sqe != nil { // batchMax leaves room
+					sqe.PrepCancel(uint64(i), uint64(i)|cancelBit)
+				}
 			}
 		}
 		for left > 0 {
@@ -163,7 +178,10 @@ func (b *SendBatch) submit(ring *uring.Ring, start, end int) bool {
 				// The ring no longer answers, and may still make the
 				// sends it holds: they fail, and their connections
 				// keep their reference (their descriptors are never
-				// reused under the kernel's feet).
+				// reused under the kernel's feet). A send the kernel
+				// made all the same may be retried by its caller on
+				// another connection: a duplicate request is possible
+				// on this path alone (io_uring_enter failing).
 				for i := start; i < end; i++ {
 					if r := &b.reqs[i]; r.flying {
 						r.err, r.settled = r.c.opErr("write", os.NewSyscallError("io_uring_enter", err)), true
@@ -288,10 +306,13 @@ func (g *Group) putRing(r *uring.Ring) {
 	g.rmu.Unlock()
 }
 
-// lostRing counts a lent ring closed by its borrower.
+// lostRing counts a lent ring closed by its borrower, after it failed:
+// no more are made (the writes are then made one by one), as a failing
+// kernel would fail the next ring too.
 func (g *Group) lostRing() {
 	g.rmu.Lock()
 	g.nrings--
+	g.ringsOff = true
 	g.rmu.Unlock()
 }
 
