@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -173,14 +174,25 @@ func needTool(t *testing.T, pkg string, names ...string) string {
 
 // freePort returns a loopback address nothing listens on, for tools that
 // cannot report the port they bound.
+//
+// The port is taken below the kernel's ephemeral range (32768 and up on
+// Linux by default): a port the kernel handed out as ephemeral could be
+// handed out again, to any outgoing connection of the tests (a peer
+// dialling, a health check), between this return and the process that
+// binds it (a CI run failed so: "bind: address already in use").
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 200 {
+		port := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // taken: another
+		}
+		l.Close()
+		return l.Addr().String()
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("no free port found between 20000 and 32000")
+	return ""
 }
 
 // TestHAProxyExporterScrapesCSV runs Prometheus' haproxy_exporter against
