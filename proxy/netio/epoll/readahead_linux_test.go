@@ -147,17 +147,8 @@ func TestReadAheadRest(t *testing.T) {
 // streams): woken by Await and read with a system call each ("await"),
 // or woken by AwaitRead with the answers read ahead ("ahead").
 func BenchmarkAwaitRead(b *testing.B) {
-	g, err := NewGroup(1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer g.Unref()
 	const n = 10
-	conns := make([]*Conn, n)
-	peers := make([]net.Conn, n)
-	for i := range n {
-		conns[i], peers[i] = registered(b, g)
-	}
+	conns, peers := benchConns(b, n, registered)
 	msg := bytes.Repeat([]byte("h"), 200) // about a response
 	for _, mode := range []string{"await", "ahead"} {
 		b.Run(mode, func(b *testing.B) {

@@ -205,21 +205,27 @@ func TestSendBatchNoRing(t *testing.T) {
 	}
 }
 
-// BenchmarkSendBatch: ten sockets written at once, as HTTP/2's reader
-// sends the requests of one client read: one write each ("write") or one
-// batch ("batch"); the peers read what came.
-func BenchmarkSendBatch(b *testing.B) {
+// benchConns returns n connections of a one-poller group made by conn
+// (accepted, registered) and their peers; the group ends with b.
+func benchConns(b *testing.B, n int, conn func(testing.TB, *Group) (*Conn, net.Conn)) ([]*Conn, []net.Conn) {
 	g, err := NewGroup(1)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer g.Unref()
-	const n = 10
+	b.Cleanup(g.Unref)
 	conns := make([]*Conn, n)
 	peers := make([]net.Conn, n)
 	for i := range n {
-		conns[i], peers[i] = accepted(b, g)
+		conns[i], peers[i] = conn(b, g)
 	}
+	return conns, peers
+}
+
+// BenchmarkSendBatch: ten sockets written at once, as HTTP/2's reader
+// sends the requests of one client read: one write each ("write") or one
+// batch ("batch"); the peers read what came.
+func BenchmarkSendBatch(b *testing.B) {
+	conns, peers := benchConns(b, 10, accepted)
 	msg := bytes.Repeat([]byte("r"), 120) // about a request head
 	buf := make([]byte, 4096)
 	drain := func() {
